@@ -1,0 +1,301 @@
+package exq
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of Options. They are Exq's unless a field's comment says otherwise.
+const (
+	DefaultRedisURL             = "redis://127.0.0.1:6379/0"
+	DefaultRedisTimeout         = 5 * time.Second
+	DefaultNamespace            = "exq"
+	DefaultQueue                = "default"
+	DefaultConcurrency          = 100
+	DefaultPollTimeout          = 100 * time.Millisecond
+	DefaultSchedulerPollTimeout = 200 * time.Millisecond
+	DefaultMaxRetries           = 25
+	DefaultDeadMaxJobs          = 10000
+	DefaultDeadTimeout          = 180 * 24 * time.Hour
+	DefaultShutdownTimeout      = 5 * time.Second
+)
+
+// NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
+// the dead set at its first failure (the zero value of the field means DefaultMaxRetries).
+const NoRetries = -1
+
+// KeepNoDeadJobs, as Options.DeadMaxJobs, keeps no dead jobs at all (the zero value of the
+// field means DefaultDeadMaxJobs).
+const KeepNoDeadJobs = -1
+
+// Queue is a queue this node works on and how many of its jobs may run at once.
+type Queue struct {
+	// Name of the queue, as in Exq and Sidekiq ("default", "mail").
+	Name string
+	// Concurrency is the most jobs of this queue that run at the same time on this node.
+	// Zero means Options.Concurrency.
+	Concurrency int
+}
+
+// Options configures a node started with Start. The zero value of every field means its
+// default, so Options{} runs the "default" queue against Redis on localhost.
+type Options struct {
+	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
+	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
+	// logs or errors.
+	RedisURL string
+	// Redis is a client of the caller's (Cluster, Sentinel, custom TLS…). exq uses it and leaves
+	// it open on Stop. For Cluster, give a namespace with a hash tag ("{exq}") so that every key
+	// lands in one slot.
+	Redis redis.UniversalClient
+	// RedisTimeout bounds each Redis command when exq builds the client from RedisURL.
+	// Default 5 s.
+	RedisTimeout time.Duration
+
+	// Namespace prefixes every key ("exq" gives "exq:queue:default"). Default "exq". Use
+	// NoNamespace for keys without any prefix.
+	Namespace string
+	// NoNamespace stores keys without a prefix ("queue:default"), as a Sidekiq without
+	// redis-namespace does. Namespace must then be empty.
+	NoNamespace bool
+
+	// Queues this node works on. Default: "default" with Concurrency.
+	Queues []Queue
+	// Concurrency is the per-queue limit for queues that do not set their own. Default 100.
+	Concurrency int
+	// Workers maps job classes to the code that runs them. More can be added with Register.
+	Workers map[string]Worker
+	// Middleware wraps every job run, outermost first.
+	Middleware []Middleware
+
+	// PollTimeout is how long an idle node waits between polls of its queues. Jobs enqueued
+	// through exq wake idle nodes at once, so it bounds the pickup delay only for jobs pushed by
+	// other runtimes. Default 100 ms.
+	PollTimeout time.Duration
+	// SchedulerPollTimeout is how often due scheduled and retry jobs are moved to their
+	// queues. Default 200 ms.
+	SchedulerPollTimeout time.Duration
+	// DisableScheduler turns off the scheduler on this node. Some node must run it, or
+	// scheduled jobs and retries never come due.
+	DisableScheduler bool
+
+	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries, and is the
+	// limit for jobs whose "retry" is true. Default 25; NoRetries for none.
+	MaxRetries int
+	// Backoff is the delay before retry number retryCount (1 for the first retry) of job.
+	// Default: Exq's retryCount^4 + 15 + rand(0..30)·(retryCount+1) seconds.
+	Backoff func(retryCount int, job *Job) time.Duration
+	// DeadMaxJobs is how many jobs the dead set keeps (the newest). Default 10 000;
+	// KeepNoDeadJobs for none.
+	DeadMaxJobs int
+	// DeadTimeout is how long a dead job is kept. Default 180 days.
+	DeadTimeout time.Duration
+
+	// ShutdownTimeout is how long Stop lets running jobs finish before it cancels their
+	// contexts and hands them back to the front of their queues. Default 5 s.
+	ShutdownTimeout time.Duration
+
+	// NodeID names this node's backup lists. Default "<hostname>:<pid>:<random>", so two
+	// processes never share one (this differs from Exq, which uses the hostname). Set a fixed
+	// NodeID only if it stays unique per process and you want a restarted process to take back
+	// the jobs its predecessor had in flight.
+	NodeID string
+
+	// Logger receives exq's own log lines. Default slog.Default().
+	Logger *slog.Logger
+
+	// now replaces the clock in tests.
+	now func() time.Time
+	// schedulerPage is the scheduler's page size (tests use a small one).
+	schedulerPage int
+}
+
+// withDefaults validates o and fills in its defaults. Errors name the field.
+func (o Options) withDefaults() (Options, error) {
+	bad := func(field, format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	if o.Redis == nil && o.RedisURL == "" {
+		o.RedisURL = DefaultRedisURL
+	}
+	if o.RedisTimeout < 0 {
+		return bad("RedisTimeout", "must not be negative, got %s", o.RedisTimeout)
+	}
+	if o.RedisTimeout == 0 {
+		o.RedisTimeout = DefaultRedisTimeout
+	}
+	if o.NoNamespace && o.Namespace != "" {
+		return bad("Namespace", "must be empty when NoNamespace is set, got %q", o.Namespace)
+	}
+	if !o.NoNamespace && o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Concurrency < 0 {
+		return bad("Concurrency", "must not be negative, got %d", o.Concurrency)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Queues == nil {
+		o.Queues = []Queue{{Name: DefaultQueue}}
+	}
+	seen := map[string]bool{}
+	qs := make([]Queue, len(o.Queues))
+	for i, q := range o.Queues {
+		field := fmt.Sprintf("Queues[%d]", i)
+		if err := checkQueueName(q.Name); err != nil {
+			return bad(field+".Name", "%v", err)
+		}
+		if seen[q.Name] {
+			return bad(field+".Name", "queue %q is listed twice", q.Name)
+		}
+		seen[q.Name] = true
+		if q.Concurrency < 0 {
+			return bad(field+".Concurrency", "must not be negative, got %d", q.Concurrency)
+		}
+		if q.Concurrency == 0 {
+			q.Concurrency = o.Concurrency
+		}
+		qs[i] = q
+	}
+	o.Queues = qs
+	for class, w := range o.Workers {
+		if class == "" {
+			return bad("Workers", "a worker is registered under an empty class")
+		}
+		if w == nil {
+			return bad("Workers", "class %q has a nil worker", class)
+		}
+	}
+	for i, m := range o.Middleware {
+		if m == nil {
+			return bad(fmt.Sprintf("Middleware[%d]", i), "is nil")
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"PollTimeout", &o.PollTimeout, DefaultPollTimeout},
+		{"SchedulerPollTimeout", &o.SchedulerPollTimeout, DefaultSchedulerPollTimeout},
+		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
+		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
+	} {
+		if *d.v < 0 {
+			return bad(d.field, "must not be negative, got %s", *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	switch {
+	case o.MaxRetries == NoRetries:
+		o.MaxRetries = 0
+	case o.MaxRetries < 0:
+		return bad("MaxRetries", "must be NoRetries or not negative, got %d", o.MaxRetries)
+	case o.MaxRetries == 0:
+		o.MaxRetries = DefaultMaxRetries
+	}
+	switch {
+	case o.DeadMaxJobs == KeepNoDeadJobs:
+		o.DeadMaxJobs = 0
+	case o.DeadMaxJobs < 0:
+		return bad("DeadMaxJobs", "must be KeepNoDeadJobs or not negative, got %d", o.DeadMaxJobs)
+	case o.DeadMaxJobs == 0:
+		o.DeadMaxJobs = DefaultDeadMaxJobs
+	}
+	if o.Backoff == nil {
+		o.Backoff = ExqBackoff
+	}
+	if o.NodeID == "" {
+		o.NodeID = defaultNodeID()
+	} else if strings.Contains(o.NodeID, "::") {
+		return bad("NodeID", "must not contain \"::\" (it separates the parts of backup list keys), got %q", o.NodeID)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.schedulerPage <= 0 {
+		o.schedulerPage = 100
+	}
+	return o, nil
+}
+
+// checkQueueName rejects names that would make ambiguous keys.
+func checkQueueName(q string) error {
+	switch {
+	case q == "":
+		return errors.New("queue name is empty")
+	case strings.Contains(q, "::"):
+		return fmt.Errorf("queue name %q contains \"::\", which separates the parts of backup list keys", q)
+	case strings.TrimSpace(q) != q:
+		return fmt.Errorf("queue name %q has leading or trailing space", q)
+	}
+	return nil
+}
+
+// defaultNodeID is "<hostname>:<pid>:<random>", unique per process (DESIGN.md §2).
+func defaultNodeID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// newRedisClient builds the client for a RedisURL. The error never carries the password.
+func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+	}
+	if !strings.Contains(rawURL, "read_timeout") {
+		opts.ReadTimeout = timeout
+	}
+	if !strings.Contains(rawURL, "write_timeout") {
+		opts.WriteTimeout = timeout
+	}
+	if !strings.Contains(rawURL, "dial_timeout") {
+		opts.DialTimeout = timeout
+	}
+	return redis.NewClient(opts), nil
+}
+
+// maskURL hides the password of a Redis URL ("redis://:xxxxx@host:6379/0").
+func maskURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Unparseable: say nothing about what might be a password.
+		if i := strings.LastIndex(rawURL, "@"); i >= 0 {
+			return "<redacted>" + rawURL[i:]
+		}
+		return rawURL
+	}
+	return u.Redacted()
+}
+
+// scrub removes the URL's password from an error message that might quote it.
+func scrub(err error, rawURL string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,315 @@
+// Package exq runs background jobs from Redis in the layout of Elixir's Exq and Ruby's Sidekiq,
+// so a Go service can share queues with them: a job pushed by Sidekiq or Exq runs on a Go
+// worker, and the other way round.
+//
+// Start a node with the queues it works on and the workers it knows, enqueue from anywhere,
+// and stop it when the program ends:
+//
+//	e, err := exq.Start(ctx, exq.Options{
+//		RedisURL: "redis://127.0.0.1:6379/0",
+//		Queues:   []exq.Queue{{Name: "default", Concurrency: 50}},
+//		Workers: map[string]exq.Worker{
+//			"MyApp.SendEmail": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+//				var userID int
+//				var template string
+//				if err := job.Bind(&userID, &template); err != nil {
+//					return err
+//				}
+//				return sendEmail(ctx, userID, template)
+//			}),
+//		},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer e.Stop(context.Background()) // lets running jobs finish, up to ShutdownTimeout
+//
+//	jid, err := e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"})
+//
+// A worker that returns an error (or panics) is retried with Exq's backoff, up to MaxRetries
+// times, then moved to the dead set. Jobs are never lost: a job leaves Redis only after its
+// outcome is stored, and a node that dies leaves its jobs in a backup list from which they
+// are run again.
+package exq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Exq is a running node: it fetches and runs jobs of its queues and enqueues new ones. It is
+// safe for concurrent use. Create it with Start; end it with Stop.
+type Exq struct {
+	opts      Options
+	rdb       redis.UniversalClient
+	ownClient bool
+	log       *slog.Logger
+
+	jq       *jobQueue
+	enq      *enqueuer
+	registry *registry
+	handler  Handler
+	mgr      *manager
+
+	cancelRun  context.CancelFunc
+	jobsCtx    context.Context
+	cancelJobs context.CancelCauseFunc
+	graceOver  chan struct{}
+	pubsub     *redis.PubSub
+	loops      sync.WaitGroup
+
+	stopping atomic.Bool
+	stopped  atomic.Bool
+	stopDone chan struct{}
+	stopErr  error
+}
+
+// Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
+// opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
+// (naming the field) or ErrRedisUnavailable (naming the address, never the password).
+func Start(ctx context.Context, opts Options) (*Exq, error) {
+	fixedNode := opts.NodeID != ""
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), graceOver: make(chan struct{})}
+	where := "the given client"
+	if e.rdb == nil {
+		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
+		if err != nil {
+			return nil, err
+		}
+		e.rdb, e.ownClient = c, true
+		where = maskURL(o.RedisURL)
+	}
+	fail := func(err error) (*Exq, error) {
+		if e.ownClient {
+			_ = e.rdb.Close()
+		}
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+	err = e.rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return fail(fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL)))
+	}
+
+	keys := wire.NewKeys(o.Namespace)
+	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID}
+	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries}
+	e.registry = newRegistry(o.Workers)
+	e.handler = chain(e.callWorker, o.Middleware)
+	e.mgr = newManager(e, o.Queues)
+
+	if fixedNode {
+		if err := e.recoverOwnBackups(ctx); err != nil {
+			return fail(err)
+		}
+	}
+
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	e.cancelRun = cancelRun
+	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
+	e.pubsub = e.rdb.Subscribe(runCtx, keys.Wake())
+	e.goLoop(func() { e.mgr.listen(e.pubsub) })
+	e.goLoop(func() { e.mgr.run(runCtx) })
+	if !o.DisableScheduler {
+		s := &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout}
+		e.goLoop(func() { s.run(runCtx) })
+	}
+	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
+	return e, nil
+}
+
+func (e *Exq) goLoop(f func()) {
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		f()
+	}()
+}
+
+// recoverOwnBackups puts back every job this NodeID left in its backup lists (a previous
+// process with the same id that crashed), at the front of its queue, oldest first.
+func (e *Exq) recoverOwnBackups(ctx context.Context) error {
+	known, err := e.jq.knownQueues(ctx)
+	if err != nil {
+		return fmt.Errorf("exq: start: recover backup lists of node %s: %w", e.opts.NodeID, err)
+	}
+	queues := map[string]bool{}
+	for _, q := range known {
+		queues[q] = true
+	}
+	for _, q := range e.opts.Queues {
+		queues[q.Name] = true
+	}
+	for q := range queues {
+		n, err := e.jq.recoverBackup(ctx, q)
+		if err != nil {
+			return fmt.Errorf("exq: start: recover backup list of node %s, queue %s: %w", e.opts.NodeID, q, err)
+		}
+		if n > 0 {
+			e.log.Info("exq: recovered unfinished jobs of this node", "queue", q, "jobs", n)
+		}
+	}
+	return nil
+}
+
+// NodeID is this node's identity: the name of its backup lists.
+func (e *Exq) NodeID() string { return e.opts.NodeID }
+
+// Register adds (or replaces) the worker for class while the node runs.
+func (e *Exq) Register(class string, w Worker) error {
+	if class == "" {
+		return errors.New("exq: register: class is empty")
+	}
+	if w == nil {
+		return fmt.Errorf("exq: register %q: worker is nil", class)
+	}
+	e.registry.set(class, w)
+	return nil
+}
+
+// Subscribe makes the node work on queue with at most concurrency jobs at once (0 means
+// Options.Concurrency), or changes the limit of a queue it already works on. Jobs of the
+// queue that this node is running are not touched.
+func (e *Exq) Subscribe(queue string, concurrency int) error {
+	if e.stopping.Load() {
+		return ErrStopped
+	}
+	if err := checkQueueName(queue); err != nil {
+		return fmt.Errorf("exq: subscribe: %w", err)
+	}
+	if concurrency < 0 {
+		return fmt.Errorf("exq: subscribe %s: concurrency must not be negative, got %d", queue, concurrency)
+	}
+	if concurrency == 0 {
+		concurrency = e.opts.Concurrency
+	}
+	e.mgr.subscribe(Queue{Name: queue, Concurrency: concurrency})
+	return nil
+}
+
+// Unsubscribe stops fetching jobs of queue; its running jobs finish normally.
+func (e *Exq) Unsubscribe(queue string) error {
+	if e.stopping.Load() {
+		return ErrStopped
+	}
+	e.mgr.unsubscribe(queue)
+	return nil
+}
+
+// UnsubscribeAll stops fetching from every queue (the node goes quiet) while running jobs finish.
+func (e *Exq) UnsubscribeAll() error {
+	if e.stopping.Load() {
+		return ErrStopped
+	}
+	e.mgr.unsubscribeAll()
+	return nil
+}
+
+// Subscriptions lists the queues the node works on, in subscription order.
+func (e *Exq) Subscriptions() []Queue { return e.mgr.subscriptions() }
+
+// Enqueue pushes a job for class onto queue, to run as soon as a worker is free, and returns
+// its jid. args must encode to a JSON array ([]any{42, "welcome"}, a typed slice, or nil).
+func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
+	if e.stopped.Load() {
+		return "", ErrStopped
+	}
+	return e.enq.enqueue(ctx, queue, class, args, opts)
+}
+
+// EnqueueIn schedules a job to run after delay d.
+func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
+	if e.stopped.Load() {
+		return "", ErrStopped
+	}
+	return e.enq.enqueueAt(ctx, "enqueue in", queue, class, e.opts.now().Add(d), args, opts)
+}
+
+// EnqueueAt schedules a job to run at time t.
+func (e *Exq) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
+	if e.stopped.Load() {
+		return "", ErrStopped
+	}
+	return e.enq.enqueueAt(ctx, "enqueue at", queue, class, t, args, opts)
+}
+
+// EnqueueAll writes a batch of immediate and scheduled jobs in one atomic step: all of them,
+// or (on an error) none. Results are in the order of jobs.
+func (e *Exq) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, error) {
+	if e.stopped.Load() {
+		return nil, ErrStopped
+	}
+	return e.enq.enqueueAll(ctx, jobs)
+}
+
+// Stop ends the node. It stops fetching at once, lets running jobs finish for up to
+// ShutdownTimeout (or until ctx ends), then cancels the contexts of jobs still running and
+// hands those jobs back to the front of their queues, where another node runs them next.
+// It returns when every goroutine it started has ended; a worker that ignores its context
+// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Enqueueing works until
+// Stop returns, so draining jobs can still enqueue. Calling Stop again waits for the first call.
+func (e *Exq) Stop(ctx context.Context) error {
+	if !e.stopping.CompareAndSwap(false, true) {
+		select {
+		case <-e.stopDone:
+			return e.stopErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer close(e.stopDone)
+
+	e.cancelRun()
+	_ = e.pubsub.Close()
+	e.loops.Wait()
+
+	jobsDone := make(chan struct{})
+	go func() {
+		e.mgr.jobs.Wait()
+		close(jobsDone)
+	}()
+	grace := time.NewTimer(e.opts.ShutdownTimeout)
+	defer grace.Stop()
+	select {
+	case <-jobsDone:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	close(e.graceOver)
+	if n := e.mgr.inFlight(); n > 0 {
+		e.log.Warn("exq: stop: grace period over; cancelling running jobs and handing them back", "jobs", n)
+		e.cancelJobs(errShutdown)
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+		e.mgr.handBackAll(hctx)
+		cancel()
+	}
+	select {
+	case <-jobsDone:
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+		e.mgr.sweep(sctx)
+		cancel()
+	case <-ctx.Done():
+		e.stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
+	}
+	e.cancelJobs(errShutdown)
+	e.stopped.Store(true)
+	if e.ownClient {
+		_ = e.rdb.Close()
+	}
+	e.log.Info("exq: stopped", "node", e.opts.NodeID)
+	return e.stopErr
+}

@@ -1,0 +1,41 @@
+// Package scripts holds exq's Lua scripts. Each .lua file starts with a comment naming its
+// KEYS, ARGV and reply. They run with EVALSHA and fall back to EVAL on NOSCRIPT (go-redis
+// Script.Run), so a Redis restart or SCRIPT FLUSH costs one extra round trip, never an error.
+package scripts
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed enqueue.lua
+	enqueueSrc string
+	//go:embed enqueue_all.lua
+	enqueueAllSrc string
+	//go:embed fetch.lua
+	fetchSrc string
+	//go:embed retry.lua
+	retrySrc string
+	//go:embed dead.lua
+	deadSrc string
+	//go:embed requeue.lua
+	requeueSrc string
+	//go:embed recover.lua
+	recoverSrc string
+	//go:embed schedule.lua
+	scheduleSrc string
+)
+
+// The scripts, ready to run.
+var (
+	Enqueue    = redis.NewScript(enqueueSrc)
+	EnqueueAll = redis.NewScript(enqueueAllSrc)
+	Fetch      = redis.NewScript(fetchSrc)
+	Retry      = redis.NewScript(retrySrc)
+	Dead       = redis.NewScript(deadSrc)
+	Requeue    = redis.NewScript(requeueSrc)
+	Recover    = redis.NewScript(recoverSrc)
+	Schedule   = redis.NewScript(scheduleSrc)
+)

@@ -1,0 +1,43 @@
+// Package wire holds the Redis key names and the job JSON encoding that exq shares with Exq
+// and Sidekiq (WIRE.md). Nothing else in the module builds a key or a job document by hand.
+package wire
+
+// Keys builds every Redis key name for one namespace. The zero value is the empty namespace,
+// which means no prefix at all, for every key (Exq adds a stray colon to some keys; we don't).
+type Keys struct {
+	// Prefix is the namespace followed by a colon, or "" for no namespace.
+	Prefix string
+}
+
+// NewKeys returns the key builder for namespace ns ("" = no prefix).
+func NewKeys(ns string) Keys {
+	if ns == "" {
+		return Keys{}
+	}
+	return Keys{Prefix: ns + ":"}
+}
+
+// Queues is the set of known queue names.
+func (k Keys) Queues() string { return k.Prefix + "queues" }
+
+// Queue is the list that holds the jobs waiting in queue q.
+func (k Keys) Queue(q string) string { return k.Prefix + "queue:" + q }
+
+// Backup is the list of jobs that node has taken from queue q and not finished.
+func (k Keys) Backup(node, q string) string {
+	return k.Prefix + "queue:backup::" + node + "::" + q
+}
+
+// Schedule is the sorted set of jobs enqueued for later.
+func (k Keys) Schedule() string { return k.Prefix + "schedule" }
+
+// Retry is the sorted set of failed jobs waiting for their next attempt.
+func (k Keys) Retry() string { return k.Prefix + "retry" }
+
+// Dead is the sorted set of jobs that will not run again by themselves.
+func (k Keys) Dead() string { return k.Prefix + "dead" }
+
+// Wake is the pub/sub channel on which enqueues announce a queue that has new jobs, so idle
+// exq nodes fetch at once instead of waiting for their next poll. It is a channel, not a key:
+// Exq and Sidekiq nodes never see it, and nothing is stored under it.
+func (k Keys) Wake() string { return k.Prefix + "wake" }

@@ -1,0 +1,103 @@
+package exq
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Job is one job as a worker sees it. The fields are read from the job's JSON document (the
+// format Exq and Sidekiq share); Raw returns that document exactly as it was stored.
+type Job struct {
+	// Class names the worker that runs the job ("MyApp.SendEmail", "HardWorker").
+	Class string
+	// Queue is the queue the job was taken from.
+	Queue string
+	// JID is the job's id: a UUID for jobs enqueued by exq or Exq, 24 hex characters for
+	// jobs from Sidekiq.
+	JID string
+	// Args is the JSON array of arguments, untouched. Use Bind to decode it.
+	Args json.RawMessage
+	// MaxRetries is how many retries the job gets in all ("retry" resolved against the node's
+	// Options.MaxRetries); 0 means it goes to the dead set at its first failure.
+	MaxRetries int
+	// RetryCount is how many times the job has failed before this run (0 on the first run).
+	RetryCount int
+	// EnqueuedAt is when the job was enqueued, or for a scheduled job when it was due.
+	EnqueuedAt time.Time
+	// CreatedAt is when the job was first created (Sidekiq's created_at); zero if absent.
+	CreatedAt time.Time
+	// FailedAt is the time of the job's first failure; zero if it has not failed yet.
+	FailedAt time.Time
+	// RetriedAt is the time of the job's latest failure; zero if it has not failed yet.
+	RetriedAt time.Time
+	// ErrorMessage and ErrorClass describe the latest failure, if any.
+	ErrorMessage, ErrorClass string
+
+	raw string
+}
+
+// Raw returns the job's JSON document exactly as it was read from Redis.
+func (j *Job) Raw() string { return j.raw }
+
+// Bind decodes the job's positional args into dst, one pointer per arg, with encoding/json
+// rules: Bind(&userID, &template) for args [42,"welcome"]. A nil pointer skips its arg. The
+// number of pointers must equal the number of args, so a job from an older or newer producer
+// fails clearly instead of running with zero values.
+func (j *Job) Bind(dst ...any) error {
+	var args []json.RawMessage
+	if err := json.Unmarshal(j.Args, &args); err != nil {
+		return fmt.Errorf("exq: bind %s: args are not a JSON array: %w", j.Class, err)
+	}
+	if len(args) != len(dst) {
+		return fmt.Errorf("exq: bind %s: job has %d args, want %d", j.Class, len(args), len(dst))
+	}
+	for i, d := range dst {
+		if d == nil {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(args[i]))
+		dec.UseNumber()
+		if err := dec.Decode(d); err != nil {
+			return fmt.Errorf("exq: bind %s: arg %d (%s): %w", j.Class, i, args[i], err)
+		}
+	}
+	return nil
+}
+
+// newJob builds the worker's view of a decoded document.
+func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
+	j := &Job{
+		Class:      h.Class,
+		Queue:      queue,
+		JID:        h.JID,
+		Args:       h.Args,
+		MaxRetries: h.MaxRetries(nodeMaxRetries),
+		RetryCount: h.Count(),
+		raw:        raw,
+	}
+	if h.Queue != "" {
+		j.Queue = h.Queue
+	}
+	j.EnqueuedAt = timeOf(h.EnqueuedAt)
+	j.CreatedAt = timeOf(h.CreatedAt)
+	j.FailedAt = timeOf(h.FailedAt)
+	j.RetriedAt = timeOf(h.RetriedAt)
+	if h.ErrorMessage != nil {
+		j.ErrorMessage = *h.ErrorMessage
+	}
+	if h.ErrorClass != nil {
+		j.ErrorClass = *h.ErrorClass
+	}
+	return j
+}
+
+func timeOf(sec *float64) time.Time {
+	if sec == nil {
+		return time.Time{}
+	}
+	return wire.ParseTime(*sec)
+}

@@ -1,0 +1,316 @@
+package exq
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run states: a job ends exactly once, either through its worker (finishing) or through the
+// shutdown hand-back (handedBack), whichever claims it first.
+const (
+	stateRunning int32 = iota
+	stateFinishing
+	stateHandedBack
+)
+
+// run is one job this node has taken from a queue.
+type run struct {
+	queue  string
+	raw    string
+	seq    uint64 // fetch order, to hand jobs back oldest-next
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  atomic.Int32
+}
+
+// claim makes the caller the one who writes the job's outcome.
+func (r *run) claim(to int32) bool { return r.state.CompareAndSwap(stateRunning, to) }
+
+// manager owns the poll loop and the per-queue concurrency of this node.
+type manager struct {
+	e *Exq
+
+	mu      sync.Mutex
+	subs    []Queue        // subscriptions, in order
+	busy    map[string]int // running jobs per queue, kept across unsubscribe/subscribe
+	fetched map[string]bool
+	running map[*run]struct{}
+	seq     uint64
+
+	wake      chan struct{} // new jobs announced, or subscriptions changed
+	slotFreed chan struct{}
+	jobs      sync.WaitGroup
+}
+
+func newManager(e *Exq, queues []Queue) *manager {
+	return &manager{
+		e:         e,
+		subs:      append([]Queue(nil), queues...),
+		busy:      map[string]int{},
+		fetched:   map[string]bool{},
+		running:   map[*run]struct{}{},
+		wake:      make(chan struct{}, 1),
+		slotFreed: make(chan struct{}, 1),
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe starts (or re-sizes) work on q. Jobs of q already running on this node are left
+// alone: unlike Exq, subscribing never re-enqueues this node's backup list.
+func (m *manager) subscribe(q Queue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.subs {
+		if m.subs[i].Name == q.Name {
+			m.subs[i] = q
+			signal(m.wake)
+			return
+		}
+	}
+	m.subs = append(m.subs, q)
+	signal(m.wake)
+}
+
+// unsubscribe stops fetching from q; its running jobs finish normally.
+func (m *manager) unsubscribe(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.subs {
+		if m.subs[i].Name == name {
+			m.subs = append(m.subs[:i], m.subs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (m *manager) unsubscribeAll() {
+	m.mu.Lock()
+	m.subs = nil
+	m.mu.Unlock()
+}
+
+func (m *manager) subscriptions() []Queue {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Queue(nil), m.subs...)
+}
+
+func (m *manager) isSubscribed(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range m.subs {
+		if q.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// available lists every subscribed queue with free slots and how many.
+func (m *manager) available() []fetchReq {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var reqs []fetchReq
+	for _, q := range m.subs {
+		if free := q.Concurrency - m.busy[q.Name]; free > 0 {
+			reqs = append(reqs, fetchReq{queue: q.Name, n: free})
+		}
+	}
+	return reqs
+}
+
+// Poll-loop back-off while Redis fails: no spinning, and a quick return once it answers.
+const (
+	minErrorBackoff = 100 * time.Millisecond
+	maxErrorBackoff = 2 * time.Second
+)
+
+// run is the poll loop. It fetches, for every subscribed queue with free slots, up to that
+// many jobs in one round trip; polls again at once when it found jobs; otherwise waits for
+// PollTimeout, a wake-up from an enqueue, or a freed slot.
+func (m *manager) run(ctx context.Context) {
+	log := m.e.log
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	wait := func(d time.Duration) bool {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		case <-m.wake:
+		case <-m.slotFreed:
+		}
+		return true
+	}
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		reqs := m.available()
+		if len(reqs) == 0 {
+			// Every queue is full (or none is subscribed): nothing to do until a slot frees
+			// or subscriptions change; the timer is only a safety net.
+			if !wait(time.Minute) {
+				return
+			}
+			continue
+		}
+		// The fetch itself is not cancelled by Stop: a script that ran must have its jobs
+		// dispatched, or they would sit in the backup list until the next recovery.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.e.opts.RedisTimeout)
+		res, err := m.e.jq.fetch(fctx, reqs)
+		cancel()
+		if err != nil {
+			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
+			if backoff == minErrorBackoff {
+				log.Warn("exq: fetching jobs failed; backing off until Redis answers", "error", err)
+			}
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			continue
+		}
+		if backoff != 0 {
+			log.Info("exq: fetching jobs works again")
+			backoff = 0
+		}
+		if m.dispatch(reqs, res) > 0 {
+			continue
+		}
+		if !wait(m.e.opts.PollTimeout) {
+			return
+		}
+	}
+}
+
+// dispatch starts a worker goroutine for every fetched job.
+func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
+	n := 0
+	m.mu.Lock()
+	var runs []*run
+	for i, jobs := range res {
+		q := reqs[i].queue
+		if len(jobs) > 0 {
+			m.fetched[q] = true
+		}
+		for _, raw := range jobs {
+			m.seq++
+			ctx, cancel := context.WithCancelCause(m.e.jobsCtx)
+			r := &run{queue: q, raw: raw, seq: m.seq, ctx: ctx, cancel: cancel}
+			m.busy[q]++
+			m.running[r] = struct{}{}
+			runs = append(runs, r)
+			n++
+		}
+	}
+	m.jobs.Add(len(runs))
+	m.mu.Unlock()
+	for _, r := range runs {
+		go m.e.process(r)
+	}
+	return n
+}
+
+// release frees the job's slot; every path of process ends here.
+func (m *manager) release(r *run) {
+	r.cancel(nil)
+	m.mu.Lock()
+	m.busy[r.queue]--
+	delete(m.running, r)
+	m.mu.Unlock()
+	signal(m.slotFreed)
+	m.jobs.Done()
+}
+
+// inFlight counts the jobs running now.
+func (m *manager) inFlight() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.running)
+}
+
+// handBackAll gives every job that is still running back to the front of its queue (shutdown
+// after the grace period). Jobs whose worker is already writing an outcome are left to it.
+func (m *manager) handBackAll(ctx context.Context) {
+	m.mu.Lock()
+	byQueue := map[string][]*run{}
+	for r := range m.running {
+		if r.claim(stateHandedBack) {
+			byQueue[r.queue] = append(byQueue[r.queue], r)
+		}
+	}
+	m.mu.Unlock()
+	for q, runs := range byQueue {
+		// Newest first: each is pushed onto the consumption end, so the oldest runs next.
+		sort.Slice(runs, func(i, j int) bool { return runs[i].seq > runs[j].seq })
+		raws := make([]string, len(runs))
+		for i, r := range runs {
+			raws[i] = r.raw
+		}
+		moved, err := m.e.jq.requeue(ctx, q, raws)
+		if err != nil {
+			m.e.log.Error("exq: stop: could not hand unfinished jobs back to their queue; they stay in this node's backup list until it is recovered",
+				"queue", q, "jobs", len(raws), "error", err)
+			continue
+		}
+		m.e.log.Info("exq: stop: handed unfinished jobs back to the front of their queue", "queue", q, "jobs", moved)
+	}
+}
+
+// sweep moves whatever is left in this node's backup lists back to their queues. It runs at
+// the end of Stop, when no job of this node runs any more, so what is left there was fetched
+// but never dispatched (a fetch whose reply was lost).
+func (m *manager) sweep(ctx context.Context) {
+	m.mu.Lock()
+	queues := make([]string, 0, len(m.fetched))
+	for q := range m.fetched {
+		queues = append(queues, q)
+	}
+	m.mu.Unlock()
+	for _, q := range queues {
+		if n, err := m.e.jq.recoverBackup(ctx, q); err != nil {
+			m.e.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
+		} else if n > 0 {
+			m.e.log.Warn("exq: stop: moved jobs left in the backup list back to their queue", "queue", q, "jobs", n)
+		}
+	}
+}
+
+// listen wakes the poll loop when an enqueue announces jobs in a subscribed queue. go-redis
+// re-subscribes by itself after a reconnect; wake-ups missed meanwhile are covered by polling.
+func (m *manager) listen(ps *redis.PubSub) {
+	for msg := range ps.Channel() {
+		if m.isSubscribed(msg.Payload) {
+			signal(m.wake)
+		}
+	}
+}
+
+// sleepCtx sleeps for d and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+

@@ -1,0 +1,201 @@
+package exq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Worker runs jobs of one class. Perform returns nil when the job succeeded; an error (or a
+// panic) makes it a failure that is retried with backoff or, once its retries are used up,
+// moved to the dead set. ctx ends when the node stops and the shutdown grace period is over.
+type Worker interface {
+	Perform(ctx context.Context, job *Job) error
+}
+
+// WorkerFunc lets a plain function be a Worker.
+type WorkerFunc func(ctx context.Context, job *Job) error
+
+// Perform calls f.
+func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
+
+// registry maps classes to workers.
+type registry struct {
+	mu      sync.RWMutex
+	workers map[string]Worker
+}
+
+func newRegistry(ws map[string]Worker) *registry {
+	r := &registry{workers: make(map[string]Worker, len(ws))}
+	for c, w := range ws {
+		r.workers[c] = w
+	}
+	return r
+}
+
+func (r *registry) set(class string, w Worker) {
+	r.mu.Lock()
+	r.workers[class] = w
+	r.mu.Unlock()
+}
+
+// lookup finds the worker of class. Text after a "/" is ignored, as in Exq ("Mod/perform").
+func (r *registry) lookup(class string) (Worker, bool) {
+	if i := strings.IndexByte(class, '/'); i >= 0 {
+		class = class[:i]
+	}
+	r.mu.RLock()
+	w, ok := r.workers[class]
+	r.mu.RUnlock()
+	return w, ok
+}
+
+// errShutdown is the cause of job contexts cancelled when the shutdown grace period ends.
+var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
+
+// process runs one fetched job to its end: decode, middleware and worker, outcome written,
+// slot freed. Nothing a job does can kill the node or leak its slot.
+func (e *Exq) process(r *run) {
+	defer e.mgr.release(r)
+	h, err := wire.DecodeHeader(r.raw)
+	if err != nil {
+		e.deadLetterPoison(r, err)
+		return
+	}
+	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
+	err = e.perform(r.ctx, job)
+	switch {
+	case err == nil:
+		if r.claim(stateFinishing) {
+			e.persist(r, "acknowledge", func(ctx context.Context) error {
+				return e.jq.ack(ctx, r.queue, r.raw)
+			})
+		}
+	case errors.Is(context.Cause(r.ctx), errShutdown):
+		// The worker gave up because the node is stopping: hand the job back, unchanged, for
+		// another node to run next. It did not fail.
+		if r.claim(stateHandedBack) {
+			e.persist(r, "hand back", func(ctx context.Context) error {
+				_, err := e.jq.requeue(ctx, r.queue, []string{r.raw})
+				return err
+			})
+		}
+	default:
+		if r.claim(stateFinishing) {
+			e.fail(r, job, err)
+		}
+	}
+}
+
+// perform runs the middleware chain and the worker, turning a panic anywhere in them into a
+// failure.
+func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
+		}
+	}()
+	return e.handler(ctx, job)
+}
+
+// callWorker is the innermost Handler.
+func (e *Exq) callWorker(ctx context.Context, job *Job) error {
+	w, ok := e.registry.lookup(job.Class)
+	if !ok {
+		return &unknownClassError{class: job.Class}
+	}
+	return w.Perform(ctx, job)
+}
+
+// fail writes a failed job to the retry set, or to the dead set when its retries are used up,
+// keeping every field of the document it does not own.
+func (e *Exq) fail(r *run, job *Job, cause error) {
+	now := e.opts.now()
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil { // DecodeHeader accepted it, so this cannot happen; never lose the job anyway
+		e.deadLetterPoison(r, err)
+		return
+	}
+	count := job.RetryCount + 1
+	obj.SetInt("retry_count", count)
+	obj.SetString("error_message", errorMessage(cause))
+	obj.SetString("error_class", errorClass(cause))
+	if !obj.Has("failed_at") {
+		obj.SetTime("failed_at", now)
+	}
+	obj.SetTime("retried_at", now)
+	if !obj.Has("queue") {
+		obj.SetString("queue", r.queue) // the scheduler routes by this field
+	}
+	doc := obj.String()
+	if count <= job.MaxRetries {
+		job.RetryCount = count
+		at := now.Add(e.opts.Backoff(count, job))
+		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
+		e.persist(r, "retry", func(ctx context.Context) error {
+			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
+			return err
+		})
+		return
+	}
+	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	e.persist(r, "dead-letter", func(ctx context.Context) error {
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
+		return err
+	})
+}
+
+// deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
+// is readable there, and takes it off the backup list.
+func (e *Exq) deadLetterPoison(r *run, cause error) {
+	if !r.claim(stateFinishing) {
+		return
+	}
+	now := e.opts.now()
+	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
+	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)
+	e.persist(r, "dead-letter poison message", func(ctx context.Context) error {
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
+		return err
+	})
+}
+
+// persist writes a job's outcome, retrying while Redis fails, until it is stored or the
+// shutdown grace period is over. In that case the job stays in the backup list, from which a
+// restart with the same NodeID or a live node's rescue runs it again: never lost.
+func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error) {
+	backoff := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		// Each attempt runs to its end even during shutdown: a cancelled write could have
+		// happened in Redis with nobody knowing.
+		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
+		err := write(ctx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				e.log.Info(fmt.Sprintf("exq: %s succeeded after %d attempts", what, attempt), "queue", r.queue)
+			}
+			return
+		}
+		if attempt == 1 || attempt%50 == 0 {
+			e.log.Warn(fmt.Sprintf("exq: %s failed; retrying until Redis answers", what), "queue", r.queue, "attempt", attempt, "error", err)
+		}
+		select {
+		case <-e.graceOver:
+			e.log.Error(fmt.Sprintf("exq: %s failed and the node is stopping; the job stays in the backup list", what),
+				"queue", r.queue, "backup", e.jq.keys.Backup(e.jq.node, r.queue), "error", err)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
