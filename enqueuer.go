@@ -31,7 +31,7 @@ type optionFunc struct {
 }
 
 func (o optionFunc) apply(c *enqueueConfig) error { return o.f(c) }
-func (o optionFunc) String() string                { return o.name }
+func (o optionFunc) String() string               { return o.name }
 
 // MaxRetries sets how many times the job is retried before it goes to the dead set, instead of
 // Options.MaxRetries. MaxRetries(0) sends it to the dead set at its first failure.

@@ -45,6 +45,7 @@ type manager struct {
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
 	jobs      sync.WaitGroup
+	polls     atomic.Uint64 // fetch round trips that succeeded
 }
 
 func newManager(e *Exq, queues []Queue) *manager {
@@ -186,6 +187,7 @@ func (m *manager) run(ctx context.Context) {
 			}
 			continue
 		}
+		m.polls.Add(1)
 		if backoff != 0 {
 			log.Info("exq: fetching jobs works again")
 			backoff = 0
@@ -313,4 +315,3 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,9 @@ func ParseObject(raw string) (*Object, error) {
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPoison, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrPoison)
 	}
 	return o, nil
 }

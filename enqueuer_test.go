@@ -1,0 +1,179 @@
+package exq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// enqueuer is a node's enqueue side without its loops, for tests that look at what an
+// enqueue writes.
+func (v *env) enqueuer(now func() time.Time) *enqueuer {
+	return &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "test-node"}, now: now, maxRetries: DefaultMaxRetries}
+}
+
+func TestEnqueueWritesExactWireJSONAndQueueMembership(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 667948000)
+	en := v.enqueuer(func() time.Time { return now })
+
+	jid, err := en.enqueue(ctx, "default", "MyWorker", []any{1, "a"}, nil)
+	require.NoError(t, err)
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, jid, "a UUID v4")
+	assert.Equal(t, []string{
+		`{"class":"MyWorker","args":[1,"a"],"queue":"default","jid":"` + jid + `","enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":25}`,
+	}, v.list(v.keys.Queue("default")))
+	assert.Equal(t, []string{"default"}, v.rdb.SMembers(ctx, v.keys.Queues()).Val())
+
+	_, err = en.enqueue(ctx, "mail", "Foo::Bar", nil, []EnqueueOption{MaxRetries(3), JID("abc")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		`{"class":"Foo::Bar","args":[],"queue":"mail","jid":"abc","enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":3}`,
+	}, v.list(v.keys.Queue("mail")))
+	assert.ElementsMatch(t, []string{"default", "mail"}, v.rdb.SMembers(ctx, v.keys.Queues()).Val())
+}
+
+func TestEnqueueKeepsArgsEqualAsJSON(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	en := v.enqueuer(time.Now)
+	args := []any{map[string]any{"nested": []any{1, "x", nil}}, "üñí <b>&</b>", nil, json.Number("12345678901234567890"), []any{}}
+	_, err := en.enqueue(ctx, "default", "W", args, nil)
+	require.NoError(t, err)
+	var got struct{ Args json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(v.list(v.keys.Queue("default"))[0]), &got))
+	assert.JSONEq(t, `[{"nested":[1,"x",null]},"üñí <b>&</b>",null,12345678901234567890,[]]`, string(got.Args))
+	assert.Contains(t, string(got.Args), `<b>&</b>`, "no HTML escaping")
+
+	_, err = en.enqueue(ctx, "typed", "W", []string{"a", "b"}, nil)
+	require.NoError(t, err)
+	_, err = en.enqueue(ctx, "raw", "W", json.RawMessage(`[1, 2]`), nil)
+	require.NoError(t, err)
+	assert.Contains(t, v.list(v.keys.Queue("typed"))[0], `"args":["a","b"]`)
+	assert.Contains(t, v.list(v.keys.Queue("raw"))[0], `"args":[1,2]`)
+}
+
+func TestEnqueueRejectsBadInputAndWritesNothing(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	en := v.enqueuer(time.Now)
+	for _, tc := range []struct {
+		name, queue, class string
+		args               any
+		opts               []EnqueueOption
+		want               string
+	}{
+		{"empty class", "default", "", nil, nil, "exq: enqueue: class is empty"},
+		{"empty queue", "", "W", nil, nil, "exq: enqueue: queue name is empty"},
+		{"queue with separator", "a::b", "W", nil, nil, `exq: enqueue: queue name "a::b" contains "::"`},
+		{"args a map", "default", "W", map[string]any{"a": 1}, nil, "exq: enqueue: args must be a list (a slice or array), got map[string]interface {}"},
+		{"args a string", "default", "W", "x", nil, "exq: enqueue: args must be a list (a slice or array), got string"},
+		{"args an int", "default", "W", 5, nil, "exq: enqueue: args must be a list (a slice or array), got int"},
+		{"args a JSON object", "default", "W", json.RawMessage(`{"a":1}`), nil, "exq: enqueue: args must be a list (a slice or array), got JSON that is not an array"},
+		{"args invalid JSON", "default", "W", json.RawMessage(`[1,`), nil, "exq: enqueue: args: invalid JSON"},
+		{"args with a channel", "default", "W", []any{make(chan int)}, nil, "exq: enqueue: args cannot be encoded as JSON"},
+		{"args with NaN", "default", "W", []any{math.NaN()}, nil, "exq: enqueue: args cannot be encoded as JSON"},
+		{"negative MaxRetries", "default", "W", nil, []EnqueueOption{MaxRetries(-1)}, "exq: enqueue: MaxRetries must not be negative, got -1"},
+		{"empty JID", "default", "W", nil, []EnqueueOption{JID("")}, "exq: enqueue: JID is empty"},
+		{"nil option", "default", "W", nil, []EnqueueOption{nil}, "exq: enqueue: an option is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jid, err := en.enqueue(ctx, tc.queue, tc.class, tc.args, tc.opts)
+			require.Error(t, err)
+			assert.Empty(t, jid)
+			assert.True(t, errors.Is(err, ErrInvalidJob), "errors.Is(err, ErrInvalidJob): %v", err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := en.enqueueAt(ctx, "enqueue at", "default", "W", time.Time{}, nil, nil)
+	assert.EqualError(t, err, "exq: enqueue at: time is zero")
+	n, err := v.rdb.Keys(ctx, v.ns+":*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, n, "bad input must leave Redis unchanged")
+}
+
+func TestEnqueueInAndAtWriteTheScheduleWithDueTimeAsEnqueuedAt(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 667948000)
+	en := v.enqueuer(func() time.Time { return now })
+	at := time.Unix(1796010475, 123456789)
+	jid, err := en.enqueueAt(ctx, "enqueue at", "mail", "W", at, []any{1}, nil)
+	require.NoError(t, err)
+	z := v.zset(v.keys.Schedule())
+	require.Len(t, z, 1)
+	assert.Equal(t, 1796010475.123456, z[0].Score)
+	assert.Equal(t, `{"class":"W","args":[1],"queue":"mail","jid":"`+jid+`","enqueued_at":1796010475.123456,"created_at":1796010415.667948,"retry":25}`, z[0].Member)
+	assert.Empty(t, v.list(v.keys.Queue("mail")), "a scheduled job is not in its queue yet")
+}
+
+func TestEnqueueAllWritesMixedJobsAtomicallyInOrder(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	en := v.enqueuer(func() time.Time { return now })
+	var counter *testutil.Counter
+	en.jq.rdb, counter = v.countingClient()
+
+	res, err := en.enqueueAll(ctx, []JobSpec{
+		{Queue: "default", Class: "A", Args: []any{1}},
+		{Queue: "default", Class: "B", Args: []any{2}, In: time.Minute},
+		{Queue: "mail", Class: "C", Args: []any{3}, At: now.Add(time.Hour), Options: []EnqueueOption{JID("c-jid")}},
+		{Queue: "default", Class: "D", Args: []any{4}},
+	})
+	require.NoError(t, err)
+	require.Len(t, res, 4)
+	assert.Equal(t, "c-jid", res[2].JID)
+	assert.Equal(t, 1, counter.Count("evalsha"), "one script call for the whole batch")
+	assert.Zero(t, counter.Count("lpush")+counter.Count("zadd")+counter.Count("sadd"), "nothing outside the script")
+
+	q := v.list(v.keys.Queue("default"))
+	require.Len(t, q, 2)
+	assert.Contains(t, q[1], `"jid":"`+res[0].JID+`"`, "FIFO: the first job sits at the consumption end")
+	assert.Contains(t, q[0], `"jid":"`+res[3].JID+`"`)
+	z := v.zset(v.keys.Schedule())
+	require.Len(t, z, 2)
+	assert.Equal(t, float64(now.Add(time.Minute).Unix()), z[0].Score)
+	assert.Contains(t, z[0].Member, `"jid":"`+res[1].JID+`"`)
+	assert.Equal(t, float64(now.Add(time.Hour).Unix()), z[1].Score)
+	assert.Equal(t, []string{"default"}, v.rdb.SMembers(ctx, v.keys.Queues()).Val(), "scheduled jobs join queues when they come due")
+
+	// One bad job: nothing of the batch is written.
+	_, err = en.enqueueAll(ctx, []JobSpec{{Queue: "x", Class: "A"}, {Queue: "x", Class: ""}})
+	assert.EqualError(t, err, "exq: enqueue all: job 1: class is empty")
+	_, err = en.enqueueAll(ctx, []JobSpec{{Queue: "x", Class: "A", At: now, In: time.Second}})
+	assert.EqualError(t, err, "exq: enqueue all: job 0: both At and In are set")
+	assert.Empty(t, v.list(v.keys.Queue("x")))
+
+	// A key of the wrong type fails the whole batch before anything is written.
+	require.NoError(t, v.rdb.Set(ctx, v.keys.Queue("broken"), "a string", 0).Err())
+	_, err = en.enqueueAll(ctx, []JobSpec{
+		{Queue: "ok", Class: "A"},
+		{Queue: "ok", Class: "B", In: time.Minute},
+		{Queue: "broken", Class: "C"},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WRONGTYPE")
+	assert.Empty(t, v.list(v.keys.Queue("ok")))
+	assert.Equal(t, 2, v.zcard(v.keys.Schedule()), "the schedule is unchanged")
+}
+
+// countingClient returns a second client on the env's Redis that counts what it sends.
+func (v *env) countingClient() (*redis.Client, *testutil.Counter) {
+	opts := *v.rdb.Options()
+	c := redis.NewClient(&opts)
+	v.t.Cleanup(func() { _ = c.Close() })
+	h := testutil.NewCounter()
+	c.AddHook(h)
+	return c, h
+}

@@ -1,0 +1,128 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestKeysFollowTheSharedLayout(t *testing.T) {
+	for _, tc := range []struct {
+		ns   string
+		want []string
+	}{
+		{"exq", []string{"exq:queues", "exq:queue:mail", "exq:queue:backup::n1::mail", "exq:schedule", "exq:retry", "exq:dead"}},
+		{"", []string{"queues", "queue:mail", "queue:backup::n1::mail", "schedule", "retry", "dead"}},
+		{"{exq}", []string{"{exq}:queues", "{exq}:queue:mail", "{exq}:queue:backup::n1::mail", "{exq}:schedule", "{exq}:retry", "{exq}:dead"}},
+	} {
+		k := NewKeys(tc.ns)
+		got := []string{k.Queues(), k.Queue("mail"), k.Backup("n1", "mail"), k.Schedule(), k.Retry(), k.Dead()}
+		assert.Equal(t, tc.want, got, "namespace %q", tc.ns)
+	}
+}
+
+func TestFormatTimeHasMicrosecondPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Unix(1796010415, 667948000), "1796010415.667948"},
+		{time.Unix(1796010415, 667948999), "1796010415.667948"},
+		{time.Unix(1796010415, 0), "1796010415.000000"},
+		{time.Unix(1796010415, 1000), "1796010415.000001"},
+		{time.Unix(0, 0), "0.000000"},
+	} {
+		assert.Equal(t, tc.want, FormatTime(tc.t))
+	}
+	sec := 1796010415.667948
+	assert.Equal(t, time.Unix(1796010415, 667948000), ParseTime(sec))
+	assert.True(t, ParseTime(0).IsZero())
+}
+
+func TestNewJobEncodesExactlyWireSection2(t *testing.T) {
+	at := time.Unix(1796010415, 667948000)
+	got := NewJob{Class: "MyWorker", Args: json.RawMessage(`[1,"a"]`), Queue: "default", JID: "j1",
+		EnqueuedAt: at, CreatedAt: at, Retry: 25}.Encode()
+	assert.Equal(t, `{"class":"MyWorker","args":[1,"a"],"queue":"default","jid":"j1","enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":25}`, got)
+	assert.True(t, json.Valid([]byte(got)))
+	// HTML characters stay as written, so Ruby and Elixir readers see the same text.
+	got = NewJob{Class: "A<B>&C", Args: json.RawMessage(`[]`), Queue: "q\"x", JID: "j"}.Encode()
+	assert.Contains(t, got, `"class":"A<B>&C"`)
+	assert.Contains(t, got, `"queue":"q\"x"`)
+}
+
+func TestDecodeHeaderSpotsPoisonMessages(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		poison bool
+	}{
+		{`{"class":"X","args":[1],"queue":"default","jid":"abc","retry":true}`, false},
+		{`{"class":"X"}`, false}, // no args: the empty list
+		{`{"class":"X","args":null}`, false},
+		{`not json`, true},
+		{`[1,2]`, true},
+		{`{"args":[]}`, true},
+		{`{"class":"","args":[]}`, true},
+		{`{"class":5,"args":[]}`, true},
+		{`{"class":"X","args":{"a":1}}`, true},
+		{`{"class":"X","args":5}`, true},
+	} {
+		h, err := DecodeHeader(tc.raw)
+		if tc.poison {
+			assert.True(t, errors.Is(err, ErrPoison), "%s: want poison, got %v", tc.raw, err)
+			continue
+		}
+		require.NoError(t, err, tc.raw)
+		assert.Equal(t, "X", h.Class)
+		assert.Equal(t, byte('['), h.Args[0], tc.raw)
+	}
+}
+
+func TestMaxRetriesFollowsExqRules(t *testing.T) {
+	for _, tc := range []struct {
+		retry string
+		want  int
+	}{
+		{`true`, 25}, {`false`, 0}, {`0`, 0}, {`null`, 0}, {``, 0}, {`3`, 3}, {`3.0`, 3},
+		{`-1`, 0}, {`2.5`, 0}, {`"5"`, 0},
+	} {
+		h := Header{Retry: json.RawMessage(tc.retry)}
+		assert.Equal(t, tc.want, h.MaxRetries(25), "retry=%s", tc.retry)
+	}
+}
+
+func TestObjectRewriteKeepsUnknownFieldsByteForByte(t *testing.T) {
+	raw := `{"class":"HardWorker","args":[1, 2.50, {"big": 12345678901234567890}],"bid":"b-1","tags":["x","y"],` +
+		`"retry":true,"queue":"default","jid":"abc","created_at":1700000000.5,"wrapped":"W","error_message":"old"}`
+	o, err := ParseObject(raw)
+	require.NoError(t, err)
+	o.SetInt("retry_count", 1)
+	o.SetString("error_message", "boom <&>")
+	assert.True(t, o.Has("bid"))
+	assert.False(t, o.Has("failed_at"))
+	got := o.String()
+	assert.Equal(t, `{"class":"HardWorker","args":[1, 2.50, {"big": 12345678901234567890}],"bid":"b-1","tags":["x","y"],`+
+		`"retry":true,"queue":"default","jid":"abc","created_at":1700000000.5,"wrapped":"W","error_message":"boom <&>","retry_count":1}`, got)
+
+	for _, bad := range []string{`[1]`, `nope`, `{"a":1`, `{"a":1}x`} {
+		_, err := ParseObject(bad)
+		assert.True(t, errors.Is(err, ErrPoison), bad)
+	}
+}
+
+func TestPoisonWrapperIsValidJSONCarryingTheRawDocument(t *testing.T) {
+	raw := "{\"class\": broken \xff"
+	doc := Poison(raw, "default", "poison-1", "bad JSON", time.Unix(10, 0))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(doc), &m))
+	assert.Equal(t, PoisonClass, m["class"])
+	assert.Equal(t, []any{}, m["args"])
+	assert.Equal(t, "default", m["queue"])
+	assert.Equal(t, PoisonErrorClass, m["error_class"])
+	assert.Equal(t, "bad JSON", m["error_message"])
+	assert.Contains(t, m["raw"], "{\"class\": broken")
+}
