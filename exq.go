@@ -69,8 +69,8 @@ type Exq struct {
 
 	stopping atomic.Bool
 	stopped  atomic.Bool
-	stopDone chan struct{}
-	stopErr  error
+	stopDone chan struct{} // closed when the first Stop returns
+	jobsDone chan struct{} // closed when the last job goroutine has ended
 }
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
@@ -82,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), graceOver: make(chan struct{})}
+	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{})}
 	where := "the given client"
 	if e.rdb == nil {
 		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
@@ -264,12 +264,15 @@ func (e *Exq) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, 
 // Stop returns, so draining jobs can still enqueue. Calling Stop again waits for the first call.
 func (e *Exq) Stop(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
-		select {
-		case <-e.stopDone:
-			return e.stopErr
-		case <-ctx.Done():
-			return ctx.Err()
+		// A later call waits for what the first one started, and for workers it gave up on.
+		for _, ch := range []chan struct{}{e.stopDone, e.jobsDone} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return fmt.Errorf("exq: stop: %d workers still running: %w", e.mgr.inFlight(), ctx.Err())
+			}
 		}
+		return nil
 	}
 	defer close(e.stopDone)
 
@@ -277,7 +280,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 	_ = e.pubsub.Close()
 	e.loops.Wait()
 
-	jobsDone := make(chan struct{})
+	jobsDone := e.jobsDone
 	go func() {
 		e.mgr.jobs.Wait()
 		close(jobsDone)
@@ -290,12 +293,15 @@ func (e *Exq) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	close(e.graceOver)
+	var stopErr error
 	if n := e.mgr.inFlight(); n > 0 {
 		e.log.Warn("exq: stop: grace period over; cancelling running jobs and handing them back", "jobs", n)
-		e.cancelJobs(errShutdown)
+		// Claim the jobs before cancelling them, so that a worker returning at once cannot
+		// write an outcome (or hand its job back out of order) first.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 		e.mgr.handBackAll(hctx)
 		cancel()
+		e.cancelJobs(errShutdown)
 	}
 	select {
 	case <-jobsDone:
@@ -303,7 +309,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 		e.mgr.sweep(sctx)
 		cancel()
 	case <-ctx.Done():
-		e.stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
+		stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
 	e.cancelJobs(errShutdown)
 	e.stopped.Store(true)
@@ -311,5 +317,5 @@ func (e *Exq) Stop(ctx context.Context) error {
 		_ = e.rdb.Close()
 	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
-	return e.stopErr
+	return stopErr
 }

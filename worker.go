@@ -58,7 +58,9 @@ func (r *registry) lookup(class string) (Worker, bool) {
 	return w, ok
 }
 
-// errShutdown is the cause of job contexts cancelled when the shutdown grace period ends.
+// errShutdown is the cause of job contexts cancelled when the shutdown grace period ends. By
+// then their jobs have been handed back to their queues, so whatever the worker returns is
+// not written.
 var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 
 // process runs one fetched job to its end: decode, middleware and worker, outcome written,
@@ -77,15 +79,6 @@ func (e *Exq) process(r *run) {
 		if r.claim(stateFinishing) {
 			e.persist(r, "acknowledge", func(ctx context.Context) error {
 				return e.jq.ack(ctx, r.queue, r.raw)
-			})
-		}
-	case errors.Is(context.Cause(r.ctx), errShutdown):
-		// The worker gave up because the node is stopping: hand the job back, unchanged, for
-		// another node to run next. It did not fail.
-		if r.claim(stateHandedBack) {
-			e.persist(r, "hand back", func(ctx context.Context) error {
-				_, err := e.jq.requeue(ctx, r.queue, []string{r.raw})
-				return err
 			})
 		}
 	default:

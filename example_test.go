@@ -1,0 +1,157 @@
+package exq_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/exqgo/exq"
+)
+
+// quiet keeps the examples' output to what they print.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// The examples run against an in-process Redis; a real program passes its RedisURL.
+func exampleRedis() (url string, stop func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	return "redis://" + m.Addr() + "/0", m.Close
+}
+
+func ExampleStart() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	done := make(chan string)
+	e, err := exq.Start(ctx, exq.Options{
+		RedisURL: url,
+		Queues:   []exq.Queue{{Name: "default", Concurrency: 10}, {Name: "mail", Concurrency: 2}},
+		Logger:   quiet,
+		Workers: map[string]exq.Worker{
+			"MyApp.SendEmail": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+				var userID int
+				var template string
+				if err := job.Bind(&userID, &template); err != nil {
+					return err // a failure: retried with backoff
+				}
+				done <- fmt.Sprintf("sent %q to user %d", template, userID)
+				return nil
+			}),
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+
+	if _, err := e.Enqueue(ctx, "mail", "MyApp.SendEmail", []any{42, "welcome"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(<-done)
+	// Output: sent "welcome" to user 42
+}
+
+func ExampleExq_Enqueue() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, Queues: []exq.Queue{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+
+	// Now, with three retries instead of the default 25 and an id of our own.
+	jid, err := e.Enqueue(ctx, "default", "MyApp.Resize", []any{"img.png", 640}, exq.MaxRetries(3), exq.JID("resize-img.png"))
+	fmt.Println(jid, err)
+	// In ten minutes, or at a given time.
+	_, err = e.EnqueueIn(ctx, "default", "MyApp.Reminder", 10*time.Minute, []any{42})
+	fmt.Println(err)
+	_, err = e.EnqueueAt(ctx, "default", "MyApp.Report", time.Date(2030, 1, 1, 8, 0, 0, 0, time.UTC), nil)
+	fmt.Println(err)
+	// Bad input is refused before anything is written.
+	_, err = e.Enqueue(ctx, "default", "", nil)
+	fmt.Println(err)
+	_, err = e.Enqueue(ctx, "default", "MyApp.Resize", map[string]int{"width": 640})
+	fmt.Println(err)
+	// Output:
+	// resize-img.png <nil>
+	// <nil>
+	// <nil>
+	// exq: enqueue: class is empty
+	// exq: enqueue: args must be a list (a slice or array), got map[string]int
+}
+
+func ExampleExq_EnqueueAll() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, Queues: []exq.Queue{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+
+	// One atomic write: all three jobs or none.
+	results, err := e.EnqueueAll(ctx, []exq.JobSpec{
+		{Queue: "default", Class: "MyApp.Welcome", Args: []any{42}, Options: []exq.EnqueueOption{exq.JID("welcome-42")}},
+		{Queue: "default", Class: "MyApp.Tips", Args: []any{42}, In: 24 * time.Hour, Options: []exq.EnqueueOption{exq.JID("tips-42")}},
+		{Queue: "mail", Class: "MyApp.Survey", Args: []any{42}, At: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Options: []exq.EnqueueOption{exq.JID("survey-42")}},
+	})
+	fmt.Println(err)
+	for _, r := range results {
+		fmt.Println(r.JID)
+	}
+	// Output:
+	// <nil>
+	// welcome-42
+	// tips-42
+	// survey-42
+}
+
+func ExampleExq_Register() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+
+	done := make(chan struct{})
+	// Workers can be added while the node runs; text after "/" in a class is ignored, so a
+	// job of class "MyApp.Resize/perform" (Exq style) runs this worker too.
+	err = e.Register("MyApp.Resize", exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+		var path string
+		var width int
+		if err := job.Bind(&path, &width); err != nil {
+			return err
+		}
+		fmt.Printf("%s: resize %s to %d px\n", job.Class, path, width)
+		close(done)
+		return nil
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := e.Enqueue(ctx, "default", "MyApp.Resize/perform", []any{"img.png", 640}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	// Output: MyApp.Resize/perform: resize img.png to 640 px
+}

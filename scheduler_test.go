@@ -1,0 +1,144 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// scheduler returns a scheduler on the env's Redis whose clock reads now.
+func (v *env) scheduler(now time.Time, page int) *scheduler {
+	return &scheduler{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "n"}, interval: time.Hour, page: page,
+		now: func() time.Time { return now }, log: testLogger(), timeout: 5 * time.Second}
+}
+
+func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 667948000)
+	add := func(set, jid string, at time.Time) string {
+		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"mail","jid":%q, "extra" : [1 , 2]}`, jid)
+		require.NoError(t, v.rdb.ZAdd(ctx, set, redisZ(at, raw)).Err())
+		return raw
+	}
+	early := add(v.keys.Schedule(), "early", now.Add(-time.Microsecond))
+	exact := add(v.keys.Schedule(), "exact", now)
+	add(v.keys.Schedule(), "late", now.Add(time.Microsecond))
+	retryDue := add(v.keys.Retry(), "retry-due", now.Add(-time.Hour))
+	add(v.keys.Retry(), "retry-later", now.Add(time.Second))
+
+	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+
+	q := v.list(v.keys.Queue("mail"))
+	assert.ElementsMatch(t, []string{early, exact, retryDue}, q, "due jobs moved with their raw strings unchanged")
+	assert.Equal(t, []string{"mail"}, v.rdb.SMembers(ctx, v.keys.Queues()).Val())
+	assert.Equal(t, 1, v.zcard(v.keys.Schedule()), "the job due one microsecond later stays")
+	assert.Equal(t, 1, v.zcard(v.keys.Retry()))
+	assert.Equal(t, early, q[len(q)-1], "the earliest due job is next to run")
+}
+
+func TestSchedulerMovesInPages(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	for i := 0; i < 10; i++ {
+		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"q","jid":"s%d"}`, i, i)
+		require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), redisZ(now.Add(-time.Duration(10-i)*time.Second), raw)).Err())
+	}
+	s := v.scheduler(now, 3)
+	client, counter := v.countingClient()
+	s.jq.rdb = client
+	require.NoError(t, s.tick(ctx))
+	assert.Len(t, v.list(v.keys.Queue("q")), 10)
+	assert.Zero(t, v.zcard(v.keys.Schedule()))
+	// schedule: pages of 3, 3, 3, 1; retry: one empty page.
+	assert.Equal(t, 5, counter.Count("evalsha"))
+	q := v.list(v.keys.Queue("q"))
+	assert.Contains(t, q[len(q)-1], `"jid":"s0"`, "oldest due first")
+}
+
+func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	for _, raw := range []string{`garbage`, `{"class":"W","args":[]}`, `{"class":"W","queue":""}`, `[1]`} {
+		require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Retry(), redisZ(now.Add(-time.Second), raw)).Err())
+	}
+	good := `{"class":"W","args":[],"queue":"default","jid":"ok"}`
+	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Retry(), redisZ(now.Add(-time.Second), good)).Err())
+	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+	assert.Equal(t, []string{good}, v.list(v.keys.Queue("default")))
+	assert.Zero(t, v.zcard(v.keys.Retry()))
+	dead := v.zset(v.keys.Dead())
+	require.Len(t, dead, 4)
+	raws := []string{}
+	for _, z := range dead {
+		m := decode(t, z.Member.(string))
+		assert.Equal(t, wire.PoisonClass, m["class"])
+		assert.Equal(t, wire.PoisonErrorClass, m["error_class"])
+		assert.Contains(t, m["error_message"], "cannot route a job from "+v.keys.Retry())
+		raws = append(raws, m["raw"].(string))
+	}
+	assert.ElementsMatch(t, []string{`garbage`, `{"class":"W","args":[]}`, `{"class":"W","queue":""}`, `[1]`}, raws)
+}
+
+func TestScheduledAndRetriedJobsRunWhenDue(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	e := v.start(Options{Workers: map[string]Worker{"W": rec}})
+	jidIn, err := e.EnqueueIn(ctx, "default", "W", 0, []any{"in"})
+	require.NoError(t, err)
+	jidAt, err := e.EnqueueAt(ctx, "default", "W", time.Now().Add(-time.Second), []any{"at"})
+	require.NoError(t, err)
+	res, err := e.EnqueueAll(ctx, []JobSpec{
+		{Queue: "default", Class: "W", Args: []any{"now"}},
+		{Queue: "default", Class: "W", Args: []any{"all-at"}, At: time.Now()},
+		{Queue: "default", Class: "W", Args: []any{"all-in"}, In: 0},
+	})
+	require.NoError(t, err)
+	later, err := e.EnqueueIn(ctx, "default", "W", time.Hour, nil)
+	require.NoError(t, err)
+	testutil.WaitFor(t, "5 jobs ran", func() bool { return rec.count() == 5 })
+	assert.ElementsMatch(t, []string{jidIn, jidAt, res[0].JID, res[1].JID, res[2].JID}, rec.jids())
+	assert.NotContains(t, rec.jids(), later)
+	assert.Equal(t, 1, v.zcard(v.keys.Schedule()))
+}
+
+func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	var attempts []int
+	done := make(chan struct{})
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		attempts = append(attempts, job.RetryCount)
+		if job.RetryCount < 2 {
+			return fmt.Errorf("attempt %d fails", job.RetryCount+1)
+		}
+		close(done)
+		return nil
+	})
+	e := v.start(Options{Queues: []Queue{{Name: "default", Concurrency: 1}}, Workers: map[string]Worker{"W": w},
+		Backoff: func(int, *Job) time.Duration { return 0 }})
+	_, err := e.Enqueue(ctx, "default", "W", nil)
+	require.NoError(t, err)
+	testutil.WaitFor(t, "third attempt succeeded", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	assert.Equal(t, []int{0, 1, 2}, attempts)
+	testutil.WaitFor(t, "nothing left", func() bool {
+		return v.zcard(v.keys.Retry()) == 0 && len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0
+	})
+}
