@@ -145,7 +145,6 @@ func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
 
 func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
 	v := newEnv(t)
-	ctx := context.Background()
 	const node = "fixed-node-1"
 	job := func(jid string) string {
 		return fmt.Sprintf(`{"class":"W","args":[],"queue":"default","jid":%q,"retry":true}`, jid)
@@ -155,11 +154,11 @@ func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
 		v.push("default", job(j))
 	}
 	for i := 0; i < 3; i++ {
-		require.NoError(t, v.rdb.RPopLPush(ctx, v.keys.Queue("default"), v.keys.Backup(node, "default")).Err())
+		v.take("default", node)
 	}
 	// A queue this node no longer subscribes to is recovered too (it is in the queues set).
 	v.push("old", job("o1"))
-	require.NoError(t, v.rdb.RPopLPush(ctx, v.keys.Queue("old"), v.keys.Backup(node, "old")).Err())
+	v.take("old", node)
 
 	rec := &recorder{}
 	v.start(Options{NodeID: node, Queues: []Queue{{Name: "default", Concurrency: 1}}, Workers: map[string]Worker{"W": rec}})
@@ -173,7 +172,7 @@ func TestRandomNodeIDLeavesOtherBackupListsAlone(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"x"}`)
-	require.NoError(t, v.rdb.RPopLPush(ctx, v.keys.Queue("default"), v.keys.Backup("some-other-node", "default")).Err())
+	v.take("default", "some-other-node")
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"W": rec}})
 	_, err := e.Enqueue(ctx, "default", "W", nil)

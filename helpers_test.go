@@ -169,3 +169,9 @@ func (v *env) clientVia(addr string) *redis.Client {
 func redisZ(t time.Time, member string) redis.Z {
 	return redis.Z{Score: float64(t.UnixMicro()) / 1e6, Member: member}
 }
+
+// take moves the oldest job of queue q into node's backup list, as a node's fetch does.
+func (v *env) take(q, node string) {
+	v.t.Helper()
+	require.NoError(v.t, v.rdb.Do(context.Background(), "RPOPLPUSH", v.keys.Queue(q), v.keys.Backup(node, q)).Err())
+}
