@@ -68,7 +68,8 @@ type Options struct {
 	// redis-namespace does. Namespace must then be empty.
 	NoNamespace bool
 
-	// Queues this node works on. Default: "default" with Concurrency.
+	// Queues this node works on. nil means "default" with Concurrency; an empty, non-nil
+	// slice means none (a node that only enqueues and schedules until Subscribe is called).
 	Queues []Queue
 	// Concurrency is the per-queue limit for queues that do not set their own. Default 100.
 	Concurrency int

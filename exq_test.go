@@ -269,3 +269,22 @@ func TestStopAfterACompletedStopReturnsAtOnce(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	assert.True(t, strings.HasPrefix(e.NodeID(), ""))
 }
+
+func TestStopPutsJobsLeftInTheBackupListBackOnTheirQueue(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	e, err := Start(ctx, Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(), Workers: map[string]Worker{"W": rec}})
+	require.NoError(t, err)
+	_, err = e.Enqueue(ctx, "default", "W", nil)
+	require.NoError(t, err)
+	testutil.WaitFor(t, "the job ran", func() bool { return rec.count() == 1 })
+	// A fetch whose reply was lost leaves a job in the backup list that no worker runs.
+	require.NoError(t, e.UnsubscribeAll())
+	orphan := `{"class":"W","args":[],"queue":"default","jid":"orphan"}`
+	v.push("default", orphan)
+	v.take("default", e.NodeID())
+	require.NoError(t, e.Stop(ctx))
+	assert.Equal(t, []string{orphan}, v.list(v.keys.Queue("default")))
+	assert.Empty(t, v.list(v.keys.Backup(e.NodeID(), "default")))
+}
