@@ -175,3 +175,5 @@ func (v *env) take(q, node string) {
 	v.t.Helper()
 	require.NoError(v.t, v.rdb.Do(context.Background(), "RPOPLPUSH", v.keys.Queue(q), v.keys.Backup(node, q)).Err())
 }
+
+func keysFor(ns string) wire.Keys { return wire.NewKeys(ns) }
