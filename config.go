@@ -199,21 +199,23 @@ func (o Options) withDefaults() (Options, error) {
 			*d.v = d.def
 		}
 	}
-	switch {
-	case o.MaxRetries == NoRetries:
-		o.MaxRetries = 0
-	case o.MaxRetries < 0:
-		return bad("MaxRetries", "must be NoRetries or not negative, got %d", o.MaxRetries)
-	case o.MaxRetries == 0:
-		o.MaxRetries = DefaultMaxRetries
-	}
-	switch {
-	case o.DeadMaxJobs == KeepNoDeadJobs:
-		o.DeadMaxJobs = 0
-	case o.DeadMaxJobs < 0:
-		return bad("DeadMaxJobs", "must be KeepNoDeadJobs or not negative, got %d", o.DeadMaxJobs)
-	case o.DeadMaxJobs == 0:
-		o.DeadMaxJobs = DefaultDeadMaxJobs
+	// Zero means the default, so "none" is spelled with a negative sentinel.
+	for _, c := range []struct {
+		field, none string
+		v           *int
+		def         int
+	}{
+		{"MaxRetries", "NoRetries", &o.MaxRetries, DefaultMaxRetries},
+		{"DeadMaxJobs", "KeepNoDeadJobs", &o.DeadMaxJobs, DefaultDeadMaxJobs},
+	} {
+		switch {
+		case *c.v == -1:
+			*c.v = 0
+		case *c.v < 0:
+			return bad(c.field, "must be %s or not negative, got %d", c.none, *c.v)
+		case *c.v == 0:
+			*c.v = c.def
+		}
 	}
 	if o.Backoff == nil {
 		o.Backoff = ExqBackoff

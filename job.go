@@ -79,9 +79,6 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 		RetryCount: h.Count(),
 		raw:        raw,
 	}
-	if h.Queue != "" {
-		j.Queue = h.Queue
-	}
 	j.EnqueuedAt = timeOf(h.EnqueuedAt)
 	j.CreatedAt = timeOf(h.CreatedAt)
 	j.FailedAt = timeOf(h.FailedAt)

@@ -132,7 +132,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) {
 	doc := obj.String()
 	if count <= job.MaxRetries {
 		job.RetryCount = count
-		at := now.Add(e.opts.Backoff(count, job))
+		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		e.persist(r, "retry", func(ctx context.Context) error {
 			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
@@ -191,4 +191,19 @@ func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error
 		}
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// backoff asks Options.Backoff for the delay of retry n. A Backoff that panics or returns a
+// negative delay must not kill the node or lose the job: Exq's formula stands in for it.
+func (e *Exq) backoff(n int, job *Job) (d time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("exq: Options.Backoff panicked; using Exq's backoff", "panic", v)
+			d = ExqBackoff(n, job)
+		}
+	}()
+	if d = e.opts.Backoff(n, job); d < 0 {
+		d = 0
+	}
+	return d
 }

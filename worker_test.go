@@ -464,3 +464,14 @@ func TestErrorClassNamesTheFailure(t *testing.T) {
 		assert.Equal(t, tc.want, errorClass(tc.err), "%v", tc.err)
 	}
 }
+
+func TestAPanickingBackoffFallsBackToExqBackoff(t *testing.T) {
+	v := newEnv(t)
+	_, clock := failingNode(t, v, Options{Backoff: func(int, *Job) time.Duration { panic("bad backoff") }},
+		WorkerFunc(func(context.Context, *Job) error { return errors.New("x") }))
+	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"b1","retry":3}`)
+	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
+	delay := v.zset(v.keys.Retry())[0].Score - float64(clock.now().Unix())
+	assert.GreaterOrEqual(t, delay, 16.0)
+	assert.LessOrEqual(t, delay, 76.0)
+}
