@@ -59,16 +59,21 @@ func JID(jid string) EnqueueOption {
 
 // JobSpec is one job of an EnqueueAll batch. With neither At nor In set, it is enqueued now.
 type JobSpec struct {
-	Queue   string
-	Class   string
-	Args    any
-	At      time.Time     // run at this time (EnqueueAt)
-	In      time.Duration // or run after this long (EnqueueIn)
+	// Queue and Class are as for Enqueue.
+	Queue, Class string
+	// Args must encode to a JSON array (nil is the empty list).
+	Args any
+	// At runs the job at this time (as EnqueueAt).
+	At time.Time
+	// In runs the job after this long (as EnqueueIn). Set At or In, not both.
+	In time.Duration
+	// Options apply to this job only.
 	Options []EnqueueOption
 }
 
 // EnqueueResult is the outcome of one job of an EnqueueAll batch, in the batch's order.
 type EnqueueResult struct {
+	// JID is the id of the job written.
 	JID string
 }
 

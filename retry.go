@@ -28,6 +28,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns the panic value as text; it becomes the job's error_message.
 func (p *PanicError) Error() string { return fmt.Sprint(p.Value) }
 
 // ErrorClass reports "panic" as the job's error_class.
