@@ -27,6 +27,8 @@ const (
 	DefaultDeadMaxJobs          = 10000
 	DefaultDeadTimeout          = 180 * 24 * time.Hour
 	DefaultShutdownTimeout      = 5 * time.Second
+	DefaultHeartbeatInterval    = 5 * time.Second
+	DefaultMissedHeartbeats     = 3
 )
 
 // NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
@@ -111,6 +113,21 @@ type Options struct {
 	// the jobs its predecessor had in flight.
 	NodeID string
 
+	// DisableHeartbeat stops this node from beating and from rescuing the backup lists of nodes
+	// that stopped beating. Heartbeats are on by default (Exq has them off): with per-process
+	// node ids, they are what brings back the in-flight jobs of a crashed process.
+	DisableHeartbeat bool
+	// HeartbeatInterval is how often the node beats and (twice as often) looks for dead nodes.
+	// Default 5 s.
+	HeartbeatInterval time.Duration
+	// MissedHeartbeatsAllowed is how many beats a node may miss before it counts as dead: its
+	// jobs are rescued HeartbeatInterval × (MissedHeartbeatsAllowed+1) after its last beat.
+	// Default 3.
+	MissedHeartbeatsAllowed int
+	// DisableStats stops the processed/failed counters and this node's list of running jobs
+	// (the UIs' Busy page). The node still registers itself and reads its signals.
+	DisableStats bool
+
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
 
@@ -118,6 +135,9 @@ type Options struct {
 	now func() time.Time
 	// schedulerPage is the scheduler's page size (tests use a small one).
 	schedulerPage int
+	// pingInterval and statsInterval pace the node ping (5 s, as Exq and Sidekiq) and the
+	// stats flush (1 s); tests shorten them.
+	pingInterval, statsInterval time.Duration
 }
 
 // withDefaults validates o and fills in its defaults. Errors name the field.
@@ -191,6 +211,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"SchedulerPollTimeout", &o.SchedulerPollTimeout, DefaultSchedulerPollTimeout},
 		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
 		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
+		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
 	} {
 		if *d.v < 0 {
 			return bad(d.field, "must not be negative, got %s", *d.v)
@@ -216,6 +237,18 @@ func (o Options) withDefaults() (Options, error) {
 		case *c.v == 0:
 			*c.v = c.def
 		}
+	}
+	if o.MissedHeartbeatsAllowed < 0 {
+		return bad("MissedHeartbeatsAllowed", "must not be negative, got %d", o.MissedHeartbeatsAllowed)
+	}
+	if o.MissedHeartbeatsAllowed == 0 {
+		o.MissedHeartbeatsAllowed = DefaultMissedHeartbeats
+	}
+	if o.pingInterval <= 0 {
+		o.pingInterval = 5 * time.Second
+	}
+	if o.statsInterval <= 0 {
+		o.statsInterval = time.Second
 	}
 	if o.Backoff == nil {
 		o.Backoff = ExqBackoff

@@ -59,13 +59,21 @@ type Exq struct {
 	registry *registry
 	handler  Handler
 	mgr      *manager
+	stats    *stats
+	pinger   *pinger
+	hb       *heartbeat
 
 	cancelRun  context.CancelFunc
 	jobsCtx    context.Context
 	cancelJobs context.CancelCauseFunc
 	graceOver  chan struct{}
 	pubsub     *redis.PubSub
-	loops      sync.WaitGroup
+	loops      sync.WaitGroup // fetching and scheduling: end when Stop starts
+	cancelOps  context.CancelFunc
+	ops        sync.WaitGroup // stats, ping, heartbeat: end once the jobs have drained
+
+	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
+	doneOnce sync.Once
 
 	stopping atomic.Bool
 	stopped  atomic.Bool
@@ -82,7 +90,8 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{})}
+	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
+		done: make(chan struct{})}
 	where := "the given client"
 	if e.rdb == nil {
 		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
@@ -111,11 +120,29 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.mgr = newManager(e, o.Queues)
+	e.stats = newStats(e, o.DisableStats)
+	e.pinger = newPinger(e)
 
 	if fixedNode {
 		if err := e.recoverOwnBackups(ctx); err != nil {
 			return fail(err)
 		}
+	}
+	if !o.DisableHeartbeat {
+		// Beat before the first fetch: a node that crashed with jobs in its backup list but
+		// never beat would never be rescued.
+		e.hb = &heartbeat{e: e, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed}
+		if err := e.hb.beat(ctx); err != nil {
+			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
+		}
+	}
+
+	opsCtx, cancelOps := context.WithCancel(context.Background())
+	e.cancelOps = cancelOps
+	e.goOps(func() { e.stats.run(opsCtx, o.statsInterval) })
+	e.goOps(func() { e.pinger.run(opsCtx, o.pingInterval) })
+	if e.hb != nil {
+		e.goOps(func() { e.hb.run(opsCtx) })
 	}
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
@@ -132,10 +159,13 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	return e, nil
 }
 
-func (e *Exq) goLoop(f func()) {
-	e.loops.Add(1)
+func (e *Exq) goLoop(f func()) { goIn(&e.loops, f) }
+func (e *Exq) goOps(f func())  { goIn(&e.ops, f) }
+
+func goIn(wg *sync.WaitGroup, f func()) {
+	wg.Add(1)
 	go func() {
-		defer e.loops.Done()
+		defer wg.Done()
 		f()
 	}()
 }
@@ -275,6 +305,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 		return nil
 	}
 	defer close(e.stopDone)
+	e.requestStop()
 
 	e.cancelRun()
 	_ = e.pubsub.Close()
@@ -303,19 +334,41 @@ func (e *Exq) Stop(ctx context.Context) error {
 		cancel()
 		e.cancelJobs(errShutdown)
 	}
+	backupEmpty := false
 	select {
 	case <-jobsDone:
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-		e.mgr.sweep(sctx)
+		backupEmpty = e.mgr.sweep(sctx)
 		cancel()
 	case <-ctx.Done():
 		stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
 	e.cancelJobs(errShutdown)
+	e.cancelOps()
+	e.ops.Wait()
+	e.signOff(context.WithoutCancel(ctx), backupEmpty)
 	e.stopped.Store(true)
 	if e.ownClient {
 		_ = e.rdb.Close()
 	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
 	return stopErr
+}
+
+// signOff writes the last counters and removes this node from the processes set and, when
+// its backup lists are empty, from the heartbeats (otherwise other nodes rescue what is left).
+func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
+	defer cancel()
+	if err := e.stats.flush(ctx); err != nil {
+		e.log.Warn("exq: stop: the last counters could not be written", "error", err)
+	}
+	if err := e.pinger.unregister(ctx); err != nil {
+		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
+	}
+	if e.hb != nil && backupEmpty {
+		if err := e.rdb.ZRem(ctx, e.jq.keys.Heartbeats(), e.opts.NodeID).Err(); err != nil {
+			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
+		}
+	}
 }

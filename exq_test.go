@@ -137,9 +137,10 @@ func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.EnqueueIn(ctx, "default", "W", time.Hour, nil)
 	require.NoError(t, err)
+	testutil.WaitFor(t, "the node registered itself", func() bool { return c.Exists(ctx, e.NodeID()).Val() == 1 })
 	keys, err := c.Keys(ctx, "*").Result()
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"queues", "queue:default", "schedule"}, keys)
+	assert.ElementsMatch(t, []string{"queues", "queue:default", "schedule", "heartbeats", "processes", e.NodeID()}, keys)
 	require.NoError(t, e.Stop(ctx))
 }
 

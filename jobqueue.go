@@ -166,3 +166,53 @@ func score(t time.Time) float64 {
 	f, _ := strconv.ParseFloat(wire.FormatTime(t), 64)
 	return f
 }
+
+// beat records that this node is alive (server clock).
+func (jq *jobQueue) beat(ctx context.Context) error {
+	return scripts.Beat.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats()}, jq.node).Err()
+}
+
+// staleNode is a node whose last beat is too old, with the score seen.
+type staleNode struct {
+	node, score string
+}
+
+// staleNodes lists nodes that have not beaten for maxAge (server clock).
+func (jq *jobQueue) staleNodes(ctx context.Context, maxAge time.Duration) ([]staleNode, error) {
+	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats()}, maxAge.Seconds()).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]staleNode, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		out = append(out, staleNode{node: res[i], score: res[i+1]})
+	}
+	return out, nil
+}
+
+// rescueBackup moves the backup list of dead node n for queue q back to q, a page per call,
+// while n's heartbeat is still the stale one. It reports the jobs moved.
+func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string) (int, error) {
+	total := 0
+	for {
+		res, err := scripts.Rescue.Run(ctx, jq.rdb,
+			[]string{jq.keys.Backup(n.node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
+			n.node, n.score, pageSize, jq.keys.Wake(), q).Int64Slice()
+		if err != nil {
+			return total, err
+		}
+		if len(res) != 2 {
+			return total, fmt.Errorf("rescue: unexpected reply %v", res)
+		}
+		total += int(res[1])
+		if res[0] == 0 || res[1] == 0 {
+			return total, nil
+		}
+	}
+}
+
+// bury forgets dead node n (busy list and heartbeat) unless it beat again.
+func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
+	r, err := scripts.Bury.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node)}, n.node, n.score).Int()
+	return r == 1, err
+}

@@ -3,11 +3,14 @@ package exq
 import (
 	"context"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // Run states: a job ends exactly once, either through its worker (finishing) or through the
@@ -20,12 +23,15 @@ const (
 
 // run is one job this node has taken from a queue.
 type run struct {
-	queue  string
-	raw    string
-	seq    uint64 // fetch order, to hand jobs back oldest-next
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	state  atomic.Int32
+	queue   string
+	raw     string
+	seq     uint64 // fetch order, to hand jobs back oldest-next
+	id      string // field of the job in this node's workers hash
+	started time.Time
+	jid     string // set once decoded, under manager.mu
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	state   atomic.Int32
 }
 
 // claim makes the caller the one who writes the job's outcome.
@@ -46,6 +52,7 @@ type manager struct {
 	slotFreed chan struct{}
 	jobs      sync.WaitGroup
 	polls     atomic.Uint64 // fetch round trips that succeeded
+	quiet     atomic.Bool   // fetch nothing more (TSTP, TERM, Quiet)
 }
 
 func newManager(e *Exq, queues []Queue) *manager {
@@ -120,6 +127,9 @@ func (m *manager) isSubscribed(name string) bool {
 
 // available lists every subscribed queue with free slots and how many.
 func (m *manager) available() []fetchReq {
+	if m.quiet.Load() {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var reqs []fetchReq
@@ -211,10 +221,11 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 		if len(jobs) > 0 {
 			m.fetched[q] = true
 		}
+		now := m.e.opts.now()
 		for _, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.e.jobsCtx)
-			r := &run{queue: q, raw: raw, seq: m.seq, ctx: ctx, cancel: cancel}
+			r := &run{queue: q, raw: raw, seq: m.seq, id: strconv.FormatUint(m.seq, 36), started: now, ctx: ctx, cancel: cancel}
 			m.busy[q]++
 			m.running[r] = struct{}{}
 			runs = append(runs, r)
@@ -238,6 +249,50 @@ func (m *manager) release(r *run) {
 	m.mu.Unlock()
 	signal(m.slotFreed)
 	m.jobs.Done()
+}
+
+// setJID records the decoded jid of a run, so that a CANCEL signal can find it.
+func (m *manager) setJID(r *run, jid string) {
+	m.mu.Lock()
+	r.jid = jid
+	m.mu.Unlock()
+}
+
+// cancelJID cancels the context of the running job jid with cause errCanceled. It reports
+// whether such a job runs on this node.
+func (m *manager) cancelJID(jid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	found := false
+	for r := range m.running {
+		if r.jid == jid && jid != "" {
+			r.cancel(errCanceled)
+			found = true
+		}
+	}
+	return found
+}
+
+// busyJobs renders the running jobs for this node's workers hash, by run id.
+func (m *manager) busyJobs() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.running))
+	for r := range m.running {
+		out[r.id] = wire.Busy(r.queue, r.raw, r.started, m.e.opts.NodeID, r.id)
+	}
+	return out
+}
+
+// concurrency is the sum of the subscribed queues' limits.
+func (m *manager) concurrency() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, q := range m.subs {
+		n += q.Concurrency
+	}
+	return n
 }
 
 // inFlight counts the jobs running now.
@@ -278,20 +333,24 @@ func (m *manager) handBackAll(ctx context.Context) {
 // sweep moves whatever is left in this node's backup lists back to their queues. It runs at
 // the end of Stop, when no job of this node runs any more, so what is left there was fetched
 // but never dispatched (a fetch whose reply was lost).
-func (m *manager) sweep(ctx context.Context) {
+// It reports whether every backup list of this node is now empty.
+func (m *manager) sweep(ctx context.Context) bool {
 	m.mu.Lock()
 	queues := make([]string, 0, len(m.fetched))
 	for q := range m.fetched {
 		queues = append(queues, q)
 	}
 	m.mu.Unlock()
+	empty := true
 	for _, q := range queues {
 		if n, err := m.e.jq.recoverBackup(ctx, q); err != nil {
 			m.e.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
+			empty = false
 		} else if n > 0 {
 			m.e.log.Warn("exq: stop: moved jobs left in the backup list back to their queue", "queue", q, "jobs", n)
 		}
 	}
+	return empty
 }
 
 // listen wakes the poll loop when an enqueue announces jobs in a subscribed queue. go-redis

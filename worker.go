@@ -69,22 +69,30 @@ func (e *Exq) process(r *run) {
 	defer e.mgr.release(r)
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {
-		e.deadLetterPoison(r, err)
+		if r.claim(stateFinishing) {
+			e.stats.record(false, e.opts.now())
+			e.deadLetterPoison(r, err)
+		}
 		return
 	}
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
+	e.mgr.setJID(r, job.JID)
 	err = e.perform(r.ctx, job)
+	if !r.claim(stateFinishing) {
+		return // handed back to its queue at shutdown: not an outcome
+	}
 	switch {
 	case err == nil:
-		if r.claim(stateFinishing) {
-			e.persist(r, "acknowledge", func(ctx context.Context) error {
-				return e.jq.ack(ctx, r.queue, r.raw)
-			})
-		}
+		e.stats.record(true, e.opts.now())
+		e.persist(r, "acknowledge", func(ctx context.Context) error {
+			return e.jq.ack(ctx, r.queue, r.raw)
+		})
+	case errors.Is(context.Cause(r.ctx), errCanceled):
+		e.stats.record(false, e.opts.now())
+		e.bury(r, job, "Canceled", "exq.Canceled")
 	default:
-		if r.claim(stateFinishing) {
-			e.fail(r, job, err)
-		}
+		e.stats.record(false, e.opts.now())
+		e.fail(r, job, err)
 	}
 }
 
@@ -119,17 +127,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) {
 		return
 	}
 	count := job.RetryCount + 1
-	obj.SetInt("retry_count", count)
-	obj.SetString("error_message", errorMessage(cause))
-	obj.SetString("error_class", errorClass(cause))
-	if !obj.Has("failed_at") {
-		obj.SetTime("failed_at", now)
-	}
-	obj.SetTime("retried_at", now)
-	if !obj.Has("queue") {
-		obj.SetString("queue", r.queue) // the scheduler routes by this field
-	}
-	doc := obj.String()
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), errorClass(cause), now)
 	if count <= job.MaxRetries {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
@@ -147,12 +145,41 @@ func (e *Exq) fail(r *run, job *Job, cause error) {
 	})
 }
 
-// deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
-// is readable there, and takes it off the backup list.
-func (e *Exq) deadLetterPoison(r *run, cause error) {
-	if !r.claim(stateFinishing) {
+// bury moves a job to the dead set whatever its retries (a cancelled job).
+func (e *Exq) bury(r *run, job *Job, message, class string) {
+	now := e.opts.now()
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil {
+		e.deadLetterPoison(r, err)
 		return
 	}
+	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, now)
+	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
+	e.persist(r, "dead-letter", func(ctx context.Context) error {
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
+		return err
+	})
+}
+
+// failedDoc rewrites a job document after a failure: only the fields exq owns change.
+func failedDoc(obj *wire.Object, queue string, count int, message, class string, now time.Time) string {
+	obj.SetInt("retry_count", count)
+	obj.SetString("error_message", message)
+	obj.SetString("error_class", class)
+	if !obj.Has("failed_at") {
+		obj.SetTime("failed_at", now)
+	}
+	obj.SetTime("retried_at", now)
+	if !obj.Has("queue") {
+		obj.SetString("queue", queue) // the scheduler routes by this field
+	}
+	return obj.String()
+}
+
+// deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
+// is readable there, and takes it off the backup list.
+// The caller has claimed the run.
+func (e *Exq) deadLetterPoison(r *run, cause error) {
 	now := e.opts.now()
 	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
 	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)

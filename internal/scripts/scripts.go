@@ -26,6 +26,14 @@ var (
 	recoverSrc string
 	//go:embed schedule.lua
 	scheduleSrc string
+	//go:embed beat.lua
+	beatSrc string
+	//go:embed stale.lua
+	staleSrc string
+	//go:embed rescue.lua
+	rescueSrc string
+	//go:embed bury.lua
+	burySrc string
 )
 
 // The scripts, ready to run.
@@ -38,4 +46,8 @@ var (
 	Requeue    = redis.NewScript(requeueSrc)
 	Recover    = redis.NewScript(recoverSrc)
 	Schedule   = redis.NewScript(scheduleSrc)
+	Beat       = redis.NewScript(beatSrc)
+	Stale      = redis.NewScript(staleSrc)
+	Rescue     = redis.NewScript(rescueSrc)
+	Bury       = redis.NewScript(burySrc)
 )

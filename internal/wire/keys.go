@@ -2,6 +2,8 @@
 // and Sidekiq (WIRE.md). Nothing else in the module builds a key or a job document by hand.
 package wire
 
+import "time"
+
 // Keys builds every Redis key name for one namespace. The zero value is the empty namespace,
 // which means no prefix at all, for every key (Exq adds a stray colon to some keys; we don't).
 type Keys struct {
@@ -41,3 +43,31 @@ func (k Keys) Dead() string { return k.Prefix + "dead" }
 // exq nodes fetch at once instead of waiting for their next poll. It is a channel, not a key:
 // Exq and Sidekiq nodes never see it, and nothing is stored under it.
 func (k Keys) Wake() string { return k.Prefix + "wake" }
+
+// Processes is the set of node identities that are (or recently were) alive.
+func (k Keys) Processes() string { return k.Prefix + "processes" }
+
+// Node is the hash describing node id (info, busy, beat, quiet, rtt_us, rss).
+func (k Keys) Node(id string) string { return k.Prefix + id }
+
+// Workers is the hash of the jobs node id is running.
+func (k Keys) Workers(id string) string { return k.Prefix + id + ":workers" }
+
+// Signals is the list through which UIs and the API send signals to node id.
+func (k Keys) Signals(id string) string { return k.Prefix + id + "-signals" }
+
+// Heartbeats is the sorted set of node identities scored by their last beat.
+func (k Keys) Heartbeats() string { return k.Prefix + "heartbeats" }
+
+// Stat is the all-time counter of kind ("processed" or "failed").
+func (k Keys) Stat(kind string) string { return k.Prefix + "stat:" + kind }
+
+// StatDay is the counter of kind for the UTC day of t.
+func (k Keys) StatDay(kind string, t time.Time) string {
+	return k.Prefix + "stat:" + kind + ":" + t.UTC().Format("2006-01-02")
+}
+
+// StatSecond is the realtime counter of kind for the UTC second of t.
+func (k Keys) StatSecond(kind string, t time.Time) string {
+	return k.Prefix + "stat:" + kind + "_rt:" + t.UTC().Format("2006-01-02 15:04:05") + "Z"
+}
