@@ -195,20 +195,26 @@ func (jq *jobQueue) staleNodes(ctx context.Context, maxAge time.Duration) ([]sta
 func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string) (int, error) {
 	total := 0
 	for {
-		res, err := scripts.Rescue.Run(ctx, jq.rdb,
-			[]string{jq.keys.Backup(n.node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
-			n.node, n.score, pageSize, jq.keys.Wake(), q).Int64Slice()
-		if err != nil {
+		left, moved, err := jq.rescuePage(ctx, n, q, pageSize)
+		total += moved
+		if err != nil || left == 0 || moved == 0 {
 			return total, err
 		}
-		if len(res) != 2 {
-			return total, fmt.Errorf("rescue: unexpected reply %v", res)
-		}
-		total += int(res[1])
-		if res[0] == 0 || res[1] == 0 {
-			return total, nil
-		}
 	}
+}
+
+// rescuePage moves up to page entries; it reports the entries left and moved.
+func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page int) (left, moved int, err error) {
+	res, err := scripts.Rescue.Run(ctx, jq.rdb,
+		[]string{jq.keys.Backup(n.node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
+		n.node, n.score, page, jq.keys.Wake(), q).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("rescue: unexpected reply %v", res)
+	}
+	return int(res[0]), int(res[1]), nil
 }
 
 // bury forgets dead node n (busy list and heartbeat) unless it beat again.

@@ -1,0 +1,237 @@
+package exq
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// childNodeEnv makes the test binary run runChildNode instead of the tests.
+const childNodeEnv = "EXQ_TEST_CHILD_NODE"
+
+// runChildNode is a node in a process of its own, for tests that kill it with SIGKILL. It
+// works on queue "rescue" with jobs that never end, and reports on stdout its node id and each
+// job it started.
+func runChildNode() {
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	interval, err := time.ParseDuration(os.Getenv("EXQ_CHILD_HEARTBEAT"))
+	if err != nil {
+		fail(err)
+	}
+	var out sync.Mutex
+	say := func(a ...any) {
+		out.Lock()
+		fmt.Println(a...)
+		out.Unlock()
+	}
+	block := WorkerFunc(func(ctx context.Context, job *Job) error {
+		say("started", job.JID)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	e, err := Start(context.Background(), Options{
+		RedisURL: os.Getenv(testutil.RedisURLEnv), Namespace: os.Getenv("EXQ_CHILD_NAMESPACE"),
+		Queues: []Queue{{Name: "rescue", Concurrency: 50}}, Workers: map[string]Worker{"Slow": block},
+		HeartbeatInterval: interval, Logger: testLogger(),
+	})
+	if err != nil {
+		fail(err)
+	}
+	say("node", e.NodeID())
+	select {} // until killed
+}
+
+func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
+	v := newEnv(t)
+	const jobs = 20
+	const interval = 500 * time.Millisecond
+	const missed = 3
+	en := v.enqueuer(time.Now)
+	want := map[string]bool{}
+	for i := 0; i < jobs; i++ {
+		jid, err := en.enqueue(context.Background(), "rescue", "Slow", []any{i}, nil)
+		require.NoError(t, err)
+		want[jid] = true
+	}
+
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+interval.String(),
+		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
+	stdout, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+		}
+	})
+	var childNode string
+	started := 0
+	lines := bufio.NewScanner(stdout)
+	for started < jobs && lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 2 && f[0] == "node":
+			childNode = f[1]
+		case len(f) == 2 && f[0] == "started":
+			started++
+		default:
+			t.Fatalf("child node: %s", lines.Text())
+		}
+	}
+	require.Equal(t, jobs, started, "the child started every job")
+	require.Len(t, v.list(v.keys.Backup(childNode, "rescue")), jobs)
+
+	// The rescuer runs the queue too, with a worker that completes.
+	rec := &recorder{}
+	v.start(Options{HeartbeatInterval: interval, MissedHeartbeatsAllowed: missed,
+		Queues: []Queue{{Name: "rescue", Concurrency: 50}}, Workers: map[string]Worker{"Slow": rec}})
+
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	killedAt := time.Now()
+	_ = child.Wait()
+	killed = true
+
+	testutil.WaitFor(t, "the dead node's backup list is empty", func() bool {
+		return len(v.list(v.keys.Backup(childNode, "rescue"))) == 0
+	})
+	rescuedIn := time.Since(killedAt)
+	bound := interval*(missed+1) + interval
+	assert.LessOrEqual(t, rescuedIn, bound, "rescued within interval × (missed+1) + one interval")
+	t.Logf("rescued %d jobs %s after SIGKILL (bound %s)", jobs, rescuedIn.Round(time.Millisecond), bound)
+
+	testutil.WaitFor(t, "every rescued job completed", func() bool { return rec.count() == jobs })
+	ran := map[string]int{}
+	for _, jid := range rec.jids() {
+		ran[jid]++
+	}
+	for jid := range want {
+		assert.Equal(t, 1, ran[jid], "job %s ran exactly once", jid)
+	}
+	ctx := context.Background()
+	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.Heartbeats(), childNode).Err(), "the dead node is forgotten")
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Workers(childNode)).Val(), "its busy list is gone")
+}
+
+// staleBackup prepares a dead node with n jobs in its backup list for queue q and returns
+// the stale heartbeat entry a monitor would see.
+func (v *env) staleBackup(node, q string, n int) staleNode {
+	v.t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		v.push(q, fmt.Sprintf(`{"class":"W","args":[%d],"queue":%q,"jid":"%s-%d"}`, i, q, node, i))
+		v.take(q, node)
+	}
+	require.NoError(v.t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: 1700000000.123456, Member: node}).Err())
+	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
+	stale, err := jq.staleNodes(ctx, time.Minute)
+	require.NoError(v.t, err)
+	for _, s := range stale {
+		if s.node == node {
+			return s
+		}
+	}
+	v.t.Fatalf("node %s is not stale", node)
+	return staleNode{}
+}
+
+func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	stale := v.staleBackup("sleepy", "default", 5)
+	// The node beats again before the monitor acts.
+	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
+	require.NoError(t, jq.beat(ctx))
+	moved, err := jq.rescueBackup(ctx, stale, "default")
+	require.NoError(t, err)
+	assert.Zero(t, moved)
+	buried, err := jq.bury(ctx, stale)
+	require.NoError(t, err)
+	assert.False(t, buried)
+	assert.Len(t, v.list(v.keys.Backup("sleepy", "default")), 5)
+	_, err = v.rdb.ZScore(ctx, v.keys.Heartbeats(), "sleepy").Result()
+	assert.NoError(t, err, "its heartbeat entry stays")
+}
+
+func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	const n = 200
+	stale := v.staleBackup("dead", "default", n)
+	require.Empty(t, v.list(v.keys.Queue("default")))
+	var wg sync.WaitGroup
+	moved := make([]int, 2)
+	for i := range moved {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// A page of one makes the two monitors interleave entry by entry.
+			jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: fmt.Sprintf("monitor-%d", i)}
+			for {
+				_, m, err := jq.rescuePage(ctx, stale, "default", 1)
+				if err != nil || m == 0 {
+					return
+				}
+				moved[i] += m
+			}
+		}(i)
+	}
+	wg.Wait()
+	assert.Equal(t, n, moved[0]+moved[1])
+	q := v.list(v.keys.Queue("default"))
+	assert.Len(t, q, n)
+	seen := map[string]bool{}
+	for _, raw := range q {
+		assert.False(t, seen[raw], "duplicate %s", raw)
+		seen[raw] = true
+	}
+	assert.Empty(t, v.list(v.keys.Backup("dead", "default")))
+}
+
+func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	// A node whose own clock is a year behind still beats "now".
+	behind := func() time.Time { return time.Now().Add(-365 * 24 * time.Hour) }
+	e := v.start(Options{now: behind})
+	score, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
+	require.NoError(t, err)
+	server, err := v.rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	assert.InDelta(t, float64(server.UnixMicro())/1e6, score, 60)
+}
+
+func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	v.staleBackup("crashed", "default", 3)
+	rec := &recorder{}
+	e := v.start(Options{HeartbeatInterval: 100 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	// A live node (beat just now) keeps its backup list.
+	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
+	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
+	v.take("other", "live")
+	require.NoError(t, live.beat(ctx))
+	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
+	assert.Len(t, v.list(v.keys.Backup("live", "other")), 1)
+	_, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
+	assert.NoError(t, err)
+}
