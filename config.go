@@ -103,6 +103,12 @@ type Options struct {
 	// DeadTimeout is how long a dead job is kept. Default 180 days.
 	DeadTimeout time.Duration
 
+	// JobTimeout bounds how long a job may run: when it passes, the job's context is cancelled
+	// and, once the worker returns, the job fails with error_class "exq.Timeout" and is retried
+	// like any failure. A worker with a Timeout() time.Duration method overrides it (a negative
+	// value there means no timeout). Default 0: no timeout.
+	JobTimeout time.Duration
+
 	// ShutdownTimeout is how long Stop lets running jobs finish before it cancels their
 	// contexts and hands them back to the front of their queues. Default 5 s.
 	ShutdownTimeout time.Duration
@@ -212,6 +218,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
 		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
 		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"JobTimeout", &o.JobTimeout, 0},
 	} {
 		if *d.v < 0 {
 			return bad(d.field, "must not be negative, got %s", *d.v)

@@ -3,6 +3,8 @@ package exq
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -21,8 +23,11 @@ type EnqueueOption interface {
 }
 
 type enqueueConfig struct {
-	maxRetries *int
-	jid        string
+	maxRetries  *int
+	jid         string
+	uniqueFor   time.Duration
+	uniqueUntil UniqueUntilMode
+	uniqueToken string
 }
 
 type optionFunc struct {
@@ -57,6 +62,95 @@ func JID(jid string) EnqueueOption {
 	}}
 }
 
+// UniqueUntilMode says when a unique job's lock is released.
+type UniqueUntilMode string
+
+// The release points of a unique lock (Exq's unique_until).
+const (
+	// UntilSuccess releases the lock when the job succeeds or dies; retries and snoozes keep
+	// it. The default.
+	UntilSuccess UniqueUntilMode = "success"
+	// UntilStart releases the lock just before the job's first run, so a duplicate may be
+	// enqueued while it runs.
+	UntilStart UniqueUntilMode = "start"
+	// UntilExpiry never releases the lock: it expires after UniqueFor.
+	UntilExpiry UniqueUntilMode = "expiry"
+)
+
+// UniqueFor makes the job unique for d: while its lock is held, enqueueing a job with the same
+// token writes nothing and returns the holder's jid with an error matching ErrUniqueConflict.
+// The lock expires d after the job's enqueue time (its due time for a scheduled job) at the
+// latest. Retries, snoozes and recoveries of a job never take or check locks.
+func UniqueFor(d time.Duration) EnqueueOption {
+	return optionFunc{fmt.Sprintf("UniqueFor(%s)", d), func(c *enqueueConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("UniqueFor must be positive, got %s", d)
+		}
+		c.uniqueFor = d
+		return nil
+	}}
+}
+
+// UniqueUntil sets when the lock of a UniqueFor job is released. Default UntilSuccess.
+func UniqueUntil(m UniqueUntilMode) EnqueueOption {
+	return optionFunc{fmt.Sprintf("UniqueUntil(%s)", m), func(c *enqueueConfig) error {
+		switch m {
+		case UntilSuccess, UntilStart, UntilExpiry:
+			c.uniqueUntil = m
+			return nil
+		}
+		return fmt.Errorf("UniqueUntil must be UntilSuccess, UntilStart or UntilExpiry, got %q", m)
+	}}
+}
+
+// UniqueToken names the lock of a UniqueFor job. Jobs with the same token conflict whatever
+// their queue, class or args. Without it the token is a hash of the queue, the class and the
+// args (see DefaultUniqueToken); Exq's default tokens hash Erlang terms and cannot be
+// reproduced outside Erlang, so jobs that must be unique across Exq and exq need a token.
+func UniqueToken(token string) EnqueueOption {
+	return optionFunc{fmt.Sprintf("UniqueToken(%q)", token), func(c *enqueueConfig) error {
+		if token == "" {
+			return fmt.Errorf("UniqueToken is empty")
+		}
+		c.uniqueToken = token
+		return nil
+	}}
+}
+
+// DefaultUniqueToken is the token of a unique job enqueued without UniqueToken: the base64 of
+// the SHA-256 of queue, class and the canonical JSON of args (object keys sorted, numbers
+// kept as written), joined by ":". The same args give the same token in any key order.
+func DefaultUniqueToken(queue, class string, args json.RawMessage) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("args are not valid JSON: %v", err)
+	}
+	canonical, err := wire.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(queue + ":" + class + ":" + string(canonical)))
+	return base64.StdEncoding.EncodeToString(sum[:]), nil
+}
+
+// UniqueConflictError is returned when a unique job's lock is held by another job. It
+// matches ErrUniqueConflict.
+type UniqueConflictError struct {
+	// JID is the job that holds the lock.
+	JID string
+	// Token is the lock's token.
+	Token string
+}
+
+func (u *UniqueConflictError) Error() string {
+	return fmt.Sprintf("exq: unique conflict: job %s holds the lock %q", u.JID, u.Token)
+}
+
+// Is makes errors.Is(err, ErrUniqueConflict) hold.
+func (u *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }
+
 // JobSpec is one job of an EnqueueAll batch. With neither At nor In set, it is enqueued now.
 type JobSpec struct {
 	// Queue and Class are as for Enqueue.
@@ -73,8 +167,11 @@ type JobSpec struct {
 
 // EnqueueResult is the outcome of one job of an EnqueueAll batch, in the batch's order.
 type EnqueueResult struct {
-	// JID is the id of the job written.
+	// JID is the id of the job written or, on a unique conflict, of the job holding the lock.
 	JID string
+	// Err is nil when the job was written, or a *UniqueConflictError when its lock was held
+	// (by an earlier job, or by an earlier job of the same batch).
+	Err error
 }
 
 // invalidJobError is the error of an enqueue whose input is unacceptable.
@@ -90,10 +187,16 @@ type enqueuer struct {
 	maxRetries int
 }
 
+// built is a validated job, ready to write.
+type built struct {
+	jid, doc, token string
+	lock            *lock
+}
+
 // build validates one job and renders its document. at is the due time, zero for now.
-func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts []EnqueueOption) (jid, doc string, err error) {
-	bad := func(format string, a ...any) (string, string, error) {
-		return "", "", &invalidJobError{op, fmt.Sprintf(format, a...)}
+func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
+	bad := func(format string, a ...any) (built, error) {
+		return built{}, &invalidJobError{op, fmt.Sprintf(format, a...)}
 	}
 	if class == "" {
 		return bad("class is empty")
@@ -114,6 +217,9 @@ func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts 
 			return bad("%v", err)
 		}
 	}
+	if cfg.uniqueFor == 0 && (cfg.uniqueUntil != "" || cfg.uniqueToken != "") {
+		return bad("UniqueUntil and UniqueToken need UniqueFor")
+	}
 	now := en.now()
 	j := wire.NewJob{
 		Class:      class,
@@ -133,7 +239,25 @@ func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts 
 	if cfg.maxRetries != nil {
 		j.Retry = *cfg.maxRetries
 	}
-	return j.JID, j.Encode(), nil
+	b := built{jid: j.JID}
+	if cfg.uniqueFor > 0 {
+		token := cfg.uniqueToken
+		if token == "" {
+			if token, err = DefaultUniqueToken(queue, class, rawArgs); err != nil {
+				return bad("%v", err)
+			}
+		}
+		until := cfg.uniqueUntil
+		if until == "" {
+			until = UntilSuccess
+		}
+		unlocksAt := j.EnqueuedAt.Add(cfg.uniqueFor)
+		j.Unique = &wire.Unique{For: cfg.uniqueFor, Until: string(until), Token: token, UnlocksAt: unlocksAt}
+		b.token = token
+		b.lock = &lock{key: en.jq.keys.Unique(token), jid: j.JID, ttl: unlocksAt.Sub(now)}
+	}
+	b.doc = j.Encode()
+	return b, nil
 }
 
 // encodeArgs renders args as a JSON array. nil is the empty list.
@@ -166,28 +290,36 @@ func describe(v any) string {
 }
 
 func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, opts []EnqueueOption) (string, error) {
-	jid, doc, err := en.build("enqueue", queue, class, args, time.Time{}, opts)
+	b, err := en.build("enqueue", queue, class, args, time.Time{}, opts)
 	if err != nil {
 		return "", err
 	}
-	if err := en.jq.enqueue(ctx, queue, doc); err != nil {
+	holder, err := en.jq.enqueue(ctx, queue, b.doc, b.lock)
+	if err != nil {
 		return "", fmt.Errorf("exq: enqueue %s to %s: %w", class, queue, err)
 	}
-	return jid, nil
+	if holder != "" {
+		return holder, &UniqueConflictError{JID: holder, Token: b.token}
+	}
+	return b.jid, nil
 }
 
 func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
 	if at.IsZero() {
 		return "", &invalidJobError{op, "time is zero"}
 	}
-	jid, doc, err := en.build(op, queue, class, args, at, opts)
+	b, err := en.build(op, queue, class, args, at, opts)
 	if err != nil {
 		return "", err
 	}
-	if err := en.jq.enqueueAt(ctx, at, doc); err != nil {
+	holder, err := en.jq.enqueueAt(ctx, at, b.doc, b.lock)
+	if err != nil {
 		return "", fmt.Errorf("exq: %s %s to %s: %w", op, class, queue, err)
 	}
-	return jid, nil
+	if holder != "" {
+		return holder, &UniqueConflictError{JID: holder, Token: b.token}
+	}
+	return b.jid, nil
 }
 
 func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueResult, error) {
@@ -195,7 +327,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		return nil, nil
 	}
 	items := make([]batchItem, len(specs))
-	results := make([]EnqueueResult, len(specs))
+	tokens := make([]string, len(specs))
 	for i, s := range specs {
 		op := fmt.Sprintf("enqueue all: job %d", i)
 		if !s.At.IsZero() && s.In != 0 {
@@ -205,15 +337,24 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		if s.In != 0 {
 			at = en.now().Add(s.In)
 		}
-		jid, doc, err := en.build(op, s.Queue, s.Class, s.Args, at, s.Options)
+		b, err := en.build(op, s.Queue, s.Class, s.Args, at, s.Options)
 		if err != nil {
 			return nil, err
 		}
-		items[i] = batchItem{queue: s.Queue, at: at, job: doc}
-		results[i] = EnqueueResult{JID: jid}
+		items[i] = batchItem{queue: s.Queue, at: at, job: b.doc, jid: b.jid, lock: b.lock}
+		tokens[i] = b.token
 	}
-	if err := en.jq.enqueueAll(ctx, items); err != nil {
+	holders, err := en.jq.enqueueAll(ctx, items)
+	if err != nil {
 		return nil, fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
+	}
+	results := make([]EnqueueResult, len(specs))
+	for i, h := range holders {
+		if h != "" {
+			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: tokens[i]}}
+		} else {
+			results[i] = EnqueueResult{JID: items[i].jid}
+		}
 	}
 	return results, nil
 }

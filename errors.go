@@ -15,6 +15,9 @@ var (
 	ErrUnknownClass = errors.New("exq: no worker registered for class")
 	// ErrStopped is returned by calls made on a node after Stop.
 	ErrStopped = errors.New("exq: stopped")
+	// ErrUniqueConflict is matched by the error of an enqueue whose unique lock is held by
+	// another job (a *UniqueConflictError, carrying the holder's jid).
+	ErrUniqueConflict = errors.New("exq: unique conflict")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
 )

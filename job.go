@@ -37,7 +37,10 @@ type Job struct {
 	// ErrorMessage and ErrorClass describe the latest failure, if any.
 	ErrorMessage, ErrorClass string
 
-	raw string
+	raw         string
+	worker      Worker // nil when no worker is registered for Class
+	uniqueToken string
+	uniqueUntil UniqueUntilMode
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.
@@ -79,6 +82,7 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 		RetryCount: h.Count(),
 		raw:        raw,
 	}
+	j.uniqueToken, j.uniqueUntil = string(h.UniqueToken), UniqueUntilMode(h.UniqueUntil)
 	j.EnqueuedAt = timeOf(h.EnqueuedAt)
 	j.CreatedAt = timeOf(h.CreatedAt)
 	j.FailedAt = timeOf(h.FailedAt)

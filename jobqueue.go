@@ -25,15 +25,58 @@ type jobQueue struct {
 // Redis for long.
 const pageSize = 100
 
-// enqueue pushes one job onto queue q now.
-func (jq *jobQueue) enqueue(ctx context.Context, q, job string) error {
-	return scripts.Enqueue.Run(ctx, jq.rdb,
-		[]string{jq.keys.Queues(), jq.keys.Queue(q)}, q, job, jq.keys.Wake()).Err()
+// lock is the unique lock an enqueue takes: key P unique:<token>, held by jid for ttl.
+type lock struct {
+	key string
+	jid string
+	ttl time.Duration
 }
 
-// enqueueAt adds one job to the schedule set, due at at.
-func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string) error {
-	return jq.rdb.ZAdd(ctx, jq.keys.Schedule(), redis.Z{Score: score(at), Member: job}).Err()
+// ttlMillis is the lock's TTL for SET PX: at least 1 ms, since PX 0 is an error (Exq fails the
+// enqueue there); a lock that is already due still checks for a holder and expires at once.
+func (l *lock) ttlMillis() int64 { return max(l.ttl.Milliseconds(), 1) }
+
+// conflict turns a {1, holder} script reply into the holder's jid; "" for a plain 0.
+func conflict(reply any) (string, bool) {
+	r, ok := reply.([]any)
+	if !ok || len(r) != 2 {
+		return "", false
+	}
+	holder, _ := r[1].(string)
+	return holder, true
+}
+
+// enqueue pushes one job onto queue q now. With a lock held by another job, nothing is
+// written and the holder's jid is returned.
+func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder string, err error) {
+	keys := []string{jq.keys.Queues(), jq.keys.Queue(q)}
+	args := []any{q, job, jq.keys.Wake()}
+	if l != nil {
+		keys = append(keys, l.key)
+		args = append(args, l.jid, l.ttlMillis())
+	}
+	reply, err := scripts.Enqueue.Run(ctx, jq.rdb, keys, args...).Result()
+	if err != nil {
+		return "", err
+	}
+	holder, _ = conflict(reply)
+	return holder, nil
+}
+
+// enqueueAt adds one job to the schedule set, due at at (unique as enqueue).
+func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string, l *lock) (holder string, err error) {
+	keys := []string{jq.keys.Schedule()}
+	args := []any{wire.FormatTime(at), job}
+	if l != nil {
+		keys = append(keys, l.key)
+		args = append(args, l.jid, l.ttlMillis())
+	}
+	reply, err := scripts.EnqueueAt.Run(ctx, jq.rdb, keys, args...).Result()
+	if err != nil {
+		return "", err
+	}
+	holder, _ = conflict(reply)
+	return holder, nil
 }
 
 // batchItem is one job of an enqueueAll; a zero at means now.
@@ -41,23 +84,47 @@ type batchItem struct {
 	queue string
 	at    time.Time
 	job   string
+	jid   string
+	lock  *lock
 }
 
-// enqueueAll writes every item in one script call: all of them or none.
-func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) error {
-	keys := make([]string, 0, 2+len(items))
+// enqueueAll writes every item in one script call and returns, per item, the holder's jid
+// when its unique lock was taken ("" when the item was written).
+func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string, error) {
+	keys := make([]string, 0, 2+2*len(items))
 	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
-	args := make([]any, 0, 1+3*len(items))
+	args := make([]any, 0, 1+5*len(items))
 	args = append(args, jq.keys.Wake())
 	for _, it := range items {
-		keys = append(keys, jq.keys.Queue(it.queue))
-		at := ""
+		at, lockKey, ttl := "", jq.keys.Queues(), ""
 		if !it.at.IsZero() {
 			at = wire.FormatTime(it.at)
 		}
-		args = append(args, it.queue, at, it.job)
+		if it.lock != nil {
+			lockKey, ttl = it.lock.key, strconv.FormatInt(it.lock.ttlMillis(), 10)
+		}
+		keys = append(keys, jq.keys.Queue(it.queue), lockKey)
+		args = append(args, it.queue, at, it.job, it.jid, ttl)
 	}
-	return scripts.EnqueueAll.Run(ctx, jq.rdb, keys, args...).Err()
+	res, err := scripts.EnqueueAll.Run(ctx, jq.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(items) {
+		return nil, fmt.Errorf("enqueue all: %d replies for %d jobs", len(res), len(items))
+	}
+	holders := make([]string, len(res))
+	for i, r := range res {
+		if pair, ok := r.([]any); ok && len(pair) == 2 && pair[0] == int64(1) {
+			holders[i], _ = pair[1].(string)
+		}
+	}
+	return holders, nil
+}
+
+// unlock releases a unique lock if jid still holds it.
+func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
+	return scripts.Unlock.Run(ctx, jq.rdb, []string{jq.keys.Unique(token)}, jid).Err()
 }
 
 // fetchReq asks for up to n jobs of queue.
@@ -94,9 +161,13 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) ([][]string, err
 	return out, nil
 }
 
-// ack removes a finished job from the backup list.
-func (jq *jobQueue) ack(ctx context.Context, q, raw string) error {
-	return jq.rdb.LRem(ctx, jq.keys.Backup(jq.node, q), -1, raw).Err()
+// ack removes a finished job from the backup list and, with a token, releases the job's
+// unique lock if it still holds it.
+func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
+	if token == "" {
+		return jq.rdb.LRem(ctx, jq.keys.Backup(jq.node, q), -1, raw).Err()
+	}
+	return scripts.Ack.Run(ctx, jq.rdb, []string{jq.keys.Backup(jq.node, q), jq.keys.Unique(token)}, raw, jid).Err()
 }
 
 // retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
@@ -110,10 +181,15 @@ func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time
 
 // dead stores the rewritten job in the dead set, trims it, and removes the raw job from the
 // backup list, atomically.
-func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int) (bool, error) {
-	n, err := scripts.Dead.Run(ctx, jq.rdb,
-		[]string{jq.keys.Dead(), jq.keys.Backup(jq.node, q)},
-		wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax).Int()
+// With a token, the job's unique lock is released too, if the job still holds it.
+func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid string) (bool, error) {
+	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q)}
+	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax}
+	if token != "" {
+		keys = append(keys, jq.keys.Unique(token))
+		args = append(args, jid)
+	}
+	n, err := scripts.Dead.Run(ctx, jq.rdb, keys, args...).Int()
 	return n == 1, err
 }
 
@@ -161,11 +237,6 @@ func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, pag
 		"poison-"+uuid.NewString()+"-", wire.PoisonClass, wire.PoisonErrorClass).Int()
 }
 
-// score is t as a sorted-set score (float seconds, microsecond precision).
-func score(t time.Time) float64 {
-	f, _ := strconv.ParseFloat(wire.FormatTime(t), 64)
-	return f
-}
 
 // beat records that this node is alive (server clock).
 func (jq *jobQueue) beat(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package exq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -79,3 +80,43 @@ func errorClass(err error) string {
 		err = next
 	}
 }
+
+// Snooze, returned by a worker, puts its job back to run again after d (Exq's snooze). It is
+// not a failure: retry_count stays, the run counts as processed, and a unique lock held until
+// success is kept. The job waits in the retry set, with error_message "Snoozed for <d> seconds".
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
+
+// SnoozeError is the value Snooze returns; middleware can recognise it with errors.As.
+type SnoozeError struct {
+	// Delay is how long the job waits before it runs again.
+	Delay time.Duration
+}
+
+func (s *SnoozeError) Error() string { return fmt.Sprintf("exq: snoozed for %s", s.Delay) }
+
+// errTimeout is the cause of a job context whose run time (Options.JobTimeout or the worker's
+// Timeout) has passed.
+var errTimeout = errors.New("exq: job timed out")
+
+// TimeoutError is the failure of a job that ran longer than its timeout. Its error_class is
+// "exq.Timeout"; it is retried like any failure.
+type TimeoutError struct {
+	// After is the timeout that passed.
+	After time.Duration
+	// Err is what the worker returned once its context was cancelled (often nil or
+	// context.DeadlineExceeded).
+	Err error
+}
+
+func (t *TimeoutError) Error() string {
+	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("exq: job timed out after %s", t.After)
+	}
+	return fmt.Sprintf("exq: job timed out after %s: %v", t.After, t.Err)
+}
+
+// Unwrap returns what the worker returned.
+func (t *TimeoutError) Unwrap() error { return t.Err }
+
+// ErrorClass reports "exq.Timeout" as the job's error_class.
+func (t *TimeoutError) ErrorClass() string { return "exq.Timeout" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,23 +78,68 @@ func (e *Exq) process(r *run) {
 	}
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
 	e.mgr.setJID(r, job.JID)
-	err = e.perform(r.ctx, job)
+	job.worker, _ = e.registry.lookup(job.Class)
+	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {
+		e.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
+	}
+	ctx := r.ctx
+	timeout := e.timeoutFor(job.worker)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
+		defer cancel()
+	}
+	err = e.perform(ctx, job)
 	if !r.claim(stateFinishing) {
 		return // handed back to its queue at shutdown: not an outcome
 	}
+	var snooze *SnoozeError
 	switch {
-	case err == nil:
-		e.stats.record(true, e.opts.now())
-		e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw)
-		})
 	case errors.Is(context.Cause(r.ctx), errCanceled):
+		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
 		e.stats.record(false, e.opts.now())
 		e.bury(r, job, "Canceled", "exq.Canceled")
+	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
+		// Out of time: a failure, whatever the worker returned.
+		e.stats.record(false, e.opts.now())
+		e.fail(r, job, &TimeoutError{After: timeout, Err: err})
+	case err == nil:
+		e.stats.record(true, e.opts.now())
+		token := ""
+		if job.uniqueUntil == UntilSuccess {
+			token = job.uniqueToken
+		}
+		e.persist(r, "acknowledge", func(ctx context.Context) error {
+			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID)
+		})
+	case errors.As(err, &snooze):
+		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
+		e.snooze(r, job, snooze.Delay)
 	default:
 		e.stats.record(false, e.opts.now())
 		e.fail(r, job, err)
 	}
+}
+
+// timeoutFor is the run time allowed to w's jobs: its Timeout method when it has one (a
+// negative value means none), else Options.JobTimeout.
+func (e *Exq) timeoutFor(w Worker) time.Duration {
+	if t, ok := w.(interface{ Timeout() time.Duration }); ok {
+		if d := t.Timeout(); d != 0 {
+			return max(d, 0)
+		}
+	}
+	return e.opts.JobTimeout
+}
+
+// jobKey is the context key of the running job.
+type jobKey struct{}
+
+// JobFromContext returns the job whose run ctx belongs to, or nil outside a job. Workers
+// that take typed args (Typed) use it to reach the jid, the retry count and so on.
+func JobFromContext(ctx context.Context) *Job {
+	j, _ := ctx.Value(jobKey{}).(*Job)
+	return j
 }
 
 // perform runs the middleware chain and the worker, turning a panic anywhere in them into a
@@ -105,16 +151,55 @@ func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
 		}
 	}()
-	return e.handler(ctx, job)
+	return e.handler(context.WithValue(ctx, jobKey{}, job), job)
 }
 
 // callWorker is the innermost Handler.
 func (e *Exq) callWorker(ctx context.Context, job *Job) error {
-	w, ok := e.registry.lookup(job.Class)
-	if !ok {
+	if job.worker == nil {
 		return &unknownClassError{class: job.Class}
 	}
-	return w.Perform(ctx, job)
+	return job.worker.Perform(ctx, job)
+}
+
+// unlock releases the job's unique lock if it still holds it, trying a few times: a lock
+// that stays merely delays duplicates until it expires.
+func (e *Exq) unlock(job *Job) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
+		err = e.jq.unlock(ctx, job.uniqueToken, job.JID)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	e.log.Warn("exq: could not release a unique lock; it expires by itself", "jid", job.JID, "token", job.uniqueToken, "error", err)
+}
+
+// snooze puts the job in the retry set to run again after d, as Exq's Snooze: retry_count
+// unchanged, a success lock kept.
+func (e *Exq) snooze(r *run, job *Job, d time.Duration) {
+	now := e.opts.now()
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil {
+		e.deadLetterPoison(r, err)
+		return
+	}
+	obj.SetString("error_message", "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds")
+	if !obj.Has("failed_at") {
+		obj.SetTime("failed_at", now)
+	}
+	obj.SetTime("retried_at", now)
+	if !obj.Has("queue") {
+		obj.SetString("queue", r.queue)
+	}
+	doc := obj.String()
+	at := now.Add(d)
+	e.persist(r, "snooze", func(ctx context.Context) error {
+		_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
+		return err
+	})
 }
 
 // fail writes a failed job to the retry set, or to the dead set when its retries are used up,
@@ -139,8 +224,17 @@ func (e *Exq) fail(r *run, job *Job, cause error) {
 		return
 	}
 	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	e.deadLetter(r, job, doc, now)
+}
+
+// deadLetter writes a dead job and, for a success lock, releases it.
+func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) {
+	token := ""
+	if job.uniqueUntil == UntilSuccess {
+		token = job.uniqueToken
+	}
 	e.persist(r, "dead-letter", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID)
 		return err
 	})
 }
@@ -155,10 +249,7 @@ func (e *Exq) bury(r *run, job *Job, message, class string) {
 	}
 	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, now)
 	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
-	e.persist(r, "dead-letter", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
-		return err
-	})
+	e.deadLetter(r, job, doc, now)
 }
 
 // failedDoc rewrites a job document after a failure: only the fields exq owns change.
@@ -184,7 +275,7 @@ func (e *Exq) deadLetterPoison(r *run, cause error) {
 	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
 	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)
 	e.persist(r, "dead-letter poison message", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs)
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "")
 		return err
 	})
 }

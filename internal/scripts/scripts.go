@@ -26,6 +26,12 @@ var (
 	recoverSrc string
 	//go:embed schedule.lua
 	scheduleSrc string
+	//go:embed enqueue_at.lua
+	enqueueAtSrc string
+	//go:embed ack.lua
+	ackSrc string
+	//go:embed unlock.lua
+	unlockSrc string
 	//go:embed beat.lua
 	beatSrc string
 	//go:embed stale.lua
@@ -46,6 +52,9 @@ var (
 	Requeue    = redis.NewScript(requeueSrc)
 	Recover    = redis.NewScript(recoverSrc)
 	Schedule   = redis.NewScript(scheduleSrc)
+	EnqueueAt  = redis.NewScript(enqueueAtSrc)
+	Ack        = redis.NewScript(ackSrc)
+	Unlock     = redis.NewScript(unlockSrc)
 	Beat       = redis.NewScript(beatSrc)
 	Stale      = redis.NewScript(staleSrc)
 	Rescue     = redis.NewScript(rescueSrc)

@@ -20,6 +20,16 @@ type NewJob struct {
 	EnqueuedAt time.Time
 	CreatedAt  time.Time
 	Retry      int
+	// Unique is set for unique jobs; it adds Exq's four unique fields.
+	Unique *Unique
+}
+
+// Unique holds the lock settings of a unique job, as Exq writes them.
+type Unique struct {
+	For       time.Duration // unique_for, written in seconds
+	Until     string        // unique_until: "success", "start" or "expiry"
+	Token     string        // unique_token
+	UnlocksAt time.Time     // unlocks_at = enqueued_at + unique_for
 }
 
 // Encode renders the job as the byte-exact document of WIRE.md §2:
@@ -41,6 +51,16 @@ func (j NewJob) Encode() string {
 	b.WriteString(FormatTime(j.CreatedAt))
 	b.WriteString(`,"retry":`)
 	b.WriteString(strconv.Itoa(j.Retry))
+	if u := j.Unique; u != nil {
+		b.WriteString(`,"unique_for":`)
+		b.WriteString(strconv.FormatFloat(u.For.Seconds(), 'f', -1, 64))
+		b.WriteString(`,"unique_until":`)
+		b.Write(Quote(u.Until))
+		b.WriteString(`,"unique_token":`)
+		b.Write(Quote(u.Token))
+		b.WriteString(`,"unlocks_at":`)
+		b.WriteString(FormatTime(u.UnlocksAt))
+	}
 	b.WriteByte('}')
 	return b.String()
 }
@@ -78,6 +98,21 @@ type Header struct {
 	RetriedAt    *float64        `json:"retried_at"`
 	ErrorMessage *string         `json:"error_message"`
 	ErrorClass   *string         `json:"error_class"`
+	UniqueUntil  LenientString   `json:"unique_until"`
+	UniqueToken  LenientString   `json:"unique_token"`
+}
+
+// LenientString reads a JSON string and ignores any other value, so that an odd optional
+// field never turns a runnable job into a poison message.
+type LenientString string
+
+// UnmarshalJSON keeps strings and ignores everything else.
+func (l *LenientString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = LenientString(s)
+	}
+	return nil
 }
 
 // ErrPoison is wrapped by DecodeHeader for documents that can never run.

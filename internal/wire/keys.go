@@ -44,6 +44,9 @@ func (k Keys) Dead() string { return k.Prefix + "dead" }
 // Exq and Sidekiq nodes never see it, and nothing is stored under it.
 func (k Keys) Wake() string { return k.Prefix + "wake" }
 
+// Unique is the lock of unique jobs with token; it holds the holder's jid.
+func (k Keys) Unique(token string) string { return k.Prefix + "unique:" + token }
+
 // Processes is the set of node identities that are (or recently were) alive.
 func (k Keys) Processes() string { return k.Prefix + "processes" }
 
