@@ -2,6 +2,7 @@ package exq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -154,4 +155,86 @@ func ExampleExq_Register() {
 	}
 	<-done
 	// Output: MyApp.Resize/perform: resize img.png to 640 px
+}
+
+func ExampleTyped() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	type SignupArgs struct {
+		UserID   int    `json:"user_id"`
+		Template string `json:"template"`
+	}
+	done := make(chan struct{})
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, Workers: map[string]exq.Worker{
+		"MyApp.Signup": exq.Typed(func(ctx context.Context, a SignupArgs) error {
+			fmt.Printf("welcome user %d with %q\n", a.UserID, a.Template)
+			close(done)
+			return nil
+		}),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	// The single arg travels as a plain JSON object: {"user_id":42,"template":"welcome"}.
+	if _, err := e.Enqueue(ctx, "default", "MyApp.Signup", []any{SignupArgs{UserID: 42, Template: "welcome"}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	// Output: welcome user 42 with "welcome"
+}
+
+func ExampleUniqueFor() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, Queues: []exq.Queue{}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+
+	first, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, exq.UniqueFor(time.Hour), exq.JID("sync-1"))
+	fmt.Println(first, err)
+	holder, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, exq.UniqueFor(time.Hour))
+	fmt.Println(holder, errors.Is(err, exq.ErrUniqueConflict))
+	// Output:
+	// sync-1 <nil>
+	// sync-1 true
+}
+
+func ExampleSnooze() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	done := make(chan struct{})
+	runs := 0
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, SchedulerPollTimeout: 10 * time.Millisecond,
+		Workers: map[string]exq.Worker{
+			"MyApp.WaitForReport": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+				runs++
+				if runs == 1 {
+					return exq.Snooze(10 * time.Millisecond) // not ready yet: run again later
+				}
+				fmt.Printf("run %d: retry_count %d, last message %q\n", runs, job.RetryCount, job.ErrorMessage)
+				close(done)
+				return nil
+			}),
+		}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	if _, err := e.Enqueue(ctx, "default", "MyApp.WaitForReport", nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	// Output: run 2: retry_count 0, last message "Snoozed for 0.01 seconds"
 }

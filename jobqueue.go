@@ -237,7 +237,6 @@ func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, pag
 		"poison-"+uuid.NewString()+"-", wire.PoisonClass, wire.PoisonErrorClass).Int()
 }
 
-
 // beat records that this node is alive (server clock).
 func (jq *jobQueue) beat(ctx context.Context) error {
 	return scripts.Beat.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats()}, jq.node).Err()

@@ -1,0 +1,269 @@
+package exq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
+	v := newEnv(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var runs []*Job
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		mu.Lock()
+		runs = append(runs, job)
+		n := len(runs)
+		mu.Unlock()
+		if n <= 2 {
+			return Snooze(10 * time.Millisecond)
+		}
+		return nil
+	})
+	e := v.start(Options{MaxRetries: NoRetries, statsInterval: 10 * time.Millisecond, Workers: map[string]Worker{"S": w}})
+	_, err := e.Enqueue(ctx, "default", "S", nil)
+	require.NoError(t, err)
+	testutil.WaitFor(t, "three runs", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, job := range runs {
+		assert.Zero(t, job.RetryCount, "run %d: retry_count does not change with snoozes", i+1)
+	}
+	second := decode(t, runs[1].Raw())
+	assert.Equal(t, "Snoozed for 0.01 seconds", second["error_message"])
+	assert.NotContains(t, second, "retry_count")
+	assert.False(t, runs[1].FailedAt.IsZero())
+	testutil.WaitFor(t, "counted as processed, never failed", func() bool {
+		return v.get(v.keys.Stat("processed")) == "3" && v.get(v.keys.Stat("failed")) == ""
+	})
+	assert.Zero(t, v.zcard(v.keys.Dead()), "a snooze is not a failure, even with no retries")
+}
+
+func TestSnoozeKeepsASuccessLock(t *testing.T) { // Exq 44
+	v := newEnv(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	var runs atomic.Int32
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		if runs.Add(1) == 1 {
+			return Snooze(0)
+		}
+		<-release
+		return nil
+	})
+	e := v.start(Options{Workers: map[string]Worker{"S": w}})
+	j1, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	require.NoError(t, err)
+	j2, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	conflictWith(t, j1, j2, err)
+	testutil.WaitFor(t, "the job runs again after its snooze", func() bool { return runs.Load() == 2 })
+	j3, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	conflictWith(t, j1, j3, err)
+	close(release)
+	testutil.WaitFor(t, "the lock is released on success", v.lockGone("t1"))
+}
+
+// slowWorker has its own timeout.
+type slowWorker struct {
+	timeout time.Duration
+	result  error
+}
+
+func (s slowWorker) Timeout() time.Duration { return s.timeout }
+func (s slowWorker) Perform(ctx context.Context, _ *Job) error {
+	<-ctx.Done()
+	return s.result
+}
+
+func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		jobTimeout time.Duration
+		worker     Worker
+		want       string
+	}{
+		{"Options.JobTimeout", 50 * time.Millisecond, WorkerFunc(func(ctx context.Context, _ *Job) error { <-ctx.Done(); return ctx.Err() }),
+			"exq: job timed out after 50ms"},
+		{"the worker's Timeout overrides it", time.Hour, slowWorker{timeout: 30 * time.Millisecond, result: errors.New("gave up")},
+			"exq: job timed out after 30ms: gave up"},
+		{"returning nil after the timeout is still a timeout", 0, slowWorker{timeout: 20 * time.Millisecond},
+			"exq: job timed out after 20ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			e := v.start(Options{JobTimeout: tc.jobTimeout, Workers: map[string]Worker{"T": tc.worker},
+				Backoff: func(int, *Job) time.Duration { return time.Hour }})
+			_, err := e.Enqueue(context.Background(), "default", "T", nil, MaxRetries(3))
+			require.NoError(t, err)
+			testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
+			m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))
+			assert.Equal(t, "exq.Timeout", m["error_class"])
+			assert.Equal(t, tc.want, m["error_message"])
+			assert.Equal(t, "1", m["retry_count"].(json.Number).String())
+		})
+	}
+}
+
+func TestTimeoutForPrefersTheWorkersOwn(t *testing.T) {
+	e := &Exq{opts: Options{JobTimeout: time.Minute}}
+	assert.Equal(t, time.Minute, e.timeoutFor(WorkerFunc(nil)))
+	assert.Equal(t, time.Second, e.timeoutFor(slowWorker{timeout: time.Second}))
+	assert.Equal(t, time.Minute, e.timeoutFor(slowWorker{timeout: 0}), "0 means the node's default")
+	assert.Equal(t, time.Duration(0), e.timeoutFor(slowWorker{timeout: -1}), "negative means none")
+	assert.Equal(t, time.Minute, e.timeoutFor(nil))
+}
+
+type signupArgs struct {
+	UserID   int      `json:"user_id"`
+	Template string   `json:"template"`
+	Tags     []string `json:"tags"`
+}
+
+func TestTypedWorkerRoundTrip(t *testing.T) {
+	v := newEnv(t)
+	got := make(chan signupArgs, 1)
+	var jid atomic.Value
+	w := Typed(func(ctx context.Context, a signupArgs) error {
+		jid.Store(JobFromContext(ctx).JID)
+		got <- a
+		return nil
+	})
+	e := v.start(Options{Workers: map[string]Worker{"Signup": w}})
+	want := signupArgs{UserID: 42, Template: "welcome", Tags: []string{"new", "ü"}}
+	j, err := e.Enqueue(context.Background(), "default", "Signup", []any{want})
+	require.NoError(t, err)
+	_, err = v.enqueuer(time.Now).enqueue(context.Background(), "parked", "Signup", []any{want}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, v.list(v.keys.Queue("parked"))[0], `"args":[{"user_id":42,"template":"welcome","tags":["new","ü"]}]`,
+		"the wire format is plain JSON")
+	select {
+	case a := <-got:
+		assert.Equal(t, want, a)
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the typed worker did not run")
+	}
+	assert.Equal(t, j, jid.Load())
+	// A foreign producer writes the same plain JSON.
+	v.push("default", `{"class":"Signup","args":[{"user_id":7,"template":"bye","extra":true}],"queue":"default","jid":"rb"}`)
+	select {
+	case a := <-got:
+		assert.Equal(t, signupArgs{UserID: 7, Template: "bye"}, a)
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the typed worker did not run the foreign job")
+	}
+}
+
+func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{`[]`, "exq: Signup: a Typed worker takes exactly one arg (the JSON of a exq.signupArgs), the job has 0"},
+		{`[{"user_id":1},{"user_id":2}]`, "the job has 2"},
+		{`["not an object"]`, `exq: Signup: arg "not an object" is not a exq.signupArgs`},
+		{`[{"user_id":"forty-two"}]`, `is not a exq.signupArgs`},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			v := newEnv(t)
+			called := false
+			w := Typed(func(context.Context, signupArgs) error { called = true; return nil })
+			v.start(Options{Workers: map[string]Worker{"Signup": w}})
+			v.push("default", `{"class":"Signup","args":`+tc.args+`,"queue":"default","jid":"bad","retry":1}`)
+			testutil.WaitFor(t, "the job failed into retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
+			m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))
+			assert.Contains(t, m["error_message"], tc.want)
+			assert.NotEqual(t, "panic", m["error_class"])
+			assert.False(t, called)
+		})
+	}
+}
+
+// logLines collects JSON log records.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) records(t *testing.T) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestLogJobsWritesOneLinePerJobEnd(t *testing.T) {
+	for _, withArgs := range []bool{false, true} {
+		v := newEnv(t)
+		lines := &logLines{}
+		logger := slog.New(slog.NewJSONHandler(lines, nil))
+		var opts []LogOption
+		if withArgs {
+			opts = append(opts, LogArgs())
+		}
+		w := WorkerFunc(func(ctx context.Context, job *Job) error {
+			switch job.JID {
+			case "fail":
+				return errors.New("boom")
+			case "snooze":
+				if job.RetryCount == 0 && job.ErrorMessage == "" {
+					return Snooze(time.Hour)
+				}
+			}
+			return nil
+		})
+		v.start(Options{Middleware: []Middleware{LogJobs(logger, opts...)}, Workers: map[string]Worker{"W": w}})
+		for _, jid := range []string{"ok", "fail", "snooze"} {
+			v.push("default", `{"class":"W","args":["secret@example.com"],"queue":"default","jid":"`+jid+`","retry":3}`)
+		}
+		testutil.WaitFor(t, "three lines", func() bool { return len(lines.records(t)) == 3 })
+		byJID := map[string]map[string]any{}
+		for _, r := range lines.records(t) {
+			byJID[r["jid"].(string)] = r
+			assert.Equal(t, "W", r["class"])
+			assert.Equal(t, "default", r["queue"])
+			assert.Contains(t, r, "duration")
+			if withArgs {
+				assert.Equal(t, `["secret@example.com"]`, r["args"])
+			} else {
+				assert.NotContains(t, r, "args", "args are never logged unless asked")
+			}
+		}
+		assert.Equal(t, "done", byJID["ok"]["outcome"])
+		assert.Equal(t, "INFO", byJID["ok"]["level"])
+		assert.Equal(t, "failed", byJID["fail"]["outcome"])
+		assert.Equal(t, "WARN", byJID["fail"]["level"])
+		assert.Equal(t, "boom", byJID["fail"]["error"])
+		assert.Equal(t, "snoozed", byJID["snooze"]["outcome"])
+	}
+}
