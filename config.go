@@ -1,6 +1,7 @@
 package exq
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -299,6 +300,28 @@ func defaultNodeID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// connect returns the caller's client, or one built from RedisURL (own reports that), after a
+// PING. The error names the address, never the password.
+func connect(ctx context.Context, o Options) (rdb redis.UniversalClient, own bool, err error) {
+	rdb, where := o.Redis, "the given client"
+	if rdb == nil {
+		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
+		if err != nil {
+			return nil, false, err
+		}
+		rdb, own, where = c, true, maskURL(o.RedisURL)
+	}
+	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		if own {
+			_ = rdb.Close()
+		}
+		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
+	}
+	return rdb, own, nil
 }
 
 // newRedisClient builds the client for a RedisURL. The error never carries the password.

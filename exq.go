@@ -90,28 +90,17 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Exq{opts: o, rdb: o.Redis, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
+	e := &Exq{opts: o, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
 		done: make(chan struct{})}
-	where := "the given client"
-	if e.rdb == nil {
-		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
-		if err != nil {
-			return nil, err
-		}
-		e.rdb, e.ownClient = c, true
-		where = maskURL(o.RedisURL)
+	e.rdb, e.ownClient, err = connect(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
 		if e.ownClient {
 			_ = e.rdb.Close()
 		}
 		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
-	err = e.rdb.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		return fail(fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL)))
 	}
 
 	keys := wire.NewKeys(o.Namespace)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -130,14 +131,15 @@ func (p *pinger) unregister(ctx context.Context) error {
 
 // prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs.
-func (e *Exq) prune(ctx context.Context) error {
-	keys := e.jq.keys
-	members, err := e.rdb.SMembers(ctx, keys.Processes()).Result()
+func (e *Exq) prune(ctx context.Context) error { return prune(ctx, e.rdb, e.jq.keys, e.log) }
+
+func prune(ctx context.Context, rdb redis.UniversalClient, keys wire.Keys, log *slog.Logger) error {
+	members, err := rdb.SMembers(ctx, keys.Processes()).Result()
 	if err != nil || len(members) == 0 {
 		return err
 	}
 	exists := make([]*redis.BoolCmd, len(members))
-	if _, err := e.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+	if _, err := rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, m := range members {
 			exists[i] = pl.HExists(ctx, keys.Node(m), "info")
 		}
@@ -154,7 +156,7 @@ func (e *Exq) prune(ctx context.Context) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	_, err = e.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+	_, err = rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		args := make([]any, len(gone))
 		for i, g := range gone {
 			args[i] = g
@@ -163,8 +165,8 @@ func (e *Exq) prune(ctx context.Context) error {
 		pl.SRem(ctx, keys.Processes(), args...)
 		return nil
 	})
-	if err == nil {
-		e.log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
+	if err == nil && log != nil {
+		log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
 	}
 	return err
 }

@@ -151,7 +151,7 @@ func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
 		}
 	}()
-	return e.handler(context.WithValue(ctx, jobKey{}, job), job)
+	return e.handler(WithJob(ctx, job), job)
 }
 
 // callWorker is the innermost Handler.

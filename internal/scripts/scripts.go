@@ -32,6 +32,10 @@ var (
 	ackSrc string
 	//go:embed unlock.lua
 	unlockSrc string
+	//go:embed remove_jobs.lua
+	removeJobsSrc string
+	//go:embed requeue_set.lua
+	requeueSetSrc string
 	//go:embed beat.lua
 	beatSrc string
 	//go:embed stale.lua
@@ -55,6 +59,8 @@ var (
 	EnqueueAt  = redis.NewScript(enqueueAtSrc)
 	Ack        = redis.NewScript(ackSrc)
 	Unlock     = redis.NewScript(unlockSrc)
+	RemoveJobs = redis.NewScript(removeJobsSrc)
+	RequeueSet = redis.NewScript(requeueSetSrc)
 	Beat       = redis.NewScript(beatSrc)
 	Stale      = redis.NewScript(staleSrc)
 	Rescue     = redis.NewScript(rescueSrc)

@@ -1,0 +1,310 @@
+package exq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// ErrJobNotFound is returned by the API's Find calls when no job has the jid.
+var ErrJobNotFound = errors.New("exq: job not found")
+
+// API reads and changes what is stored in Redis: queues, scheduled, retry and dead jobs,
+// processes, stats, and signals to nodes (Exq.Api). It runs no goroutines. Every listing is
+// paginated and every search scans in pages, so no call loads an unbounded set into memory.
+// Get one from a running node with Exq.API, or without one with NewAPI.
+type API struct {
+	rdb       redis.UniversalClient
+	ownClient bool
+	jq        *jobQueue
+	opts      Options
+}
+
+// NewAPI connects to Redis (RedisURL or Redis, Namespace, RedisTimeout) and returns an API that
+// needs no running node (Exq's api mode). Close it when done.
+func NewAPI(ctx context.Context, opts Options) (*API, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rdb, own, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}, opts: o}, nil
+}
+
+// API returns the admin API on this node's Redis and namespace.
+func (e *Exq) API() *API {
+	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, opts: e.opts}
+}
+
+// Close closes the Redis client if NewAPI built it from RedisURL.
+func (a *API) Close() error {
+	if a.ownClient {
+		return a.rdb.Close()
+	}
+	return nil
+}
+
+// Set names where a job is stored, for the API calls that work on any of them.
+type Set string
+
+// The sorted sets of jobs.
+const (
+	RetrySet     Set = "retry"
+	ScheduledSet Set = "schedule"
+	DeadSet      Set = "dead"
+)
+
+func (a *API) setKey(s Set) (string, error) {
+	switch s {
+	case RetrySet:
+		return a.jq.keys.Retry(), nil
+	case ScheduledSet:
+		return a.jq.keys.Schedule(), nil
+	case DeadSet:
+		return a.jq.keys.Dead(), nil
+	}
+	return "", fmt.Errorf("exq: api: unknown set %q (want retry, schedule or dead)", s)
+}
+
+// JobRecord is a stored job: decoded (Job is nil, and DecodeErr says why, for a document
+// that cannot be decoded), its exact raw string, and for a sorted set its score as a time
+// (due time for retry and schedule, time of death for dead).
+type JobRecord struct {
+	Job       *Job
+	Raw       string
+	At        time.Time
+	Score     float64
+	DecodeErr error
+}
+
+func record(raw string, score float64, queue string) JobRecord {
+	r := JobRecord{Raw: raw, Score: score, At: wire.ParseTime(score)}
+	h, err := wire.DecodeHeader(raw)
+	if err != nil {
+		r.DecodeErr = err
+		return r
+	}
+	if queue == "" {
+		queue = h.Queue
+	}
+	r.Job = newJob(h, raw, queue, DefaultMaxRetries)
+	return r
+}
+
+// ListOptions pages a listing. Size 0 means 100.
+type ListOptions struct {
+	Offset, Size int
+	// Reverse flips the order: queues list newest first and retry/schedule soonest first
+	// (dead newest first) unless Reverse is set.
+	Reverse bool
+}
+
+func (o ListOptions) bounds() (start, stop int64, err error) {
+	if o.Offset < 0 || o.Size < 0 {
+		return 0, 0, fmt.Errorf("exq: api: offset and size must not be negative")
+	}
+	size := o.Size
+	if size == 0 {
+		size = 100
+	}
+	return int64(o.Offset), int64(o.Offset + size - 1), nil
+}
+
+// Queues lists the known queue names, sorted.
+func (a *API) Queues(ctx context.Context) ([]string, error) {
+	qs, err := a.rdb.SMembers(ctx, a.jq.keys.Queues()).Result()
+	sort.Strings(qs)
+	return qs, err
+}
+
+// QueueSize is the number of jobs waiting in queue q.
+func (a *API) QueueSize(ctx context.Context, q string) (int64, error) {
+	return a.rdb.LLen(ctx, a.jq.keys.Queue(q)).Result()
+}
+
+// QueueSizes maps every known queue to its number of waiting jobs.
+func (a *API) QueueSizes(ctx context.Context) (map[string]int64, error) {
+	qs, err := a.Queues(ctx)
+	if err != nil || len(qs) == 0 {
+		return map[string]int64{}, err
+	}
+	cmds := make([]*redis.IntCmd, len(qs))
+	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range qs {
+			cmds[i] = p.LLen(ctx, a.jq.keys.Queue(q))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(qs))
+	for i, q := range qs {
+		out[q] = cmds[i].Val()
+	}
+	return out, nil
+}
+
+// RemoveQueue deletes queue q and its waiting jobs.
+func (a *API) RemoveQueue(ctx context.Context, q string) error {
+	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SRem(ctx, a.jq.keys.Queues(), q)
+		p.Del(ctx, a.jq.keys.Queue(q))
+		return nil
+	})
+	return err
+}
+
+// Jobs lists the jobs waiting in queue q, newest first (the next to run is last), or oldest
+// (next to run) first with Reverse.
+func (a *API) Jobs(ctx context.Context, q string, o ListOptions) ([]JobRecord, error) {
+	start, stop, err := o.bounds()
+	if err != nil {
+		return nil, err
+	}
+	if o.Reverse {
+		start, stop = -stop-1, -start-1
+	}
+	raws, err := a.rdb.LRange(ctx, a.jq.keys.Queue(q), start, stop).Result()
+	if err != nil {
+		return nil, err
+	}
+	if o.Reverse {
+		for i, j := 0, len(raws)-1; i < j; i, j = i+1, j-1 {
+			raws[i], raws[j] = raws[j], raws[i]
+		}
+	}
+	out := make([]JobRecord, len(raws))
+	for i, raw := range raws {
+		out[i] = record(raw, 0, q)
+	}
+	return out, nil
+}
+
+// Retries lists the retry set, soonest due first (Reverse: latest first).
+func (a *API) Retries(ctx context.Context, o ListOptions) ([]JobRecord, error) {
+	return a.listSet(ctx, RetrySet, o, false)
+}
+
+// Scheduled lists the schedule set, soonest due first (Reverse: latest first).
+func (a *API) Scheduled(ctx context.Context, o ListOptions) ([]JobRecord, error) {
+	return a.listSet(ctx, ScheduledSet, o, false)
+}
+
+// Dead lists the dead set, most recent death first (Reverse: oldest first).
+func (a *API) Dead(ctx context.Context, o ListOptions) ([]JobRecord, error) {
+	return a.listSet(ctx, DeadSet, o, true)
+}
+
+func (a *API) listSet(ctx context.Context, s Set, o ListOptions, newestFirst bool) ([]JobRecord, error) {
+	key, err := a.setKey(s)
+	if err != nil {
+		return nil, err
+	}
+	start, stop, err := o.bounds()
+	if err != nil {
+		return nil, err
+	}
+	var zs []redis.Z
+	if newestFirst != o.Reverse {
+		zs, err = a.rdb.ZRevRangeWithScores(ctx, key, start, stop).Result()
+	} else {
+		zs, err = a.rdb.ZRangeWithScores(ctx, key, start, stop).Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JobRecord, len(zs))
+	for i, z := range zs {
+		raw, _ := z.Member.(string)
+		out[i] = record(raw, z.Score, "")
+	}
+	return out, nil
+}
+
+// Size is the number of jobs in a sorted set.
+func (a *API) Size(ctx context.Context, s Set) (int64, error) {
+	key, err := a.setKey(s)
+	if err != nil {
+		return 0, err
+	}
+	return a.rdb.ZCard(ctx, key).Result()
+}
+
+// findPage is how many entries a search reads per round trip.
+const findPage = 500
+
+// hasJID reports whether raw is the document of job jid; the cheap substring test skips the
+// decode for almost every non-matching job.
+func hasJID(raw, jid string) bool {
+	if !strings.Contains(raw, jid) {
+		return false
+	}
+	h, err := wire.DecodeHeader(raw)
+	return err == nil && h.JID == jid
+}
+
+// FindJob finds job jid waiting in queue q, scanning the list in pages.
+func (a *API) FindJob(ctx context.Context, q, jid string) (JobRecord, error) {
+	key := a.jq.keys.Queue(q)
+	for start := int64(0); ; start += findPage {
+		raws, err := a.rdb.LRange(ctx, key, start, start+findPage-1).Result()
+		if err != nil {
+			return JobRecord{}, err
+		}
+		for _, raw := range raws {
+			if hasJID(raw, jid) {
+				return record(raw, 0, q), nil
+			}
+		}
+		if len(raws) < findPage {
+			return JobRecord{}, fmt.Errorf("%w: %s in queue %s", ErrJobNotFound, jid, q)
+		}
+	}
+}
+
+// Find finds job jid in a sorted set, scanning it in pages.
+func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
+	key, err := a.setKey(s)
+	if err != nil {
+		return JobRecord{}, err
+	}
+	for start := int64(0); ; start += findPage {
+		zs, err := a.rdb.ZRangeWithScores(ctx, key, start, start+findPage-1).Result()
+		if err != nil {
+			return JobRecord{}, err
+		}
+		for _, z := range zs {
+			if raw, _ := z.Member.(string); hasJID(raw, jid) {
+				return record(raw, z.Score, ""), nil
+			}
+		}
+		if len(zs) < findPage {
+			return JobRecord{}, fmt.Errorf("%w: %s in %s", ErrJobNotFound, jid, s)
+		}
+	}
+}
+
+// FindRetry finds job jid in the retry set.
+func (a *API) FindRetry(ctx context.Context, jid string) (JobRecord, error) {
+	return a.Find(ctx, RetrySet, jid)
+}
+
+// FindScheduled finds job jid in the schedule set.
+func (a *API) FindScheduled(ctx context.Context, jid string) (JobRecord, error) {
+	return a.Find(ctx, ScheduledSet, jid)
+}
+
+// FindDead finds job jid in the dead set.
+func (a *API) FindDead(ctx context.Context, jid string) (JobRecord, error) {
+	return a.Find(ctx, DeadSet, jid)
+}

@@ -1,0 +1,302 @@
+package exq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Process is a live node (exq, Exq or Sidekiq) as it registered itself.
+type Process struct {
+	Identity    string
+	Hostname    string
+	PID         int
+	StartedAt   time.Time
+	Queues      []string
+	Concurrency int
+	Busy        int
+	Quiet       bool
+	Beat        time.Time
+	RTT         time.Duration
+	RSSKB       int64
+}
+
+// Processes lists the live nodes, after pruning those whose hash expired.
+func (a *API) Processes(ctx context.Context) ([]Process, error) {
+	ids, err := a.liveNodes(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, a.jq.keys.Node(id))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var out []Process
+	for i, id := range ids {
+		h := cmds[i].Val()
+		if h["info"] == "" {
+			continue
+		}
+		var info wire.NodeInfo
+		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
+		p := Process{Identity: id, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
+			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true"}
+		p.Busy, _ = strconv.Atoi(h["busy"])
+		beat, _ := strconv.ParseFloat(h["beat"], 64)
+		p.Beat = wire.ParseTime(beat)
+		rtt, _ := strconv.ParseInt(h["rtt_us"], 10, 64)
+		p.RTT = time.Duration(rtt) * time.Microsecond
+		p.RSSKB, _ = strconv.ParseInt(h["rss"], 10, 64)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// liveNodes prunes the processes set (as Sidekiq's readers do) and returns what is left, sorted.
+func (a *API) liveNodes(ctx context.Context) ([]string, error) {
+	if err := prune(ctx, a.rdb, a.jq.keys, nil); err != nil {
+		return nil, err
+	}
+	ids, err := a.rdb.SMembers(ctx, a.jq.keys.Processes()).Result()
+	sort.Strings(ids)
+	return ids, err
+}
+
+// BusyJob is a job running on some node.
+type BusyJob struct {
+	Node  string
+	RunID string
+	Queue string
+	RunAt time.Time
+	JobRecord
+}
+
+// BusyJobs lists the jobs running on every live node.
+func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
+	ids, err := a.liveNodes(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, a.jq.keys.Workers(id))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var out []BusyJob
+	for i, id := range ids {
+		for runID, v := range cmds[i].Val() {
+			var w struct {
+				Queue   string          `json:"queue"`
+				Payload json.RawMessage `json:"payload"`
+				RunAt   float64         `json:"run_at"`
+			}
+			if json.Unmarshal([]byte(v), &w) != nil {
+				continue
+			}
+			raw := string(w.Payload)
+			var s string
+			if json.Unmarshal(w.Payload, &s) == nil {
+				raw = s // double-encoded, as Exq and Sidekiq 6 write it
+			}
+			out = append(out, BusyJob{Node: id, RunID: runID, Queue: w.Queue, RunAt: wire.ParseTime(w.RunAt), JobRecord: record(raw, 0, w.Queue)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RunAt.Before(out[j].RunAt) })
+	return out, nil
+}
+
+// Stats are the processed (successful runs) and failed (failed runs) counters.
+type Stats struct {
+	Processed, Failed int64
+}
+
+// Stats returns the all-time counters.
+func (a *API) Stats(ctx context.Context) (Stats, error) {
+	return a.mgetStats(ctx, a.jq.keys.Stat("processed"), a.jq.keys.Stat("failed"))
+}
+
+// DayStats are the counters of one UTC day.
+type DayStats struct {
+	Day time.Time
+	Stats
+}
+
+// StatsBetween returns the counters of each UTC day from from to to, inclusive (at most 5
+// years of days).
+func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats, error) {
+	from = time.Date(from.UTC().Year(), from.UTC().Month(), from.UTC().Day(), 0, 0, 0, 0, time.UTC)
+	to = to.UTC()
+	if to.Before(from) {
+		return nil, fmt.Errorf("exq: api: stats between %s and %s: the range is empty", from.Format(time.DateOnly), to.Format(time.DateOnly))
+	}
+	if to.Sub(from) > statDayTTL {
+		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
+	}
+	var out []DayStats
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		s, err := a.mgetStats(ctx, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DayStats{Day: d, Stats: s})
+	}
+	return out, nil
+}
+
+func (a *API) mgetStats(ctx context.Context, processed, failed string) (Stats, error) {
+	vals, err := a.rdb.MGet(ctx, processed, failed).Result()
+	if err != nil {
+		return Stats{}, err
+	}
+	n := func(v any) int64 {
+		s, _ := v.(string)
+		i, _ := strconv.ParseInt(s, 10, 64)
+		return i
+	}
+	return Stats{Processed: n(vals[0]), Failed: n(vals[1])}, nil
+}
+
+// SecondStats are the counters of one UTC second (kept for 120 s).
+type SecondStats struct {
+	At time.Time
+	Stats
+}
+
+// Realtime returns the per-second counters of the last two minutes, oldest first.
+func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
+	bySecond := map[time.Time]*SecondStats{}
+	for _, kind := range []string{"processed", "failed"} {
+		prefix := a.jq.keys.Prefix + "stat:" + kind + "_rt:"
+		iter := a.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			at, err := time.Parse("2006-01-02 15:04:05Z", strings.TrimPrefix(key, prefix))
+			if err != nil {
+				continue
+			}
+			v, err := a.rdb.Get(ctx, key).Int64()
+			if err != nil {
+				continue // expired meanwhile
+			}
+			s := bySecond[at]
+			if s == nil {
+				s = &SecondStats{At: at}
+				bySecond[at] = s
+			}
+			if kind == "processed" {
+				s.Processed = v
+			} else {
+				s.Failed = v
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]SecondStats, 0, len(bySecond))
+	for _, s := range bySecond {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+// Overview is what a dashboard shows at a glance (Sidekiq's summary line).
+type Overview struct {
+	Stats
+	Busy, Processes                    int
+	Enqueued, Retries, Scheduled, Dead int64
+}
+
+// Overview returns the counters, the live processes and how many jobs are busy, waiting,
+// scheduled, retrying and dead.
+func (a *API) Overview(ctx context.Context) (Overview, error) {
+	var o Overview
+	var err error
+	if o.Stats, err = a.Stats(ctx); err != nil {
+		return o, err
+	}
+	procs, err := a.Processes(ctx)
+	if err != nil {
+		return o, err
+	}
+	o.Processes = len(procs)
+	for _, p := range procs {
+		o.Busy += p.Busy
+	}
+	sizes, err := a.QueueSizes(ctx)
+	if err != nil {
+		return o, err
+	}
+	for _, n := range sizes {
+		o.Enqueued += n
+	}
+	for _, s := range []struct {
+		set Set
+		n   *int64
+	}{{RetrySet, &o.Retries}, {ScheduledSet, &o.Scheduled}, {DeadSet, &o.Dead}} {
+		if *s.n, err = a.Size(ctx, s.set); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// SendSignal pushes a signal to node's signal list (kept 60 s), as Sidekiq's Web UI does. The
+// node acts on it at its next ping: "TSTP" (quiet), "TERM" (quiet and stop),
+// `CANCEL:{"jid":"…"}` (cancel that running job).
+func (a *API) SendSignal(ctx context.Context, node, signal string) error {
+	if node == "" || signal == "" {
+		return fmt.Errorf("exq: api: send signal: node and signal must not be empty")
+	}
+	key := a.jq.keys.Signals(node)
+	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, key, signal)
+		p.Expire(ctx, key, nodeTTL)
+		return nil
+	})
+	return err
+}
+
+// QuietNode asks node to fetch no more jobs (TSTP).
+func (a *API) QuietNode(ctx context.Context, node string) error {
+	return a.SendSignal(ctx, node, "TSTP")
+}
+
+// StopNode asks node to go quiet and its application to stop it (TERM).
+func (a *API) StopNode(ctx context.Context, node string) error {
+	return a.SendSignal(ctx, node, "TERM")
+}
+
+// CancelJob sends a CANCEL signal for running job jid to the node running it and returns that
+// node. The job goes to the dead set with error_message "Canceled" once its worker returns.
+func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
+	busy, err := a.BusyJobs(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range busy {
+		if b.Job != nil && b.Job.JID == jid {
+			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
+			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not running on any node", ErrJobNotFound, jid)
+}

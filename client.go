@@ -1,0 +1,104 @@
+package exq
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Enqueuer is what application code needs to enqueue jobs. *Exq (a running node) and *Client
+// (enqueue only) implement it, and so do the test doubles in package exqtest, so code that
+// depends on Enqueuer can be tested without Redis.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error)
+	EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error)
+	EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error)
+	EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, error)
+}
+
+var (
+	_ Enqueuer = (*Exq)(nil)
+	_ Enqueuer = (*Client)(nil)
+)
+
+// Client enqueues jobs and runs nothing: no goroutines, no fetching, no scheduler (Exq's
+// enqueuer mode). Scheduled jobs and retries come due only where some node runs the
+// scheduler. Create it with NewEnqueuer; Close it when done.
+type Client struct {
+	enq       *enqueuer
+	rdb       redis.UniversalClient
+	ownClient bool
+}
+
+// NewEnqueuer connects to Redis (opts.RedisURL or opts.Redis, Namespace, MaxRetries and
+// RedisTimeout are used; the worker options are ignored) and returns an enqueue-only Client.
+func NewEnqueuer(ctx context.Context, opts Options) (*Client, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rdb, own, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), node: o.NodeID}
+	return &Client{enq: &enqueuer{jq: jq, now: o.now, maxRetries: o.MaxRetries}, rdb: rdb, ownClient: own}, nil
+}
+
+// Enqueue pushes a job onto queue now; see Exq.Enqueue.
+func (c *Client) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
+	return c.enq.enqueue(ctx, queue, class, args, opts)
+}
+
+// EnqueueIn schedules a job to run after d; see Exq.EnqueueIn.
+func (c *Client) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
+	return c.enq.enqueueAt(ctx, "enqueue in", queue, class, c.enq.now().Add(d), args, opts)
+}
+
+// EnqueueAt schedules a job to run at t; see Exq.EnqueueAt.
+func (c *Client) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
+	return c.enq.enqueueAt(ctx, "enqueue at", queue, class, t, args, opts)
+}
+
+// EnqueueAll writes a batch of jobs in one atomic step; see Exq.EnqueueAll.
+func (c *Client) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, error) {
+	return c.enq.enqueueAll(ctx, jobs)
+}
+
+// Close closes the Redis client if the Client built it from RedisURL.
+func (c *Client) Close() error {
+	if c.ownClient {
+		return c.rdb.Close()
+	}
+	return nil
+}
+
+// PrepareJob validates a job and returns it as Enqueue would write it (at zero) or as
+// EnqueueAt would (at set), with the node defaults (MaxRetries 25), without touching Redis.
+// Its Raw() is the exact JSON document. Test doubles (package exqtest) use it so that they
+// accept and refuse exactly what a real enqueue does.
+func PrepareJob(queue, class string, at time.Time, args any, opts ...EnqueueOption) (*Job, error) {
+	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	op := "enqueue"
+	if !at.IsZero() {
+		op = "enqueue at"
+	}
+	b, err := en.build(op, queue, class, args, at, opts)
+	if err != nil {
+		return nil, err
+	}
+	h, err := wire.DecodeHeader(b.doc)
+	if err != nil {
+		return nil, err // cannot happen: build writes valid documents
+	}
+	return newJob(h, b.doc, queue, DefaultMaxRetries), nil
+}
+
+// WithJob returns a context that carries job, for code that runs a worker outside a node
+// (test doubles, custom runners), so that JobFromContext works there too.
+func WithJob(ctx context.Context, job *Job) context.Context {
+	return context.WithValue(ctx, jobKey{}, job)
+}
