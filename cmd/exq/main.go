@@ -1,0 +1,146 @@
+// Command exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes: counters,
+// queues, retry/scheduled/dead jobs, processes, and signals to nodes.
+//
+//	exq [--redis-url URL] [--namespace NS] [--json] COMMAND [ARGS]
+//
+// Run `exq --help` for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/exqgo/exq"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // Redis or a job was not found
+	exitUsage = 2 // bad command line or bad input
+)
+
+// usageError is a bad command line or bad input: exit 2.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+const help = `exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes.
+
+Usage:
+  exq [global flags] COMMAND [ARGS] [flags]
+
+Global flags:
+  --redis-url URL   Redis to use (default $EXQ_REDIS_URL, else redis://127.0.0.1:6379/0)
+  --namespace NS    key namespace (default "exq"; "" for none)
+  --json            print JSON for scripts instead of tables
+  --timeout D       time limit for the whole command (default 1m)
+
+Commands:
+  stats                      counters, processes and job counts at a glance
+  queues                     every queue and its size
+  jobs QUEUE                 jobs waiting in QUEUE, next to run last  [--limit N --offset N --oldest]
+  retries                    jobs waiting to be retried, soonest first [--limit N --offset N]
+  scheduled                  jobs scheduled for later, soonest first   [--limit N --offset N]
+  dead                       dead jobs, most recent first              [--limit N --offset N]
+  retry JID                  run a retry, scheduled or dead job now (moved to its queue)
+  retry --all [--set S]      run every job of set S now (dead, retry or schedule; default dead)
+  delete JID [--set S]       delete a job from retry, schedule or dead (default: wherever it is)
+  delete --all --set S       delete every job of set S
+  delete --queue QUEUE       delete a queue and its waiting jobs
+  enqueue QUEUE CLASS ARGS   enqueue a job; ARGS is a JSON array, e.g. '[42,"welcome"]'
+                             [--in 10m | --at 2030-01-02T15:04:05Z] [--max-retries N] [--jid JID]
+  processes                  live nodes (exq, Exq and Sidekiq)
+  busy                       jobs running now, on every node
+  quiet NODE                 ask NODE to fetch no more jobs (TSTP)
+  stop NODE                  ask NODE to go quiet and stop (TERM)
+  cancel JID                 cancel running job JID (it goes to dead as "Canceled")
+
+Bulk commands (retry --all) show a progress bar on stderr.
+Exit status: 0 done, 1 failed (Redis, or the job was not found), 2 bad command line or input.
+`
+
+// cli is one invocation: the API, where to print, how.
+type cli struct {
+	api    *exq.API
+	opts   exq.Options
+	out    io.Writer
+	errOut io.Writer
+	json   bool
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	global := flag.NewFlagSet("exq", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	redisURL := global.String("redis-url", "", "")
+	namespace := global.String("namespace", exq.DefaultNamespace, "")
+	asJSON := global.Bool("json", false, "")
+	timeout := global.Duration("timeout", time.Minute, "")
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, help)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "exq: %v (see exq --help)\n", err)
+		return exitUsage
+	}
+	rest := global.Args()
+	if len(rest) == 0 || rest[0] == "help" {
+		fmt.Fprint(stdout, help)
+		if len(rest) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[rest[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "exq: unknown command %q (see exq --help)\n", rest[0])
+		return exitUsage
+	}
+	url := *redisURL
+	if url == "" {
+		url = getenv("EXQ_REDIS_URL")
+	}
+	opts := exq.Options{RedisURL: url, Namespace: *namespace}
+	if *namespace == "" {
+		opts.NoNamespace = true
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	var opened *cli
+	err := cmd.parse(ctx, rest[1:], func() (*cli, error) {
+		api, err := exq.NewAPI(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		opened = &cli{api: api, opts: opts, out: stdout, errOut: stderr, json: *asJSON}
+		return opened, nil
+	})
+	if opened != nil {
+		_ = opened.api.Close()
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "exq %s: %s\n", rest[0], strings.TrimPrefix(err.Error(), "exq: "))
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, exq.ErrInvalidJob) || errors.Is(err, exq.ErrInvalidOptions) {
+		return exitUsage
+	}
+	return exitError
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// cliEnv runs the command in-process against the real test Redis, in a namespace of its own.
+type cliEnv struct {
+	t   *testing.T
+	url string
+	ns  string
+}
+
+func newCLIEnv(t *testing.T) *cliEnv {
+	_, ns := testutil.Redis(t)
+	return &cliEnv{t: t, url: testutil.RedisURL(t), ns: ns}
+}
+
+func (c *cliEnv) run(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	env := func(k string) string {
+		if k == "EXQ_REDIS_URL" {
+			return c.url
+		}
+		return ""
+	}
+	code = run(context.Background(), append([]string{"--namespace", c.ns}, args...), env, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func (c *cliEnv) json(v any, args ...string) {
+	c.t.Helper()
+	code, out, errOut := c.run(append([]string{"--json"}, args...)...)
+	require.Equal(c.t, 0, code, "exq %v: %s", args, errOut)
+	require.NoError(c.t, json.Unmarshal([]byte(out), v), out)
+}
+
+func (c *cliEnv) keys() []string {
+	rdb, _ := testutil.Redis(c.t)
+	k, err := rdb.Keys(context.Background(), c.ns+":*").Result()
+	require.NoError(c.t, err)
+	return k
+}
+
+func TestHelpExplainsEveryCommand(t *testing.T) {
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard)
+	assert.Equal(t, 0, code)
+	for name := range commands {
+		assert.Contains(t, out.String(), "\n  "+name+" ", "help mentions %s", name)
+	}
+	code = run(context.Background(), nil, func(string) string { return "" }, io.Discard, io.Discard)
+	assert.Equal(t, 2, code, "no command is a usage error")
+	var errOut bytes.Buffer
+	code = run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, &errOut)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "exq: unknown command \"frobnicate\" (see exq --help)\n", errOut.String())
+}
+
+func TestEnqueueListRunAndCount(t *testing.T) {
+	c := newCLIEnv(t)
+	var enq struct{ JID, Queue string }
+	c.json(&enq, "enqueue", "default", "CLI.Echo", `[42,"welcome",{"n":1}]`, "--max-retries", "3")
+	require.NotEmpty(t, enq.JID)
+
+	code, out, _ := c.run("jobs", "default")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, enq.JID)
+	assert.Contains(t, out, "CLI.Echo")
+	var jobs []map[string]any
+	c.json(&jobs, "jobs", "default")
+	require.Len(t, jobs, 1)
+	assert.Equal(t, enq.JID, jobs[0]["jid"])
+	assert.Equal(t, []any{42.0, "welcome", map[string]any{"n": 1.0}}, jobs[0]["args"])
+	var queues []map[string]any
+	c.json(&queues, "queues")
+	assert.Equal(t, []map[string]any{{"queue": "default", "size": 1.0}}, queues)
+
+	// A node runs it, and stats show it.
+	ran := make(chan []any, 1)
+	e, err := exq.Start(context.Background(), exq.Options{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workers: map[string]exq.Worker{"CLI.Echo": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+			var a, b, m any
+			if err := job.Bind(&a, &b, &m); err != nil {
+				return err
+			}
+			ran <- []any{a, b, m}
+			return nil
+		})}})
+	require.NoError(t, err)
+	defer e.Stop(context.Background())
+	select {
+	case args := <-ran:
+		assert.Equal(t, "welcome", args[1])
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the node did not run the job")
+	}
+	testutil.WaitFor(t, "stats show the job", func() bool {
+		var st map[string]float64
+		c.json(&st, "stats")
+		return st["processed"] == 1 && st["enqueued"] == 0 && st["processes"] == 1
+	})
+	code, out, _ = c.run("stats")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "PROCESSED")
+	code, out, _ = c.run("processes")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, e.NodeID())
+}
+
+func TestBadInputExitsTwoAndWritesNothing(t *testing.T) {
+	c := newCLIEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"enqueue", "default", "W", `[1,`}, "exq enqueue: ARGS is not valid JSON: [1,\n"},
+		{[]string{"enqueue", "default", "W", `{"a":1}`}, "exq enqueue: ARGS must be a JSON array"},
+		{[]string{"enqueue", "default", "", `[]`}, "exq enqueue: enqueue: class is empty\n"},
+		{[]string{"enqueue", "default", "W"}, "exq enqueue: usage: exq enqueue QUEUE CLASS"},
+		{[]string{"enqueue", "default", "W", `[]`, "--in", "1m", "--at", "2030-01-01T00:00:00Z"}, "give --in or --at, not both"},
+		{[]string{"enqueue", "default", "W", `[]`, "--at", "tomorrow"}, "--at wants an RFC 3339 time"},
+		{[]string{"enqueue", "default", "W", `[]`, "--in", "soon"}, "invalid value \"soon\" for flag -in"},
+		{[]string{"jobs"}, "usage: exq jobs QUEUE"},
+		{[]string{"retry"}, "give either a JID or --all"},
+		{[]string{"retry", "--all", "--set", "bogus"}, `unknown set "bogus"`},
+		{[]string{"delete", "--all"}, "--all needs --set"},
+		{[]string{"quiet"}, "usage: exq quiet|stop NODE"},
+	} {
+		code, out, errOut := c.run(tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	}
+	assert.Empty(t, c.keys(), "nothing written")
+}
+
+func TestRetryDeleteAndScheduledCommands(t *testing.T) {
+	c := newCLIEnv(t)
+	rdb, _ := testutil.Redis(t)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"revive","jid":"d%d","error_message":"boom"}`, i, i)
+		require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", redisZ(float64(1700000000+i), raw)).Err())
+	}
+	var dead []map[string]any
+	c.json(&dead, "dead")
+	require.Len(t, dead, 3)
+	assert.Equal(t, "d2", dead[0]["jid"], "most recent first")
+	code, out, _ := c.run("dead", "--limit", "1", "--offset", "1")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "d1")
+	assert.NotContains(t, out, "d2")
+
+	code, out, _ = c.run("retry", "d1")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "moved d1 from dead to queue revive\n", out)
+	code, _, errOut := c.run("retry", "d1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "job not found")
+
+	code, out, _ = c.run("delete", "d0")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "deleted d0 from dead\n", out)
+
+	var sched map[string]any
+	c.json(&sched, "enqueue", "later", "W", `[]`, "--in", "1h")
+	var scheduled []map[string]any
+	c.json(&scheduled, "scheduled")
+	require.Len(t, scheduled, 1)
+	assert.Equal(t, sched["jid"], scheduled[0]["jid"])
+	code, _, _ = c.run("delete", "--all", "--set", "scheduled")
+	require.Equal(t, 0, code)
+	c.json(&scheduled, "scheduled")
+	assert.Empty(t, scheduled)
+
+	code, out, _ = c.run("delete", "--queue", "revive")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "deleted queue revive\n", out)
+}
+
+func TestRetryAllShowsProgressOnBulkMoves(t *testing.T) {
+	c := newCLIEnv(t)
+	rdb, _ := testutil.Redis(t)
+	ctx := context.Background()
+	const n = 2500
+	members := make([]redis.Z, 0, n)
+	for i := 0; i < n; i++ {
+		members = append(members, redisZ(float64(1700000000+i), fmt.Sprintf(`{"class":"W","args":[%d],"queue":"bulk","jid":"b%d"}`, i, i)))
+	}
+	require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", members...).Err())
+	code, out, errOut := c.run("retry", "--all")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "moved 2500 jobs from dead to their queues\n", out)
+	assert.Contains(t, errOut, "moving dead jobs to their queues [")
+	assert.Contains(t, errOut, "2500/2500 100%")
+	assert.GreaterOrEqual(t, strings.Count(errOut, "\r"), 5, "the bar moves page by page")
+	assert.EqualValues(t, n, rdb.LLen(ctx, c.ns+":queue:bulk").Val())
+}
+
+func TestSignalsBusyAndCancel(t *testing.T) {
+	c := newCLIEnv(t)
+	code, _, errOut := c.run("quiet", "no-such-node")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `no live node "no-such-node"`)
+
+	started := make(chan struct{})
+	e, err := exq.Start(context.Background(), exq.Options{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workers: map[string]exq.Worker{"Long": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})}})
+	require.NoError(t, err)
+	defer e.Stop(context.Background())
+	var enq map[string]any
+	c.json(&enq, "enqueue", "default", "Long", `[]`, "--jid", "long-1")
+	<-started
+	testutil.WaitFor(t, "the job shows as busy", func() bool {
+		_, out, _ := c.run("busy")
+		return strings.Contains(out, "long-1")
+	})
+	code, out, _ := c.run("cancel", "long-1")
+	require.Equal(t, 0, code)
+	assert.Equal(t, fmt.Sprintf("asked %s to cancel long-1\n", e.NodeID()), out)
+	testutil.WaitFor(t, "the job is dead", func() bool {
+		var dead []map[string]any
+		c.json(&dead, "dead")
+		return len(dead) == 1 && dead[0]["error_message"] == "Canceled"
+	})
+	code, out, _ = c.run("quiet", e.NodeID())
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "sent TSTP to "+e.NodeID())
+	code, _, _ = c.run("stop", e.NodeID())
+	require.Equal(t, 0, code)
+	select {
+	case <-e.Done():
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the node did not get TERM")
+	}
+}
