@@ -32,14 +32,6 @@ func jidsOf(recs []JobRecord) []string {
 	return out
 }
 
-func rawsOf(recs []JobRecord) []string {
-	out := make([]string, len(recs))
-	for i, r := range recs {
-		out[i] = r.Raw
-	}
-	return out
-}
-
 func TestAPIQueuesSizesAndRemoval(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
