@@ -1,23 +1,25 @@
 package testutil
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP proxy in front of a Redis that a test can take down and bring back on the same
-// address, to show what exq does while Redis is unreachable.
+// address, slow down, freeze, or point at another server (a failover), to show what exq does.
 type Proxy struct {
-	t      testing.TB
-	target string
-	addr   string
+	t    testing.TB
+	addr string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	target  string
+	latency time.Duration
+	frozen  chan struct{} // closed while traffic flows; open while frozen
+	ln      net.Listener
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
 }
 
 // NewProxy starts a proxy on a free loopback port that forwards to target (host:port). It is
@@ -28,7 +30,9 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("proxy listen: %v", err)
 	}
-	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	flowing := make(chan struct{})
+	close(flowing)
+	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}, frozen: flowing}
 	p.serve(ln)
 	t.Cleanup(func() { p.Down(); p.wg.Wait() })
 	return p
@@ -47,6 +51,13 @@ func (p *Proxy) Down() {
 	}
 	for c := range p.conns {
 		_ = c.Close()
+	}
+	// Data held by a Freeze would keep its pipe waiting forever; let it fail on the closed
+	// connections instead.
+	select {
+	case <-p.frozen:
+	default:
+		close(p.frozen)
 	}
 }
 
@@ -72,7 +83,10 @@ func (p *Proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			up, err := net.Dial("tcp", target)
 			if err != nil {
 				_ = c.Close()
 				continue
@@ -102,11 +116,76 @@ func (p *Proxy) track(a, b net.Conn) bool {
 
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			latency, frozen := p.latency, p.frozen
+			p.mu.Unlock()
+			<-frozen // a frozen proxy holds the bytes: the peer sees a hung connection
+			if latency > 0 {
+				time.Sleep(latency)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// SetLatency delays every chunk of data by d, in both directions (0 turns it off).
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	p.latency = d
+	p.mu.Unlock()
+}
+
+// Freeze keeps connections open but stops forwarding data, as a network partition that
+// drops packets would; Thaw lets it flow again.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.frozen:
+		p.frozen = make(chan struct{})
+	default:
+	}
+}
+
+// Thaw ends a Freeze.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.frozen:
+	default:
+		close(p.frozen)
+	}
+}
+
+// Switch points new connections at target. With cut, open connections are closed too (a
+// failover that drops clients); without, they stay on the old server (a demoted primary).
+func (p *Proxy) Switch(target string, cut bool) {
+	p.mu.Lock()
+	p.target = target
+	var open []net.Conn
+	if cut {
+		for c := range p.conns {
+			open = append(open, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
 }
