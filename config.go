@@ -339,6 +339,8 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 	if !strings.Contains(rawURL, "dial_timeout") {
 		opts.DialTimeout = timeout
 	}
+	// Let the caller's context deadline end a slow command, not only RedisTimeout.
+	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts), nil
 }
 

@@ -144,7 +144,7 @@ func (m *manager) available() []fetchReq {
 // Poll-loop back-off while Redis fails: no spinning, and a quick return once it answers.
 const (
 	minErrorBackoff = 100 * time.Millisecond
-	maxErrorBackoff = 2 * time.Second
+	maxErrorBackoff = 500 * time.Millisecond
 )
 
 // run is the poll loop. It fetches, for every subscribed queue with free slots, up to that

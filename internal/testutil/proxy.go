@@ -95,8 +95,8 @@ func (p *Proxy) serve(ln net.Listener) {
 				return
 			}
 			p.wg.Add(2)
-			go p.pipe(c, up)
-			go p.pipe(up, c)
+			go p.pipe(c, up, true)
+			go p.pipe(up, c, false)
 		}
 	}()
 }
@@ -114,7 +114,8 @@ func (p *Proxy) track(a, b net.Conn) bool {
 	return true
 }
 
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst; replies (upstream to client) carry the added latency.
+func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
@@ -124,7 +125,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			latency, frozen := p.latency, p.frozen
 			p.mu.Unlock()
 			<-frozen // a frozen proxy holds the bytes: the peer sees a hung connection
-			if latency > 0 {
+			if latency > 0 && replies {
 				time.Sleep(latency)
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -143,7 +144,8 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	p.mu.Unlock()
 }
 
-// SetLatency delays every chunk of data by d, in both directions (0 turns it off).
+// SetLatency delays every reply from Redis by d, so each round trip takes d longer (0 turns it
+// off).
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.mu.Lock()
 	p.latency = d
