@@ -60,6 +60,7 @@ type Exq struct {
 	handler  Handler
 	mgr      *manager
 	stats    *stats
+	acker    *acker
 	pinger   *pinger
 	hb       *heartbeat
 
@@ -110,6 +111,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.mgr = newManager(e, o.Queues)
 	e.stats = newStats(e, o.DisableStats)
+	e.acker = newAcker(e)
 	e.pinger = newPinger(e)
 
 	if fixedNode {
@@ -128,6 +130,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
+	e.goOps(func() { e.acker.run(opsCtx) })
 	e.goOps(func() { e.stats.run(opsCtx, o.statsInterval) })
 	e.goOps(func() { e.pinger.run(opsCtx, o.pingInterval) })
 	if e.hb != nil {

@@ -112,10 +112,12 @@ func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
 	ctx := context.Background()
 	e := v.start(Options{})
 	// "ghost" crashed: its hash expired, its busy list is stale. "alive" pings.
-	require.NoError(t, v.rdb.SAdd(ctx, v.keys.Processes(), "ghost", "alive").Err())
-	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("ghost"), "a", "{}").Err())
+	// (The hash comes before the set member, as a pinger writes them: the node's own pinger
+	// may prune at any moment.)
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Node("alive"), "info", "{}", "busy", "1").Err())
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("alive"), "b", "{}").Err())
+	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("ghost"), "a", "{}").Err())
+	require.NoError(t, v.rdb.SAdd(ctx, v.keys.Processes(), "ghost", "alive").Err())
 	require.NoError(t, e.prune(ctx))
 	members := v.rdb.SMembers(ctx, v.keys.Processes()).Val()
 	assert.NotContains(t, members, "ghost")

@@ -110,7 +110,10 @@ func (e *Exq) process(r *run) {
 			token = job.uniqueToken
 		}
 		e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID)
+			if token == "" {
+				return e.acker.ack(ctx, r.queue, r.raw)
+			}
+			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
 		})
 	case errors.As(err, &snooze):
 		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
