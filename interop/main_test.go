@@ -1,0 +1,22 @@
+// Package interop_test runs exq against a real Sidekiq 6.4 (Debian's ruby-sidekiq) sharing one
+// Redis under the namespace "exq": jobs pushed by Sidekiq's client run on exq, jobs enqueued by
+// exq run on a Sidekiq server, a Sidekiq job failing on exq keeps Sidekiq's fields through the
+// retry, and Sidekiq's Web UI shows an exq node (counters, Busy page, sets) and quiets it.
+//
+// The tests need a real redis-server (EXQ_TEST_REDIS_URL; they use database 5 of that server)
+// and ruby with the Sidekiq gems (apt-get install ruby-sidekiq ruby-redis-namespace). Without
+// them they are skipped, except under CI=true, where they fail. They use the fixed namespace
+// "exq", so they never run in parallel with each other.
+package interop_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind (an exq node not stopped, an
+// HTTP connection left open, a process whose Wait never returned).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,267 @@
+package interop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+)
+
+var (
+	summaryCount = regexp.MustCompile(`id="txt(\w+)" class="count">([^<]*)<`)
+	csrfToken    = regexp.MustCompile(`name='authenticity_token' value='([^']+)'`)
+	historyAttr  = regexp.MustCompile(`data-(processed|failed)="([^"]*)"`)
+	quietLabel   = regexp.MustCompile(`<span class="label label-danger">quiet</span>`)
+)
+
+// blocker is a worker whose jobs run until released (or their context ends).
+type blocker struct {
+	started chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan string, 16), release: make(chan struct{})}
+}
+
+func (b *blocker) Perform(ctx context.Context, job *exq.Job) error {
+	b.started <- job.JID
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *blocker) free() { b.once.Do(func() { close(b.release) }) }
+
+// Sidekiq's Web UI, pointed at the Redis an exq node works on, shows the node's counters
+// (processed = successful runs, failed = failed runs: exq's semantics), its process on the Busy
+// page with the job it is running, and exq's retry, scheduled and dead entries.
+func TestSidekiqWebUIShowsExqNode(t *testing.T) {
+	p := newPeer(t)
+	ctx := context.Background()
+	block := newBlocker()
+	e := p.startExq(exq.Options{
+		Queues: []exq.Queue{{Name: "default", Concurrency: 10}},
+		Workers: map[string]exq.Worker{
+			"GoOK":    exq.WorkerFunc(func(context.Context, *exq.Job) error { return nil }),
+			"GoFail":  exq.WorkerFunc(func(context.Context, *exq.Job) error { return &flakyError{"GoFail failed on purpose"} }),
+			"GoBlock": block,
+		},
+		Backoff: func(int, *exq.Job) time.Duration { return time.Hour }, // retries stay in the set
+	})
+	t.Cleanup(block.free) // registered after the node, so it runs before the node's Stop
+	web := p.startWebUI()
+
+	enqueue := func(class string, args []any, opts ...exq.EnqueueOption) string {
+		t.Helper()
+		jid, err := e.Enqueue(ctx, "default", class, args, opts...)
+		require.NoError(t, err)
+		return jid
+	}
+	for i := 0; i < 7; i++ {
+		enqueue("GoOK", []any{i})
+	}
+	var retryJIDs, deadJIDs []string
+	for i := 0; i < 3; i++ {
+		retryJIDs = append(retryJIDs, enqueue("GoFail", []any{"retry", i}))
+	}
+	for i := 0; i < 2; i++ {
+		deadJIDs = append(deadJIDs, enqueue("GoFail", []any{"dead", i}, exq.MaxRetries(0)))
+	}
+	scheduledJID, err := e.EnqueueIn(ctx, "default", "GoOK", time.Hour, []any{"later"})
+	require.NoError(t, err)
+	blockJID := enqueue("GoBlock", []any{"held", map[string]any{"until": "released"}})
+	select {
+	case jid := <-block.started:
+		require.Equal(t, blockJID, jid)
+	case <-time.After(waitTimeout):
+		t.Fatalf("GoBlock did not start; %s", p.keyState("default"))
+	}
+
+	// Counters are written once a second, the node's hash (busy) every 5 s.
+	want := sidekiqStats{Processed: 7, Failed: 5, Busy: 1, Processes: 1, Enqueued: 0, Scheduled: 1, Retries: 3, Dead: 2}
+	web.waitStats("Sidekiq's /stats to show the exq node's counts", want)
+
+	dashboard := web.mustGet("/")
+	counts := map[string]string{}
+	for _, m := range summaryCount.FindAllStringSubmatch(dashboard, -1) {
+		counts[m[1]] = m[2]
+	}
+	assert.Equal(t, map[string]string{"Processed": "7", "Failed": "5", "Busy": "1", "Enqueued": "0", "Retries": "3", "Scheduled": "1", "Dead": "2"},
+		counts, "the dashboard's summary")
+	// The history graph reads the per-day keys: over the last 30 days they add up to the totals.
+	history := map[string]int{}
+	for _, m := range historyAttr.FindAllStringSubmatch(dashboard, -1) {
+		var days map[string]int
+		require.NoError(t, json.Unmarshal([]byte(html.UnescapeString(m[2])), &days), m[2])
+		for _, n := range days {
+			history[m[1]] += n
+		}
+	}
+	assert.Equal(t, map[string]int{"processed": 7, "failed": 5}, history, "the dashboard's history (stat:<kind>:<day> keys)")
+	t.Logf("dashboard summary: %v; history: %v", counts, history)
+
+	// The Busy page: the process, its Quiet form, and the running job (the workers hash, written
+	// with the counters).
+	var busy string
+	waitFor(t, "the Busy page to list GoBlock", func() (bool, string) {
+		busy, err = web.get("/busy")
+		return err == nil && strings.Contains(busy, blockJID), fmt.Sprint(err)
+	})
+	assert.Contains(t, busy, `name="identity" value="`+e.NodeID()+`"`, "the process row of the exq node")
+	assert.Contains(t, busy, "<td>"+e.NodeID()+"</td>", "the job row names the exq node as its process")
+	assert.Contains(t, busy, "GoBlock")
+	assert.Contains(t, busy, "&quot;until&quot;", "the running job's args")
+	assert.NotRegexp(t, quietLabel, busy, "the node is not quiet")
+
+	retries := web.mustGet("/retries")
+	for _, jid := range retryJIDs {
+		assert.Contains(t, retries, jid, "the Retries page lists exq's retry entry")
+	}
+	assert.Contains(t, retries, "Interop::FlakyError: GoFail failed on purpose")
+	morgue := web.mustGet("/morgue")
+	for _, jid := range deadJIDs {
+		assert.Contains(t, morgue, jid, "the Dead page lists exq's dead entry")
+	}
+	scheduled := web.mustGet("/scheduled")
+	assert.Contains(t, scheduled, scheduledJID, "the Scheduled page lists exq's scheduled job")
+	assert.Contains(t, scheduled, "GoOK")
+
+	// Released, the job is counted and the process is idle.
+	block.free()
+	want.Processed, want.Busy = 8, 0
+	web.waitStats("the released job to be counted and the node idle", want)
+	waitFor(t, "the Busy page to show no running job", func() (bool, string) {
+		busy, err = web.get("/busy")
+		return err == nil && !strings.Contains(busy, blockJID), fmt.Sprint(err)
+	})
+
+	// A stopped node leaves the processes set at once (its hash expires later, as Sidekiq's).
+	stopExq(t, e)
+	want.Processes = 0
+	web.waitStats("the stopped node to leave the processes", want)
+}
+
+// Sidekiq's Web UI "Quiet" button (the real form post, with the session cookie and the CSRF
+// token from the page) quiets an exq node: it reads TSTP at its next ping, reports quiet "true",
+// and fetches nothing more. The "Stop" button (TERM) then closes the node's Done channel.
+func TestSidekiqWebUIQuietAndStopExqNode(t *testing.T) {
+	p := newPeer(t)
+	ctx := context.Background()
+	runs := newRunLog(nil)
+	e := p.startExq(exq.Options{
+		Queues:  []exq.Queue{{Name: "default", Concurrency: 5}},
+		Workers: map[string]exq.Worker{"GoOK": runs},
+	})
+	web := p.startWebUI()
+	nodeKey := ns + ":" + e.NodeID()
+
+	// Control: the node fetches.
+	before, err := e.Enqueue(ctx, "default", "GoOK", []any{"before quiet"})
+	require.NoError(t, err)
+	waitFor(t, "the node to run a job before it is quiet", func() (bool, string) {
+		return len(runs.of(before)) == 1, p.keyState("default")
+	})
+
+	// The Busy page lists the node with its Quiet button; post that form.
+	form := web.processForm(e.NodeID(), "quiet")
+	status, location := web.post("/busy", form)
+	assert.Equal(t, http.StatusFound, status)
+	assert.True(t, strings.HasSuffix(location, "/busy"), "redirect to %q", location)
+
+	waitFor(t, `the node hash to say quiet "true"`, func() (bool, string) {
+		h := p.rdb.HGetAll(ctx, nodeKey).Val()
+		var info struct {
+			Quiet bool `json:"quiet"`
+		}
+		_ = json.Unmarshal([]byte(h["info"]), &info)
+		return h["quiet"] == "true" && info.Quiet, fmt.Sprintf("quiet %q, info %s", h["quiet"], h["info"])
+	})
+	page := web.mustGet("/busy")
+	assert.Regexp(t, quietLabel, page, "the Busy page shows the node quiet")
+
+	// Quiet: a new job stays in its queue. "Never" is shown by two full pings of the node after
+	// the enqueue: a fetching node picks a job up within its poll interval (100 ms), or at once
+	// through the wake-up that Enqueue publishes.
+	after, err := e.Enqueue(ctx, "default", "GoOK", []any{"after quiet"})
+	require.NoError(t, err)
+	beat := p.rdb.HGet(ctx, nodeKey, "beat").Val()
+	for i := 0; i < 2; i++ {
+		waitFor(t, "the node's next ping", func() (bool, string) {
+			b := p.rdb.HGet(ctx, nodeKey, "beat").Val()
+			return b != beat, "beat " + b
+		})
+		beat = p.rdb.HGet(ctx, nodeKey, "beat").Val()
+	}
+	assert.Empty(t, runs.of(after), "a quiet node ran a job")
+	queued, err := p.rdb.LRange(ctx, ns+":queue:default", 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, queued, 1, "the job enqueued after quiet waits in its queue")
+	assert.Equal(t, after, jidOf(t, queued[0]))
+	s, err := web.stats()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s.Enqueued, "Sidekiq's count of enqueued jobs")
+
+	// The Stop button sends TERM: the node asks the application to stop it (Done).
+	form = web.processForm(e.NodeID(), "stop")
+	status, _ = web.post("/busy", form)
+	assert.Equal(t, http.StatusFound, status)
+	waitFor(t, "TERM to close the node's Done channel", func() (bool, string) {
+		select {
+		case <-e.Done():
+			return true, ""
+		default:
+			return false, "Done still open; signals: " + fmt.Sprint(p.rdb.LRange(ctx, nodeKey+"-signals", 0, -1).Val())
+		}
+	})
+	stopExq(t, e)
+	assert.Equal(t, int64(1), p.rdb.LLen(ctx, ns+":queue:default").Val(), "the waiting job is still queued after Stop")
+}
+
+// processForm reads the Busy page and returns the form of the process identity with the button
+// name ("quiet" or "stop") pressed: the page's CSRF token (valid for this client's session
+// cookie), the identity, and the button.
+func (w *webUI) processForm(identity, button string) url.Values {
+	w.t.Helper()
+	var page string
+	waitFor(w.t, "the Busy page to list process "+identity, func() (bool, string) {
+		var err error
+		page, err = w.get("/busy")
+		return err == nil && strings.Contains(page, `name="identity" value="`+identity+`"`), fmt.Sprint(err)
+	})
+	// The token of the process' own form: the last one before its identity field.
+	i := strings.Index(page, `name="identity" value="`+identity+`"`)
+	tokens := csrfToken.FindAllStringSubmatch(page[:i], -1)
+	if len(tokens) == 0 {
+		w.t.Fatal(errors.New("no authenticity_token on the Busy page before the process' form"))
+	}
+	if button == "quiet" {
+		rest := page[i:]
+		if end := strings.Index(rest, "</form>"); end >= 0 {
+			rest = rest[:end]
+		}
+		require.Contains(w.t, rest, `name="quiet"`, "the process' form has a Quiet button")
+	}
+	return url.Values{
+		"authenticity_token": {tokens[len(tokens)-1][1]},
+		"identity":           {identity},
+		button:               {"1"},
+	}
+}
