@@ -42,9 +42,17 @@ func (a *acker) ack(ctx context.Context, queue, raw string) error {
 	select {
 	case err := <-req.result:
 		return err
+	case <-a.done:
+		// Stopped right after we queued: it may or may not have answered. A second LREM
+		// of the same string is harmless.
+		select {
+		case err := <-req.result:
+			return err
+		default:
+			return a.e.jq.ack(ctx, queue, raw, "", "")
+		}
 	case <-ctx.Done():
-		// The pipeline may still remove it; a second LREM of the same string is harmless.
-		return ctx.Err()
+		return ctx.Err() // the pipeline may still remove it; persist tries again
 	}
 }
 
