@@ -326,6 +326,12 @@ func connect(ctx context.Context, o Options) (rdb redis.UniversalClient, own boo
 
 // newRedisClient builds the client for a RedisURL. The error never carries the password.
 func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
+	if _, err := url.Parse(rawURL); err != nil {
+		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
+		// password, say) the password cannot be told apart from the rest: say nothing of it.
+		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
+			ErrInvalidOptions, maskURL(rawURL))
+	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
@@ -352,7 +358,7 @@ func maskURL(rawURL string) string {
 		if i := strings.LastIndex(rawURL, "@"); i >= 0 {
 			return "<redacted>" + rawURL[i:]
 		}
-		return rawURL
+		return "<redacted>"
 	}
 	return u.Redacted()
 }

@@ -137,6 +137,8 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 		e.goOps(func() { e.hb.run(opsCtx) })
 	}
 
+	e.checkWakeChannel(ctx)
+
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	e.cancelRun = cancelRun
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
@@ -362,5 +364,16 @@ func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
 		if err := e.rdb.ZRem(ctx, e.jq.keys.Heartbeats(), e.opts.NodeID).Err(); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
 		}
+	}
+}
+
+// checkWakeChannel warns when this Redis user may not use the wake-up channel (an ACL user
+// without "&<namespace>:*"): jobs still run, but idle nodes then find them only by polling.
+func (e *Exq) checkWakeChannel(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
+	defer cancel()
+	if err := e.rdb.Publish(ctx, e.jq.keys.Wake(), "").Err(); err != nil {
+		e.log.Warn("exq: cannot use the wake-up channel; idle nodes will find new jobs by polling every PollTimeout (grant the channel, e.g. ACL &"+
+			e.jq.keys.Wake()+")", "channel", e.jq.keys.Wake(), "error", err)
 	}
 }

@@ -7,6 +7,8 @@
 --   queue name, score ("" = now), job JSON, jid, lock TTL in ms ("" = not unique)
 -- Returns per job, in order: {0, jid} written or {1, holder jid} on a unique conflict.
 -- Redis does not roll back a script that fails half-way, so every key is type-checked first.
+-- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
+-- must not turn a written job into a failed call.)
 local function expect(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then
@@ -39,7 +41,7 @@ for i = 1, n do
       redis.call('LPUSH', KEYS[1 + 2 * i], job)
       if not woken[q] then
         woken[q] = true
-        redis.call('PUBLISH', ARGV[1], q)
+        redis.pcall('PUBLISH', ARGV[1], q)
       end
     else
       redis.call('ZADD', KEYS[1], score, job)

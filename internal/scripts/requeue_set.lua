@@ -5,6 +5,8 @@
 -- KEYS[1] P retry, P schedule or P dead
 -- ARGV[1] prefix P   ARGV[2] wake channel   ARGV[3..] raw jobs
 -- Returns the number of jobs moved.
+-- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
+-- must not turn a written job into a failed call.)
 local moved = 0
 local woken = {}
 for i = 3, #ARGV do
@@ -18,7 +20,7 @@ for i = 3, #ARGV do
     moved = moved + 1
     if not woken[q] then
       woken[q] = true
-      redis.call('PUBLISH', ARGV[2], q)
+      redis.pcall('PUBLISH', ARGV[2], q)
     end
   end
 end

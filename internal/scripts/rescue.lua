@@ -6,6 +6,8 @@
 -- ARGV[1] node   ARGV[2] the stale score   ARGV[3] page size   ARGV[4] wake channel
 -- ARGV[5] queue name
 -- Returns {jobs left in the backup list, jobs moved}; {0, 0} when the node beat again.
+-- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
+-- must not turn a written job into a failed call.)
 local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then return {0, 0} end
 local moved = 0
@@ -15,5 +17,5 @@ for _ = 1, tonumber(ARGV[3]) do
   redis.call('RPUSH', KEYS[2], job)
   moved = moved + 1
 end
-if moved > 0 then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
+if moved > 0 then redis.pcall('PUBLISH', ARGV[4], ARGV[5]) end
 return {redis.call('LLEN', KEYS[1]), moved}

@@ -6,6 +6,8 @@
 -- known only here)        ARGV[4] wake channel    ARGV[5] jid prefix for poison wrappers
 -- ARGV[6] poison class    ARGV[7] poison error class
 -- Returns the number of members moved.
+-- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
+-- must not turn a written job into a failed call.)
 local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], 0, ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local woken = {}
 for i, job in ipairs(jobs) do
@@ -18,7 +20,7 @@ for i, job in ipairs(jobs) do
     redis.call('LPUSH', ARGV[3] .. 'queue:' .. q, job)
     if not woken[q] then
       woken[q] = true
-      redis.call('PUBLISH', ARGV[4], q)
+      redis.pcall('PUBLISH', ARGV[4], q)
     end
   else
     local wrapped = '{"class":' .. cjson.encode(ARGV[6]) .. ',"args":[],"queue":"","jid":' ..
