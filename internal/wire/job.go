@@ -86,56 +86,183 @@ func Marshal(v any) ([]byte, error) {
 // Header is the part of a job document the engine needs to run it. Args stay raw until a
 // worker asks for them: decoding them for every job would cost more than the rest together.
 type Header struct {
-	Class        string          `json:"class"`
-	Queue        string          `json:"queue"`
-	JID          string          `json:"jid"`
-	Args         json.RawMessage `json:"args"`
-	Retry        json.RawMessage `json:"retry"`
-	RetryCount   *float64        `json:"retry_count"`
-	EnqueuedAt   *float64        `json:"enqueued_at"`
-	CreatedAt    *float64        `json:"created_at"`
-	FailedAt     *float64        `json:"failed_at"`
-	RetriedAt    *float64        `json:"retried_at"`
-	ErrorMessage *string         `json:"error_message"`
-	ErrorClass   *string         `json:"error_class"`
-	UniqueUntil  LenientString   `json:"unique_until"`
-	UniqueToken  LenientString   `json:"unique_token"`
-}
-
-// LenientString reads a JSON string and ignores any other value, so that an odd optional
-// field never turns a runnable job into a poison message.
-type LenientString string
-
-// UnmarshalJSON keeps strings and ignores everything else.
-func (l *LenientString) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*l = LenientString(s)
-	}
-	return nil
+	Class        string
+	Queue        string
+	JID          string
+	Args         json.RawMessage
+	Retry        json.RawMessage
+	RetryCount   *float64
+	EnqueuedAt   *float64
+	CreatedAt    *float64
+	FailedAt     *float64
+	RetriedAt    *float64
+	ErrorMessage *string
+	ErrorClass   *string
+	UniqueUntil  string
+	UniqueToken  string
 }
 
 // ErrPoison is wrapped by DecodeHeader for documents that can never run.
 var ErrPoison = errors.New("undecodable job")
 
 // DecodeHeader reads the engine's fields of a raw job. A document that is not a JSON object,
-// has no class, or has args that are not a list is a poison message (ErrPoison).
+// has no string class, or has args that are not a list is a poison message (ErrPoison). Field
+// names match exactly, as in Ruby and Elixir ("CLASS" is not "class"), and an optional field
+// of an unexpected type is ignored rather than making the job poison. It reads the document in
+// one pass without reflection: it runs for every job.
 func DecodeHeader(raw string) (Header, error) {
 	var h Header
-	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+	if !json.Valid([]byte(raw)) {
+		var v any
+		err := json.Unmarshal([]byte(raw), &v) // for the message
 		return h, fmt.Errorf("%w: %v", ErrPoison, err)
 	}
-	if h.Class == "" {
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return h, fmt.Errorf("%w: not a JSON object", ErrPoison)
+	}
+	i = skipSpace(raw, i+1)
+	var class, args string
+	for raw[i] != '}' {
+		keyEnd := skipString(raw, i)
+		key := unquote(raw[i:keyEnd])
+		i = skipSpace(raw, keyEnd)
+		i = skipSpace(raw, i+1) // ':'
+		end := skipValue(raw, i)
+		v := raw[i:end]
+		switch key {
+		case "class":
+			class = v
+		case "args":
+			args = v
+		case "queue":
+			h.Queue = stringOf(v)
+		case "jid":
+			h.JID = stringOf(v)
+		case "retry":
+			h.Retry = json.RawMessage(v)
+		case "retry_count":
+			h.RetryCount = numberOf(v)
+		case "enqueued_at":
+			h.EnqueuedAt = numberOf(v)
+		case "created_at":
+			h.CreatedAt = numberOf(v)
+		case "failed_at":
+			h.FailedAt = numberOf(v)
+		case "retried_at":
+			h.RetriedAt = numberOf(v)
+		case "error_message":
+			h.ErrorMessage = stringPtrOf(v)
+		case "error_class":
+			h.ErrorClass = stringPtrOf(v)
+		case "unique_until":
+			h.UniqueUntil = stringOf(v)
+		case "unique_token":
+			h.UniqueToken = stringOf(v)
+		}
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	if class == "" || class[0] != '"' {
 		return h, fmt.Errorf("%w: no class", ErrPoison)
 	}
-	a := bytes.TrimSpace(h.Args)
+	if h.Class = unquote(class); h.Class == "" {
+		return h, fmt.Errorf("%w: no class", ErrPoison)
+	}
 	switch {
-	case len(a) == 0 || string(a) == "null":
+	case args == "" || args == "null":
 		h.Args = json.RawMessage("[]")
-	case a[0] != '[':
+	case args[0] != '[':
 		return h, fmt.Errorf("%w: args is not a JSON array", ErrPoison)
+	default:
+		h.Args = json.RawMessage(args)
 	}
 	return h, nil
+}
+
+// The scanners below run on text json.Valid accepted, so they need not check its syntax.
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at s[i] == '"'.
+func skipString(s string, i int) int {
+	for i++; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the value starting at s[i].
+func skipValue(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				i = skipString(s, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(s) && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// unquote decodes a JSON string literal; "" for anything else.
+func unquote(v string) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	if body := v[1 : len(v)-1]; !strings.ContainsAny(body, "\\") {
+		return body
+	}
+	var out string
+	_ = json.Unmarshal([]byte(v), &out)
+	return out
+}
+
+func stringOf(v string) string { return unquote(v) }
+
+func stringPtrOf(v string) *string {
+	if len(v) == 0 || v[0] != '"' {
+		return nil
+	}
+	s := unquote(v)
+	return &s
+}
+
+func numberOf(v string) *float64 {
+	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return nil
+	}
+	return &f
 }
 
 // MaxRetries interprets the retry field: an integer is the limit, true means nodeMax, and

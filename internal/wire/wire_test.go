@@ -126,3 +126,45 @@ func TestPoisonWrapperIsValidJSONCarryingTheRawDocument(t *testing.T) {
 	assert.Equal(t, "bad JSON", m["error_message"])
 	assert.Contains(t, m["raw"], "{\"class\": broken")
 }
+
+func TestDecodeHeaderMatchesFieldNamesExactly(t *testing.T) {
+	h, err := DecodeHeader(`{"class":"Safe","CLASS":"Other","args":[1],"ARGS":[2],"Retry":5}`)
+	require.NoError(t, err)
+	assert.Equal(t, "Safe", h.Class, "CLASS is another field, as in Ruby and Elixir")
+	assert.Equal(t, `[1]`, string(h.Args))
+	assert.Nil(t, h.Retry)
+	_, err = DecodeHeader(`{"Class":"Evil","args":[]}`)
+	assert.ErrorIs(t, err, ErrPoison, "no class for Sidekiq or Exq, so none for us")
+}
+
+func TestDecodeHeaderIgnoresOptionalFieldsOfUnexpectedTypes(t *testing.T) {
+	h, err := DecodeHeader(`{"class":"W","args":[],"retry_count":"1","enqueued_at":"2024","jid":5,"queue":["a"],` +
+		`"error_message":{},"error_class":7,"unique_token":null,"failed_at":true}`)
+	require.NoError(t, err, "an odd optional field does not make a runnable job poison")
+	assert.Equal(t, "W", h.Class)
+	assert.Zero(t, h.Count())
+	assert.Nil(t, h.EnqueuedAt)
+	assert.Empty(t, h.JID)
+	assert.Empty(t, h.Queue)
+	assert.Nil(t, h.ErrorMessage)
+	assert.Nil(t, h.ErrorClass)
+	assert.Nil(t, h.FailedAt)
+	h, err = DecodeHeader(" {\n \"jid\" : \"a\\\"b\" , \"class\" : \"K\\u00e9\", \"args\" : [ {\"x\":\"}]\"} ] , \"retry_count\" : 2 , \"enqueued_at\": 1.5e3 } ")
+	require.NoError(t, err)
+	assert.Equal(t, `a"b`, h.JID)
+	assert.Equal(t, "Ké", h.Class)
+	assert.Equal(t, `[ {"x":"}]"} ]`, string(h.Args))
+	assert.Equal(t, 2, h.Count())
+	assert.Equal(t, 1500.0, *h.EnqueuedAt)
+}
+
+func BenchmarkDecodeHeader(b *testing.B) {
+	raw := `{"class":"MyApp.Worker","args":[42,"welcome",{"a":[1,2,3]}],"queue":"default","jid":"0b6e8c46-5d3c-4a9c-9a43-77f1b5f3c1b1",` +
+		`"enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":25,"bid":"b-1","tags":["x"]}`
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeHeader(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
