@@ -8,9 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -195,6 +194,11 @@ type built struct {
 
 // build validates one job and renders its document. at is the due time, zero for now.
 func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
+	return en.buildAt(en.now(), op, queue, class, args, at, opts)
+}
+
+// buildAt is build with the clock already read (once for a whole batch).
+func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
 	bad := func(format string, a ...any) (built, error) {
 		return built{}, &invalidJobError{op, fmt.Sprintf(format, a...)}
 	}
@@ -220,7 +224,6 @@ func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts 
 	if cfg.uniqueFor == 0 && (cfg.uniqueUntil != "" || cfg.uniqueToken != "") {
 		return bad("UniqueUntil and UniqueToken need UniqueFor")
 	}
-	now := en.now()
 	j := wire.NewJob{
 		Class:      class,
 		Args:       rawArgs,
@@ -231,7 +234,7 @@ func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts 
 		Retry:      en.maxRetries,
 	}
 	if j.JID == "" {
-		j.JID = uuid.NewString()
+		j.JID = wire.NewJID()
 	}
 	if !at.IsZero() {
 		j.EnqueuedAt = at // Exq: a scheduled job's enqueued_at is its due time
@@ -265,6 +268,11 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	if args == nil {
 		return json.RawMessage("[]"), nil
 	}
+	if list, ok := args.([]any); ok {
+		if b, ok := appendSimpleArgs(make([]byte, 0, 16*len(list)+2), list); ok {
+			return b, nil
+		}
+	}
 	if raw, ok := args.(json.RawMessage); ok && !json.Valid(raw) {
 		return nil, fmt.Errorf("args: invalid JSON %q", raw)
 	}
@@ -280,6 +288,32 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("args must be a list (a slice or array), got %s", describe(args))
 	}
 	return b, nil
+}
+
+// appendSimpleArgs renders the usual args (strings, ints, bools, nil, finite floats) without
+// reflection, as encoding/json would; ok is false when some arg needs encoding/json.
+func appendSimpleArgs(b []byte, list []any) (_ []byte, ok bool) {
+	b = append(b, '[')
+	for i, a := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := a.(type) {
+		case string:
+			b = wire.AppendQuote(b, v)
+		case int:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case nil:
+			b = append(b, "null"...)
+		default:
+			return nil, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 func describe(v any) string {
@@ -328,6 +362,8 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	items := make([]batchItem, len(specs))
 	tokens := make([]string, len(specs))
+	jids := make([]string, len(specs))
+	now := en.now()
 	for i, s := range specs {
 		op := fmt.Sprintf("enqueue all: job %d", i)
 		if !s.At.IsZero() && s.In != 0 {
@@ -335,14 +371,14 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		}
 		at := s.At
 		if s.In != 0 {
-			at = en.now().Add(s.In)
+			at = now.Add(s.In)
 		}
-		b, err := en.build(op, s.Queue, s.Class, s.Args, at, s.Options)
+		b, err := en.buildAt(now, op, s.Queue, s.Class, s.Args, at, s.Options)
 		if err != nil {
 			return nil, err
 		}
-		items[i] = batchItem{queue: s.Queue, at: at, job: b.doc, jid: b.jid, lock: b.lock}
-		tokens[i] = b.token
+		items[i] = batchItem{queue: s.Queue, at: at, job: b.doc, lock: b.lock}
+		tokens[i], jids[i] = b.token, b.jid
 	}
 	holders, err := en.jq.enqueueAll(ctx, items)
 	if err != nil {
@@ -353,7 +389,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		if h != "" {
 			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: tokens[i]}}
 		} else {
-			results[i] = EnqueueResult{JID: items[i].jid}
+			results[i] = EnqueueResult{JID: jids[i]}
 		}
 	}
 	return results, nil

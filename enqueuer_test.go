@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // enqueuer is a node's enqueue side without its loops, for tests that look at what an
@@ -176,4 +177,21 @@ func (v *env) countingClient() (*redis.Client, *testutil.Counter) {
 	h := testutil.NewCounter()
 	c.AddHook(h)
 	return c, h
+}
+
+func TestSimpleArgsEncodeExactlyAsEncodingJSON(t *testing.T) {
+	for _, args := range [][]any{
+		{}, {1, -2, int64(1) << 62, "a", "ü<b>&\"\\\n\t\x01", true, false, nil},
+		{"\xff bad utf-8", "\u2028"},
+	} {
+		want, err := wire.Marshal(args)
+		require.NoError(t, err)
+		got, ok := appendSimpleArgs(nil, args)
+		require.True(t, ok)
+		assert.Equal(t, string(want), string(got))
+	}
+	_, ok := appendSimpleArgs(nil, []any{1.5})
+	assert.False(t, ok, "floats go through encoding/json")
+	_, ok = appendSimpleArgs(nil, []any{map[string]int{}})
+	assert.False(t, ok)
 }

@@ -3,7 +3,6 @@ package exq
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,40 +83,57 @@ type batchItem struct {
 	queue string
 	at    time.Time
 	job   string
-	jid   string
 	lock  *lock
 }
 
 // enqueueAll writes every item in one script call and returns, per item, the holder's jid
 // when its unique lock was taken ("" when the item was written).
 func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string, error) {
-	keys := make([]string, 0, 2+2*len(items))
-	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
-	args := make([]any, 0, 1+5*len(items))
-	args = append(args, jq.keys.Wake())
-	for _, it := range items {
-		at, lockKey, ttl := "", jq.keys.Queues(), ""
-		if !it.at.IsZero() {
-			at = wire.FormatTime(it.at)
+	queueNo := map[string]int{}
+	var queues []string
+	var locked []int
+	for i, it := range items {
+		if it.at.IsZero() {
+			if _, ok := queueNo[it.queue]; !ok {
+				queues = append(queues, it.queue)
+				queueNo[it.queue] = len(queues)
+			}
 		}
 		if it.lock != nil {
-			lockKey, ttl = it.lock.key, strconv.FormatInt(it.lock.ttlMillis(), 10)
+			locked = append(locked, i)
 		}
-		keys = append(keys, jq.keys.Queue(it.queue), lockKey)
-		args = append(args, it.queue, at, it.job, it.jid, ttl)
+	}
+	keys := make([]string, 0, 2+len(queues)+len(locked))
+	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
+	args := make([]any, 0, 4+len(queues)+3*len(items)+3*len(locked))
+	args = append(args, jq.keys.Wake(), len(queues), len(items), len(locked))
+	for _, q := range queues {
+		keys = append(keys, jq.keys.Queue(q))
+		args = append(args, q)
+	}
+	for _, it := range items {
+		if it.at.IsZero() {
+			args = append(args, queueNo[it.queue], "", it.job)
+		} else {
+			args = append(args, 0, wire.FormatTime(it.at), it.job)
+		}
+	}
+	for _, i := range locked {
+		l := items[i].lock
+		keys = append(keys, l.key)
+		args = append(args, i+1, l.jid, l.ttlMillis())
 	}
 	res, err := scripts.EnqueueAll.Run(ctx, jq.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != len(items) {
-		return nil, fmt.Errorf("enqueue all: %d replies for %d jobs", len(res), len(items))
-	}
-	holders := make([]string, len(res))
-	for i, r := range res {
-		if pair, ok := r.([]any); ok && len(pair) == 2 && pair[0] == int64(1) {
-			holders[i], _ = pair[1].(string)
+	holders := make([]string, len(items))
+	for k := 0; k+1 < len(res); k += 2 {
+		i, _ := res[k].(int64)
+		if i < 1 || int(i) > len(items) {
+			return nil, fmt.Errorf("enqueue all: unexpected reply %v", res)
 		}
+		holders[i-1], _ = res[k+1].(string)
 	}
 	return holders, nil
 }

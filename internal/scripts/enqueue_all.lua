@@ -1,52 +1,72 @@
 -- enqueue_all: push a mixed list of immediate and scheduled jobs in one atomic step. Each
 -- unique job takes its lock first; a job whose lock is held is skipped and reported.
--- KEYS[1] P schedule      KEYS[2] P queues
--- KEYS[1+2i] P queue:<q of job i>      KEYS[2+2i] P unique:<token of job i>, or P queues
---                                       as a placeholder for a job that is not unique
--- ARGV[1] wake channel, then five values per job i (from ARGV[5i-3]):
---   queue name, score ("" = now), job JSON, jid, lock TTL in ms ("" = not unique)
--- Returns per job, in order: {0, jid} written or {1, holder jid} on a unique conflict.
--- Redis does not roll back a script that fails half-way, so every key is type-checked first.
+-- KEYS[1] P schedule   KEYS[2] P queues   KEYS[2+q] P queue:<queue q>, for q = 1..Q
+-- KEYS[2+Q+u] P unique:<token of unique job u>, for u = 1..U
+-- ARGV[1] wake channel   ARGV[2] Q   ARGV[3] N (jobs)   ARGV[4] U
+-- ARGV[4+q] queue name q, then three values per job i: queue number, score ("" = now), JSON,
+-- then three values per unique job u: its job number, its jid, its lock TTL in ms.
+-- Returns {job number, holder jid, …} for the jobs skipped on a unique conflict ({} when all
+-- were written). Redis does not roll back a script that fails half-way, so every key is
+-- type-checked before the first write.
 -- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
 -- must not turn a written job into a failed call.)
+local Q, N, U = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local jobs0, uniq0 = 4 + Q, 4 + Q + 3 * N
 local function expect(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then
     return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. want .. '; nothing was written')
   end
 end
-local n = (#ARGV - 1) / 5
 local err = expect(KEYS[1], 'zset') or expect(KEYS[2], 'set')
+for q = 1, Q do err = err or expect(KEYS[2 + q], 'list') end
+for u = 1, U do err = err or expect(KEYS[2 + Q + u], 'string') end
 if err then return err end
-for i = 1, n do
-  local base = 5 * i - 3
-  if ARGV[base + 1] == '' then err = expect(KEYS[1 + 2 * i], 'list') end
-  if not err and ARGV[base + 4] ~= '' then err = expect(KEYS[2 + 2 * i], 'string') end
-  if err then return err end
+
+local skipped, out = {}, {}
+for u = 1, U do
+  local base = uniq0 + 3 * (u - 1)
+  local i, jid, ttl = tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
+  local key = KEYS[2 + Q + u]
+  if not redis.call('SET', key, jid, 'PX', ttl, 'NX') then
+    skipped[i] = true
+    out[#out + 1] = i
+    out[#out + 1] = redis.call('GET', key)
+  end
 end
-local out = {}
-local woken = {}
-for i = 1, n do
-  local base = 5 * i - 3
-  local q, score, job, jid, ttl = ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4]
-  local holder = nil
-  if ttl ~= '' and not redis.call('SET', KEYS[2 + 2 * i], jid, 'PX', ttl, 'NX') then
-    holder = redis.call('GET', KEYS[2 + 2 * i])
-  end
-  if holder then
-    out[i] = {1, holder}
-  else
+
+-- Jobs are collected per queue (and for the schedule) in batch order, then written with one
+-- LPUSH or ZADD per chunk: far cheaper than a call per job, and the order is kept.
+local lists, scheduled = {}, {}
+for i = 1, N do
+  if not skipped[i] then
+    local base = jobs0 + 3 * (i - 1)
+    local q, score, job = tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
     if score == '' then
-      redis.call('SADD', KEYS[2], q)
-      redis.call('LPUSH', KEYS[1 + 2 * i], job)
-      if not woken[q] then
-        woken[q] = true
-        redis.pcall('PUBLISH', ARGV[1], q)
+      local l = lists[q]
+      if not l then
+        l = {}
+        lists[q] = l
       end
+      l[#l + 1] = job
     else
-      redis.call('ZADD', KEYS[1], score, job)
+      scheduled[#scheduled + 1] = score
+      scheduled[#scheduled + 1] = job
     end
-    out[i] = {0, jid}
   end
+end
+local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
+for q = 1, Q do
+  local l = lists[q]
+  if l then
+    redis.call('SADD', KEYS[2], ARGV[4 + q])
+    for s = 1, #l, chunk do
+      redis.call('LPUSH', KEYS[2 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
+    end
+    redis.pcall('PUBLISH', ARGV[1], ARGV[4 + q])
+  end
+end
+for s = 1, #scheduled, 2 * chunk do
+  redis.call('ZADD', KEYS[1], unpack(scheduled, s, math.min(s + 2 * chunk - 1, #scheduled)))
 end
 return out

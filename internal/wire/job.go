@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,34 +36,33 @@ type Unique struct {
 // Encode renders the job as the byte-exact document of WIRE.md §2:
 // {"class":…,"args":…,"queue":…,"jid":…,"enqueued_at":…,"created_at":…,"retry":…}.
 func (j NewJob) Encode() string {
-	var b strings.Builder
-	b.Grow(96 + len(j.Class) + len(j.Args) + len(j.Queue) + len(j.JID))
-	b.WriteString(`{"class":`)
-	b.Write(Quote(j.Class))
-	b.WriteString(`,"args":`)
-	b.Write(j.Args)
-	b.WriteString(`,"queue":`)
-	b.Write(Quote(j.Queue))
-	b.WriteString(`,"jid":`)
-	b.Write(Quote(j.JID))
-	b.WriteString(`,"enqueued_at":`)
-	b.WriteString(FormatTime(j.EnqueuedAt))
-	b.WriteString(`,"created_at":`)
-	b.WriteString(FormatTime(j.CreatedAt))
-	b.WriteString(`,"retry":`)
-	b.WriteString(strconv.Itoa(j.Retry))
+	b := make([]byte, 0, 160+len(j.Class)+len(j.Args)+len(j.Queue)+len(j.JID))
+	b = append(b, `{"class":`...)
+	b = AppendQuote(b, j.Class)
+	b = append(b, `,"args":`...)
+	b = append(b, j.Args...)
+	b = append(b, `,"queue":`...)
+	b = AppendQuote(b, j.Queue)
+	b = append(b, `,"jid":`...)
+	b = AppendQuote(b, j.JID)
+	b = append(b, `,"enqueued_at":`...)
+	b = AppendTime(b, j.EnqueuedAt)
+	b = append(b, `,"created_at":`...)
+	b = AppendTime(b, j.CreatedAt)
+	b = append(b, `,"retry":`...)
+	b = strconv.AppendInt(b, int64(j.Retry), 10)
 	if u := j.Unique; u != nil {
-		b.WriteString(`,"unique_for":`)
-		b.WriteString(strconv.FormatFloat(u.For.Seconds(), 'f', -1, 64))
-		b.WriteString(`,"unique_until":`)
-		b.Write(Quote(u.Until))
-		b.WriteString(`,"unique_token":`)
-		b.Write(Quote(u.Token))
-		b.WriteString(`,"unlocks_at":`)
-		b.WriteString(FormatTime(u.UnlocksAt))
+		b = append(b, `,"unique_for":`...)
+		b = strconv.AppendFloat(b, u.For.Seconds(), 'f', -1, 64)
+		b = append(b, `,"unique_until":`...)
+		b = AppendQuote(b, u.Until)
+		b = append(b, `,"unique_token":`...)
+		b = AppendQuote(b, u.Token)
+		b = append(b, `,"unlocks_at":`...)
+		b = AppendTime(b, u.UnlocksAt)
 	}
-	b.WriteByte('}')
-	return b.String()
+	b = append(b, '}')
+	return string(b)
 }
 
 // Quote returns s as a JSON string. Unlike json.Marshal it leaves <, > and & alone, so text
@@ -72,15 +72,28 @@ func Quote(s string) []byte {
 	return b
 }
 
+// encoders reuses encoders and their buffers: Marshal runs for every enqueued job.
+var encoders = sync.Pool{New: func() any {
+	e := &pooledEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+type pooledEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
 // Marshal is json.Marshal without HTML escaping and without the trailing newline.
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*pooledEncoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n")), nil
 }
 
 // Header is the part of a job document the engine needs to run it. Args stay raw until a

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -10,16 +9,8 @@ import (
 // the encoding of every timestamp and sorted-set score in the shared layout. It is built from
 // the integer microseconds so no float rounding can move a job across a scheduler boundary.
 func FormatTime(t time.Time) string {
-	us := t.UnixMicro()
-	sign := ""
-	if us < 0 {
-		sign, us = "-", -us
-	}
-	frac := strconv.FormatInt(us%1e6, 10)
-	for len(frac) < 6 {
-		frac = "0" + frac
-	}
-	return sign + strconv.FormatInt(us/1e6, 10) + "." + frac
+	var buf [32]byte
+	return string(AppendTime(buf[:0], t))
 }
 
 // ParseTime turns float epoch seconds back into a time. The zero value and non-finite values

@@ -168,3 +168,19 @@ func BenchmarkDecodeHeader(b *testing.B) {
 		}
 	}
 }
+
+func TestNewJIDIsARandomUUIDv4(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 2000; i++ { // crosses several refills of the pool
+		j := NewJID()
+		require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, j)
+		require.False(t, seen[j], "duplicate jid %s", j)
+		seen[j] = true
+	}
+}
+
+func TestAppendQuoteMatchesQuote(t *testing.T) {
+	for _, s := range []string{"", "MyApp.Worker", "Foo::Bar", `a"b`, `back\slash`, "tab\t", "ünï", "<b>&", "\xff", "\u2028"} {
+		assert.Equal(t, string(Quote(s)), string(AppendQuote(nil, s)), "%q", s)
+	}
+}
