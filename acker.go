@@ -2,77 +2,69 @@ package exq
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// acker removes finished jobs from the backup lists in pipelines: every job that finishes
-// while a pipeline is on its way joins the next one, so under load one round trip
-// acknowledges many jobs, and a lone job still goes at once. A job's worker waits for its own
-// acknowledgement (and keeps its slot) until it is in Redis.
+// acker removes successfully finished jobs from the backup lists in pipelines, so under load
+// one round trip acknowledges many jobs, and a lone job still goes at once. The worker hands
+// its job over and frees its slot; the acker keeps the job until Redis has taken the LREM,
+// retrying while Redis is unreachable. Until then the job is still in the backup list: a crash
+// at that moment runs it again (at least once), never loses it. Stop waits for the acker to
+// finish before it touches the backup lists.
 type acker struct {
-	e    *Exq
-	reqs chan ackReq
-	done chan struct{} // closed when run ends
+	e       *Exq
+	reqs    chan ackReq
+	pending atomic.Int64  // handed over, not yet in Redis
+	done    chan struct{} // closed when run ends
 }
 
-type ackReq struct {
-	queue, raw string
-	result     chan error
-}
+type ackReq struct{ queue, raw string }
 
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
 
 func newAcker(e *Exq) *acker {
-	return &acker{e: e, reqs: make(chan ackReq, maxAckBatch), done: make(chan struct{})}
+	return &acker{e: e, reqs: make(chan ackReq, 4*maxAckBatch), done: make(chan struct{})}
 }
 
-// ack removes raw from this node's backup list for queue, through the next pipeline. When the
-// acker has stopped (the node stopped while a worker ignored its context), it writes directly.
-func (a *acker) ack(ctx context.Context, queue, raw string) error {
-	req := ackReq{queue: queue, raw: raw, result: make(chan error, 1)}
+// submit hands a finished job over. After the acker has stopped (a worker that outlived
+// Stop), it tries the LREM itself.
+func (a *acker) submit(queue, raw string) {
+	a.pending.Add(1)
 	select {
-	case a.reqs <- req:
+	case a.reqs <- ackReq{queue, raw}:
 	case <-a.done:
-		return a.e.jq.ack(ctx, queue, raw, "", "")
-	case <-ctx.Done():
-		return ctx.Err()
+		a.direct([]ackReq{{queue, raw}})
 	}
-	select {
-	case err := <-req.result:
-		return err
-	case <-a.done:
-		// Stopped right after we queued: it may or may not have answered. A second LREM
-		// of the same string is harmless.
+}
+
+// drain waits until every job handed over is acknowledged in Redis, or ctx ends.
+func (a *acker) drain(ctx context.Context) bool {
+	for a.pending.Load() > 0 {
 		select {
-		case err := <-req.result:
-			return err
-		default:
-			return a.e.jq.ack(ctx, queue, raw, "", "")
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
 		}
-	case <-ctx.Done():
-		return ctx.Err() // the pipeline may still remove it; persist tries again
 	}
+	return true
 }
 
 func (a *acker) run(ctx context.Context) {
 	defer close(a.done)
-	batch := make([]ackReq, 0, maxAckBatch)
+	var batch []ackReq
+	backoff := time.Duration(0)
 	for {
-		select {
-		case <-ctx.Done():
-			// Answer whoever is still waiting, so no worker blocks on a stopped acker.
-			for {
-				select {
-				case r := <-a.reqs:
-					r.result <- a.e.jq.ack(context.Background(), r.queue, r.raw, "", "")
-				default:
-					return
-				}
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case r := <-a.reqs:
+				batch = append(batch, r)
 			}
-		case r := <-a.reqs:
-			batch = append(batch[:0], r)
 		}
 	more:
 		for len(batch) < maxAckBatch {
@@ -83,22 +75,63 @@ func (a *acker) run(ctx context.Context) {
 				break more
 			}
 		}
-		a.flush(batch)
+		left, err := a.flush(batch)
+		batch = left
+		if err == nil {
+			if backoff != 0 {
+				a.e.log.Info("exq: acknowledging jobs works again")
+				backoff = 0
+			}
+			continue
+		}
+		if backoff == 0 {
+			a.e.log.Warn("exq: acknowledging finished jobs failed; keeping them until Redis answers", "jobs", len(left), "error", err)
+		}
+		backoff = min(max(2*backoff, 20*time.Millisecond), time.Second)
+		select {
+		case <-ctx.Done():
+			a.direct(batch) // one last try; what fails stays in the backup list
+			return
+		case <-time.After(backoff):
+		}
 	}
 }
 
-// flush sends one pipeline of LREMs and answers each request with its own result.
-func (a *acker) flush(batch []ackReq) {
+// flush sends one pipeline of LREMs and returns the requests that failed.
+func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.e.opts.RedisTimeout)
 	defer cancel()
 	cmds := make([]*redis.IntCmd, len(batch))
-	_, _ = a.e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := a.e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range batch {
 			cmds[i] = p.LRem(ctx, a.e.jq.keys.Backup(a.e.opts.NodeID, r.queue), -1, r.raw)
 		}
 		return nil
 	})
+	if err == nil {
+		a.pending.Add(-int64(len(batch)))
+		return batch[:0], nil
+	}
+	var left []ackReq
 	for i, r := range batch {
-		r.result <- cmds[i].Err()
+		if cmds[i].Err() != nil {
+			left = append(left, r)
+		}
+	}
+	a.pending.Add(-int64(len(batch) - len(left)))
+	return left, err
+}
+
+// direct tries each LREM once, outside the loop.
+func (a *acker) direct(reqs []ackReq) {
+	for _, r := range reqs {
+		ctx, cancel := context.WithTimeout(context.Background(), a.e.opts.RedisTimeout)
+		err := a.e.jq.ack(ctx, r.queue, r.raw, "", "")
+		cancel()
+		a.pending.Add(-1)
+		if err != nil {
+			a.e.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
+				"queue", r.queue, "error", err)
+		}
 	}
 }

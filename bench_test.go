@@ -41,6 +41,7 @@ func BenchmarkProcessNoop(b *testing.B) {
 	}
 	<-all
 	b.StopTimer()
+	b.ReportMetric(float64(b.N)/float64(e.mgr.polls.Load()), "jobs/fetch")
 	if err := e.Stop(ctx); err != nil {
 		b.Fatal(err)
 	}

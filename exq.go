@@ -331,8 +331,13 @@ func (e *Exq) Stop(ctx context.Context) error {
 	backupEmpty := false
 	select {
 	case <-jobsDone:
+		// Finished jobs must be acknowledged before the sweep, or it would run them again.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-		backupEmpty = e.mgr.sweep(sctx)
+		if e.acker.drain(sctx) {
+			backupEmpty = e.mgr.sweep(sctx)
+		} else {
+			e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
+		}
 		cancel()
 	case <-ctx.Done():
 		stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())

@@ -109,10 +109,11 @@ func (e *Exq) process(r *run) {
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken
 		}
+		if token == "" {
+			e.acker.submit(r.queue, r.raw)
+			return
+		}
 		e.persist(r, "acknowledge", func(ctx context.Context) error {
-			if token == "" {
-				return e.acker.ack(ctx, r.queue, r.raw)
-			}
 			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
 		})
 	case errors.As(err, &snooze):

@@ -306,12 +306,12 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 	assert.Error(t, errs.got("enqueue while Redis is down", err))
 	_, err = e.API().Stats(ctx)
 	assert.Error(t, errs.got("api stats while Redis is down", err))
-	for _, msg := range []string{"fetching jobs failed", "acknowledge failed", "exq: heartbeat:"} {
+	for _, msg := range []string{"fetching jobs failed", "acknowledging finished jobs failed", "exq: heartbeat:"} {
 		testutil.WaitFor(t, "a log line: "+msg, func() bool { return logs.has(t, msg) })
 	}
 	srv.Start()
 	testutil.WaitFor(t, "the held job's ack is written after the restart", func() bool {
-		return r.succeeded(held) && logs.has(t, "acknowledge succeeded")
+		return r.succeeded(held) && logs.has(t, "acknowledging jobs works again")
 	})
 	after, err := e.Enqueue(ctx, "default", "Sec.Ok", nil)
 	require.NoError(t, errs.got("enqueue after the restart", err))
