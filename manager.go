@@ -203,10 +203,45 @@ func (m *manager) run(ctx context.Context) {
 			backoff = 0
 		}
 		if m.dispatch(reqs, res) > 0 {
+			m.gather(ctx)
 			continue
 		}
 		if !wait(m.e.opts.PollTimeout) {
 			return
+		}
+	}
+}
+
+// gatherWait bounds how long the loop waits, after a fetch that found jobs, for more slots to
+// free before it fetches again.
+const gatherWait = time.Millisecond
+
+// gather waits, briefly, until at least half of the slots are free: under load, fetching as
+// soon as one slot frees would mean a round trip per job; waiting a moment fills the next
+// fetch. An idle node has its slots free and does not wait at all.
+func (m *manager) gather(ctx context.Context) {
+	var timer *time.Timer
+	for {
+		m.mu.Lock()
+		free, total := 0, 0
+		for _, q := range m.subs {
+			total += q.Concurrency
+			free += max(q.Concurrency-m.busy[q.Name], 0)
+		}
+		m.mu.Unlock()
+		if 2*free >= total {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(gatherWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-m.slotFreed:
 		}
 	}
 }
