@@ -305,43 +305,12 @@ func (e *Exq) Stop(ctx context.Context) error {
 	_ = e.pubsub.Close()
 	e.loops.Wait()
 
-	jobsDone := e.jobsDone
 	go func() {
 		e.mgr.jobs.Wait()
-		close(jobsDone)
+		close(e.jobsDone)
 	}()
-	grace := time.NewTimer(e.opts.ShutdownTimeout)
-	defer grace.Stop()
-	select {
-	case <-jobsDone:
-	case <-grace.C:
-	case <-ctx.Done():
-	}
-	close(e.graceOver)
-	var stopErr error
-	if n := e.mgr.inFlight(); n > 0 {
-		e.log.Warn("exq: stop: grace period over; cancelling running jobs and handing them back", "jobs", n)
-		// Claim the jobs before cancelling them, so that a worker returning at once cannot
-		// write an outcome (or hand its job back out of order) first.
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-		e.mgr.handBackAll(hctx)
-		cancel()
-		e.cancelJobs(errShutdown)
-	}
-	backupEmpty := false
-	select {
-	case <-jobsDone:
-		// Finished jobs must be acknowledged before the sweep, or it would run them again.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-		if e.acker.drain(sctx) {
-			backupEmpty = e.mgr.sweep(sctx)
-		} else {
-			e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
-		}
-		cancel()
-	case <-ctx.Done():
-		stopErr = fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
-	}
+	e.drainJobs(ctx)
+	backupEmpty, stopErr := e.cleanUpBackups(ctx)
 	e.cancelJobs(errShutdown)
 	e.cancelOps()
 	e.ops.Wait()
@@ -352,6 +321,47 @@ func (e *Exq) Stop(ctx context.Context) error {
 	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
 	return stopErr
+}
+
+// drainJobs lets running jobs finish for up to ShutdownTimeout (or until ctx ends), then
+// hands those still running back to the front of their queues and cancels their contexts.
+func (e *Exq) drainJobs(ctx context.Context) {
+	grace := time.NewTimer(e.opts.ShutdownTimeout)
+	defer grace.Stop()
+	select {
+	case <-e.jobsDone:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	close(e.graceOver)
+	if n := e.mgr.inFlight(); n > 0 {
+		e.log.Warn("exq: stop: grace period over; cancelling running jobs and handing them back", "jobs", n)
+		// Claim the jobs before cancelling them, so that a worker returning at once cannot
+		// write an outcome (or hand its job back out of order) first.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+		e.mgr.handBackAll(hctx)
+		cancel()
+		e.cancelJobs(errShutdown)
+	}
+}
+
+// cleanUpBackups waits for every worker to return, for the acker to write what they finished,
+// and then moves whatever is left in this node's backup lists back to their queues. It reports
+// whether the backup lists are empty, or ctx's error if workers outlived it.
+func (e *Exq) cleanUpBackups(ctx context.Context) (bool, error) {
+	select {
+	case <-e.jobsDone:
+	case <-ctx.Done():
+		return false, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
+	}
+	// Finished jobs must be acknowledged before the sweep, or it would run them again.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+	defer cancel()
+	if !e.acker.drain(sctx) {
+		e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
+		return false, nil
+	}
+	return e.mgr.sweep(sctx), nil
 }
 
 // signOff writes the last counters and removes this node from the processes set and, when
