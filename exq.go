@@ -296,6 +296,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 				return fmt.Errorf("exq: stop: %d workers still running: %w", e.mgr.inFlight(), ctx.Err())
 			}
 		}
+		e.mgr.stopWorkers()
 		return nil
 	}
 	defer close(e.stopDone)
@@ -351,6 +352,7 @@ func (e *Exq) drainJobs(ctx context.Context) {
 func (e *Exq) cleanUpBackups(ctx context.Context) (bool, error) {
 	select {
 	case <-e.jobsDone:
+		e.mgr.stopWorkers()
 	case <-ctx.Done():
 		return false, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}

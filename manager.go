@@ -51,8 +51,12 @@ type manager struct {
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
 	jobs      sync.WaitGroup
-	polls     atomic.Uint64 // fetch round trips that succeeded
-	quiet     atomic.Bool   // fetch nothing more (TSTP, TERM, Quiet)
+	work      chan *run     // hands a job to an idle worker goroutine
+	idleStop  chan struct{} // closed by Stop: idle workers end
+	idleOnce  sync.Once
+	workers   sync.WaitGroup // worker goroutines
+	polls     atomic.Uint64  // fetch round trips that succeeded
+	quiet     atomic.Bool    // fetch nothing more (TSTP, TERM, Quiet)
 }
 
 func newManager(e *Exq, queues []Queue) *manager {
@@ -64,6 +68,8 @@ func newManager(e *Exq, queues []Queue) *manager {
 		running:   map[*run]struct{}{},
 		wake:      make(chan struct{}, 1),
 		slotFreed: make(chan struct{}, 1),
+		work:      make(chan *run),
+		idleStop:  make(chan struct{}),
 	}
 }
 
@@ -270,9 +276,46 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	m.jobs.Add(len(runs))
 	m.mu.Unlock()
 	for _, r := range runs {
-		go m.e.process(r)
+		m.start(r)
 	}
 	return n
+}
+
+// workerIdle is how long a worker goroutine waits for its next job before it ends.
+const workerIdle = 10 * time.Second
+
+// start gives r to an idle worker goroutine, or starts one. Workers live on from job to job:
+// a goroutine per job grew a fresh stack (and paid the scheduler) for every job.
+func (m *manager) start(r *run) {
+	select {
+	case m.work <- r:
+	default:
+		m.workers.Add(1)
+		go m.worker(r)
+	}
+}
+
+func (m *manager) worker(r *run) {
+	defer m.workers.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		m.e.process(r)
+		idle.Reset(workerIdle)
+		select {
+		case r = <-m.work:
+		case <-idle.C:
+			return
+		case <-m.idleStop:
+			return
+		}
+	}
+}
+
+// stopWorkers ends the idle worker goroutines; call it once no job runs.
+func (m *manager) stopWorkers() {
+	m.idleOnce.Do(func() { close(m.idleStop) })
+	m.workers.Wait()
 }
 
 // release frees the job's slot; every path of process ends here.
