@@ -1,0 +1,431 @@
+// Command bench measures exq against asynq, gocraft/work, go-workers2 and a raw go-redis
+// baseline on one Redis, side by side: single and concurrent enqueue, batch enqueue, draining a
+// pre-filled queue, pickup latency of idle workers, and a soak of exq's memory. See
+// ../BENCHMARKS.md.
+//
+//	go run . -redis 127.0.0.1:6421 [-n 20000] [-reps 3] [-out results.md] [-modes ...] [-libs ...]
+//	go run . -redis 127.0.0.1:6421 -smoke   # every mode and library, tiny N, a few seconds
+//
+// Each library uses a Redis DB of its own (-db and the four after it), flushed before every
+// run: point it at a private redis-server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	addr        string
+	n           int
+	reps        int
+	out         string
+	modes       map[string]bool
+	libs        map[string]bool
+	dbBase      int
+	tuned       bool
+	smoke       bool
+	soakN       int
+	callers     []int
+	batches     []int
+	concs       []int
+	latJobs     int
+	every       time.Duration
+	idle        time.Duration
+	latencyWait time.Duration
+	timeout     time.Duration
+	cpuprofile  string
+	profConc    int
+	profN       int
+	args        []string // the command line, for the report
+}
+
+var allModes = []string{"enqueue", "batch", "process", "latency", "soak"}
+
+type bench struct {
+	cfg     config
+	targets []*target
+	mu      sync.Mutex
+	admins  map[int]*redis.Client
+	failed  []string // runs that failed, for the exit code
+	exqFail bool
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, cfg))
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var c config
+	var modes, libs, callers, batches, concs string
+	fs.StringVar(&c.addr, "redis", "", "host:port of a private redis-server (required); its DBs -db … -db+4 are flushed")
+	fs.IntVar(&c.n, "n", 20000, "jobs per run")
+	fs.IntVar(&c.reps, "reps", 3, "repetitions of every run; the tables show medians and min–max")
+	fs.StringVar(&c.out, "out", "", "also write the markdown report to this file")
+	fs.StringVar(&modes, "modes", "enqueue,batch,process,latency", "modes to run: "+strings.Join(allModes, ",")+" (soak also needs -soak N)")
+	fs.StringVar(&libs, "libs", strings.Join(libOrder, ","), "libraries to run: "+strings.Join(libOrder, ","))
+	fs.IntVar(&c.dbBase, "db", 8, "first Redis DB; library k uses DB db+k (exq, asynq, gocraft, goworkers2, raw)")
+	fs.BoolVar(&c.tuned, "tuned", true, "also run the tuned variant of every peer")
+	fs.BoolVar(&c.smoke, "smoke", false, "every mode and library with tiny sizes (n 200, 1 rep, soak 2000); exits non-zero if exq or the raw baseline fails")
+	fs.IntVar(&c.soakN, "soak", 0, "jobs for the soak mode (exq only; 0 = no soak)")
+	fs.StringVar(&callers, "callers", "1,50", "enqueue mode: caller goroutines")
+	fs.StringVar(&batches, "batch", "100,500", "batch mode: jobs per EnqueueAll / pipeline")
+	fs.StringVar(&concs, "conc", "50,200", "process mode: worker concurrency")
+	fs.IntVar(&c.latJobs, "latency-jobs", 2000, "latency mode: jobs enqueued one at a time")
+	fs.DurationVar(&c.every, "latency-every", 2*time.Millisecond, "latency mode: time between enqueues")
+	fs.DurationVar(&c.idle, "idle", 1500*time.Millisecond, "latency mode: how long the workers sit idle before the first job")
+	fs.DurationVar(&c.latencyWait, "latency-wait", 15*time.Second, "latency mode: how long to wait for the last jobs after the last enqueue")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "process mode: give up on a drain after this long")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "after the runs, drain -n jobs once more through exq under the CPU profiler and write the profile here")
+	fs.IntVar(&c.profConc, "profile-conc", 50, "concurrency of the profiled exq drain")
+	fs.IntVar(&c.profN, "profile-n", 200000, "jobs in the profiled exq drain (enough samples for pprof)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.args = args
+	if c.addr == "" {
+		return c, fmt.Errorf("-redis host:port is required (start a private redis-server; see ../BENCHMARKS.md)")
+	}
+	set := func(name, list string, valid []string) (map[string]bool, error) {
+		m := map[string]bool{}
+		for _, s := range strings.Split(list, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			if !slices.Contains(valid, s) {
+				return nil, fmt.Errorf("-%s: unknown %q (want some of %s)", name, s, strings.Join(valid, ","))
+			}
+			m[s] = true
+		}
+		return m, nil
+	}
+	ints := func(name, list string) ([]int, error) {
+		var out []int
+		for _, s := range strings.Split(list, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("-%s: %q is not a positive number", name, s)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var err error
+	if c.modes, err = set("modes", modes, allModes); err != nil {
+		return c, err
+	}
+	if c.libs, err = set("libs", libs, libOrder); err != nil {
+		return c, err
+	}
+	if c.callers, err = ints("callers", callers); err != nil {
+		return c, err
+	}
+	if c.batches, err = ints("batch", batches); err != nil {
+		return c, err
+	}
+	if c.concs, err = ints("conc", concs); err != nil {
+		return c, err
+	}
+	if c.smoke {
+		c.n, c.reps, c.latJobs = 200, 1, 50
+		c.idle, c.latencyWait, c.timeout = 200*time.Millisecond, 15*time.Second, time.Minute
+		if c.soakN == 0 {
+			c.soakN = 2000
+		}
+		for _, m := range allModes {
+			c.modes[m] = true
+		}
+	}
+	if c.soakN > 0 {
+		c.modes["soak"] = true
+	}
+	if c.n <= 0 || c.reps <= 0 || c.latJobs <= 0 {
+		return c, fmt.Errorf("-n, -reps and -latency-jobs must be positive")
+	}
+	if c.dbBase < 0 {
+		return c, fmt.Errorf("-db must not be negative")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, cfg config) int {
+	b := &bench{cfg: cfg, admins: map[int]*redis.Client{}}
+	b.targets = allTargets(cfg.addr, cfg.dbBase, cfg.libs, cfg.tuned)
+	for _, lib := range libOrder {
+		if cfg.libs[lib] {
+			if err := b.claimDB(ctx, cfg.dbBase+libIndex(lib)); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				return 2
+			}
+		}
+	}
+	rep := &report{cfg: cfg, started: time.Now(), machine: machineInfo(ctx, b)}
+	logf("machine: %s", rep.machine.oneLine())
+	rep.load = loadAvg()
+	noise0 := b.noiseNow(ctx)
+
+	if cfg.modes["enqueue"] {
+		for _, callers := range cfg.callers {
+			sec := rep.section(fmt.Sprintf("enqueue-%d", callers), fmt.Sprintf("Enqueue, %d caller%s (jobs/s, higher is better)", callers, plural(callers)), "jobs/s")
+			b.repeat(ctx, sec, b.targets, func(t *target) (float64, error) { return b.runEnqueue(ctx, t, cfg.n, callers) })
+		}
+	}
+	if cfg.modes["batch"] {
+		sec := rep.section("batch", "Batch enqueue, 1 caller (jobs/s, higher is better)", "jobs/s")
+		var ts []*target
+		for _, t := range b.targets {
+			if t.Lib == "exq" || t.Lib == "raw" {
+				ts = append(ts, t)
+			}
+		}
+		for _, size := range cfg.batches {
+			var rows []*target
+			for _, t := range ts {
+				label := fmt.Sprintf("exq EnqueueAll ×%d", size)
+				if t.Lib == "raw" {
+					label = fmt.Sprintf("raw pipelined LPUSH ×%d", size)
+				}
+				rows = append(rows, &target{Name: label, Lib: t.Lib, DB: t.DB, newProducer: t.newProducer, newConsumer: t.newConsumer})
+			}
+			b.repeat(ctx, sec, rows, func(t *target) (float64, error) { return b.runBatch(ctx, t, cfg.n, size) })
+		}
+	}
+	if cfg.modes["process"] {
+		for _, c := range cfg.concs {
+			sec := rep.section(fmt.Sprintf("process-%d", c), fmt.Sprintf("Process %d pre-filled no-op jobs, concurrency %d (jobs/s, higher is better)", cfg.n, c), "jobs/s")
+			sec.cpu = true
+			b.repeatProcess(ctx, sec, c)
+		}
+	}
+	if cfg.modes["latency"] {
+		b.repeatLatency(ctx, rep)
+	}
+	if cfg.modes["soak"] && cfg.soakN > 0 && cfg.libs["exq"] {
+		t := b.exqTarget()
+		logf("soak: %d jobs through exq", cfg.soakN)
+		res, err := b.runSoak(ctx, t, cfg.soakN)
+		rep.soak = &res
+		if err != nil {
+			rep.soakErr = err
+			b.fail(t, "soak", err)
+		}
+	}
+	if cfg.cpuprofile != "" && cfg.libs["exq"] {
+		if err := b.profile(ctx); err != nil {
+			b.fail(b.exqTarget(), "profile", err)
+		}
+	}
+	rep.elapsed = time.Since(rep.started)
+	rep.foreignCPU = b.foreign(ctx, noise0)
+	md := rep.markdown()
+	fmt.Print(md)
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		logf("wrote %s", cfg.out)
+	}
+	for _, lib := range libOrder {
+		if cfg.libs[lib] {
+			_ = b.flush(context.Background(), cfg.dbBase+libIndex(lib))
+		}
+	}
+	if ctx.Err() != nil {
+		return 130
+	}
+	if len(b.failed) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d run(s) failed:\n  %s\n", len(b.failed), strings.Join(b.failed, "\n  "))
+		if b.exqFail || !cfg.smoke {
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "bench: smoke: only peers failed; exiting 0")
+	}
+	return 0
+}
+
+// repeat runs f for every target, reps times, interleaved (rep 1 of every target, then rep 2…)
+// so that drift on a shared machine spreads over all of them.
+func (b *bench) repeat(ctx context.Context, sec *section, ts []*target, f func(*target) (float64, error)) {
+	rows := make([]*row, len(ts))
+	for i, t := range ts {
+		rows[i] = sec.row(t)
+	}
+	for r := 0; r < b.cfg.reps && ctx.Err() == nil; r++ {
+		for i, t := range ts {
+			if ctx.Err() != nil || rows[i].err != nil {
+				continue
+			}
+			n0, t0 := b.noiseNow(ctx), time.Now()
+			v, err := f(t)
+			others := b.foreign(ctx, n0) / time.Since(t0).Seconds()
+			if err != nil {
+				rows[i].err = err
+				b.fail(t, sec.key, err)
+				continue
+			}
+			rows[i].vals = append(rows[i].vals, v)
+			logf("%-12s rep %d/%d  %-28s %10.0f %s  (other processes: %.0f %% of a core)", sec.key, r+1, b.cfg.reps, t.Name, v, sec.unit, 100*others)
+		}
+	}
+}
+
+func (b *bench) repeatProcess(ctx context.Context, sec *section, c int) {
+	rows := make([]*row, len(b.targets))
+	for i, t := range b.targets {
+		rows[i] = sec.row(t)
+	}
+	for r := 0; r < b.cfg.reps && ctx.Err() == nil; r++ {
+		for i, t := range b.targets {
+			if ctx.Err() != nil || rows[i].err != nil {
+				continue
+			}
+			n0, t0 := b.noiseNow(ctx), time.Now()
+			res, err := b.runProcess(ctx, t, b.cfg.n, c, nil)
+			others := b.foreign(ctx, n0) / time.Since(t0).Seconds()
+			if err != nil {
+				rows[i].err = err
+				b.fail(t, sec.key, err)
+				continue
+			}
+			rows[i].vals = append(rows[i].vals, res.rate)
+			rows[i].clientUS = append(rows[i].clientUS, res.clientUS)
+			rows[i].redisUS = append(rows[i].redisUS, res.redisUS)
+			logf("%-12s rep %d/%d  %-28s %10.0f jobs/s  (CPU per job: client %.1f µs, redis %.1f µs; other processes: %.0f %% of a core)",
+				sec.key, r+1, b.cfg.reps, t.Name, res.rate, res.clientUS, res.redisUS, 100*others)
+		}
+	}
+}
+
+func (b *bench) repeatLatency(ctx context.Context, rep *report) {
+	rows := make([]*latRow, len(b.targets))
+	for i, t := range b.targets {
+		rows[i] = &latRow{t: t}
+		rep.latency = append(rep.latency, rows[i])
+	}
+	for r := 0; r < b.cfg.reps && ctx.Err() == nil; r++ {
+		for i, t := range b.targets {
+			if ctx.Err() != nil || rows[i].err != nil {
+				continue
+			}
+			n0, t0 := b.noiseNow(ctx), time.Now()
+			res, err := b.runLatency(ctx, t, b.cfg.latJobs)
+			others := b.foreign(ctx, n0) / time.Since(t0).Seconds()
+			if err != nil {
+				rows[i].err = err
+				b.fail(t, "latency", err)
+				continue
+			}
+			rows[i].runs = append(rows[i].runs, res)
+			logf("%-12s rep %d/%d  %-28s p50 %s  p90 %s  p99 %s  max %s  (other processes: %.0f %% of a core)", "latency", r+1, b.cfg.reps, t.Name,
+				fmtDur(res.pct(0.5)), fmtDur(res.pct(0.9)), fmtDur(res.pct(0.99)), fmtDur(res.pct(1)), 100*others)
+		}
+	}
+}
+
+// profile drains -n jobs through exq once more with the CPU profiler on for the timed part.
+func (b *bench) profile(ctx context.Context) error {
+	f, err := os.Create(b.cfg.cpuprofile)
+	if err != nil {
+		return err
+	}
+	res, err := b.runProcess(ctx, b.exqTarget(), b.cfg.profN, b.cfg.profConc, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		logf("profile: exq drained %d jobs at concurrency %d at %.0f jobs/s under the profiler; wrote %s (go tool pprof -top %s)",
+			b.cfg.profN, b.cfg.profConc, res.rate, b.cfg.cpuprofile, b.cfg.cpuprofile)
+	}
+	return err
+}
+
+func (b *bench) exqTarget() *target {
+	for _, t := range b.targets {
+		if t.Lib == "exq" {
+			return t
+		}
+	}
+	return nil
+}
+
+func (b *bench) fail(t *target, mode string, err error) {
+	logf("FAILED %s %s: %v", mode, t.Name, err)
+	b.failed = append(b.failed, fmt.Sprintf("%s %s: %v", mode, t.Name, err))
+	if t.Lib == "exq" || t.Lib == "raw" {
+		b.exqFail = true
+	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// machine describes where the numbers come from.
+type machine struct {
+	cpus       int
+	gomaxprocs int
+	cpuModel   string
+	goVersion  string
+	redis      string
+	libs       string
+}
+
+func (m machine) oneLine() string {
+	return fmt.Sprintf("%d CPUs (%s), GOMAXPROCS %d, %s, Redis %s", m.cpus, m.cpuModel, m.gomaxprocs, m.goVersion, m.redis)
+}
+
+func machineInfo(ctx context.Context, b *bench) machine {
+	m := machine{cpus: runtime.NumCPU(), gomaxprocs: runtime.GOMAXPROCS(0), goVersion: runtime.Version(), redis: b.redisVersion(ctx), cpuModel: "unknown"}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpuModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	m.libs = moduleVersions()
+	return m
+}
