@@ -31,17 +31,8 @@ type Process struct {
 
 // Processes lists the live nodes, after pruning those whose hash expired.
 func (a *API) Processes(ctx context.Context) ([]Process, error) {
-	ids, err := a.liveNodes(ctx)
+	ids, cmds, err := a.nodeHashes(ctx, a.jq.keys.Node)
 	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, a.jq.keys.Node(id))
-		}
-		return nil
-	}); err != nil {
 		return nil, err
 	}
 	var out []Process
@@ -75,6 +66,22 @@ func (a *API) liveNodes(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
+// nodeHashes reads one hash per live node (key(id)) in one pipeline.
+func (a *API) nodeHashes(ctx context.Context, key func(id string) string) ([]string, []*redis.MapStringStringCmd, error) {
+	ids, err := a.liveNodes(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, key(id))
+		}
+		return nil
+	})
+	return ids, cmds, err
+}
+
 // BusyJob is a job running on some node.
 type BusyJob struct {
 	Node  string
@@ -86,17 +93,8 @@ type BusyJob struct {
 
 // BusyJobs lists the jobs running on every live node.
 func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
-	ids, err := a.liveNodes(ctx)
+	ids, cmds, err := a.nodeHashes(ctx, a.jq.keys.Workers)
 	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, a.jq.keys.Workers(id))
-		}
-		return nil
-	}); err != nil {
 		return nil, err
 	}
 	var out []BusyJob

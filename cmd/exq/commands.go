@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -62,6 +63,14 @@ func parseArgs(fs *flag.FlagSet, args []string, minPos, maxPos int, usage string
 	return pos, nil
 }
 
+// openBare checks that a command got no arguments and connects.
+func openBare(name string, args []string, open opener) (*cli, error) {
+	if _, err := parseArgs(flag.NewFlagSet(name, flag.ContinueOnError), args, 0, 0, "exq "+name); err != nil {
+		return nil, err
+	}
+	return open()
+}
+
 func parseSet(s string) (exq.Set, error) {
 	switch s {
 	case "dead", "morgue":
@@ -75,10 +84,7 @@ func parseSet(s string) (exq.Set, error) {
 }
 
 func statsCmd(ctx context.Context, args []string, open opener) error {
-	if _, err := parseArgs(flag.NewFlagSet("stats", flag.ContinueOnError), args, 0, 0, "exq stats"); err != nil {
-		return err
-	}
-	c, err := open()
+	c, err := openBare("stats", args, open)
 	if err != nil {
 		return err
 	}
@@ -95,10 +101,7 @@ func statsCmd(ctx context.Context, args []string, open opener) error {
 }
 
 func queuesCmd(ctx context.Context, args []string, open opener) error {
-	if _, err := parseArgs(flag.NewFlagSet("queues", flag.ContinueOnError), args, 0, 0, "exq queues"); err != nil {
-		return err
-	}
-	c, err := open()
+	c, err := openBare("queues", args, open)
 	if err != nil {
 		return err
 	}
@@ -106,10 +109,11 @@ func queuesCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	names, err := c.api.Queues(ctx)
-	if err != nil {
-		return err
+	names := make([]string, 0, len(sizes))
+	for q := range sizes {
+		names = append(names, q)
 	}
+	sort.Strings(names)
 	if c.json {
 		out := make([]map[string]any, len(names))
 		for i, q := range names {
@@ -373,10 +377,7 @@ func enqueueCmd(ctx context.Context, args []string, open opener) error {
 }
 
 func processesCmd(ctx context.Context, args []string, open opener) error {
-	if _, err := parseArgs(flag.NewFlagSet("processes", flag.ContinueOnError), args, 0, 0, "exq processes"); err != nil {
-		return err
-	}
-	c, err := open()
+	c, err := openBare("processes", args, open)
 	if err != nil {
 		return err
 	}
@@ -396,10 +397,7 @@ func processesCmd(ctx context.Context, args []string, open opener) error {
 }
 
 func busyCmd(ctx context.Context, args []string, open opener) error {
-	if _, err := parseArgs(flag.NewFlagSet("busy", flag.ContinueOnError), args, 0, 0, "exq busy"); err != nil {
-		return err
-	}
-	c, err := open()
+	c, err := openBare("busy", args, open)
 	if err != nil {
 		return err
 	}
