@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,9 @@ type acker struct {
 	reqs    chan ackReq
 	pending atomic.Int64  // handed over, not yet in Redis
 	done    chan struct{} // closed when run ends
+
+	mu   sync.Mutex
+	raws map[string]int // the jobs counted in pending, for the manager's reconcile
 }
 
 type ackReq struct{ queue, raw string }
@@ -27,12 +31,15 @@ type ackReq struct{ queue, raw string }
 const maxAckBatch = 256
 
 func newAcker(e *Exq) *acker {
-	return &acker{e: e, reqs: make(chan ackReq, 4*maxAckBatch), done: make(chan struct{})}
+	return &acker{e: e, reqs: make(chan ackReq, 4*maxAckBatch), done: make(chan struct{}), raws: map[string]int{}}
 }
 
 // submit hands a finished job over. After the acker has stopped (a worker that outlived
 // Stop), it tries the LREM itself.
 func (a *acker) submit(queue, raw string) {
+	a.mu.Lock()
+	a.raws[raw]++
+	a.mu.Unlock()
 	a.pending.Add(1)
 	select {
 	case a.reqs <- ackReq{queue, raw}:
@@ -109,17 +116,42 @@ func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 		return nil
 	})
 	if err == nil {
-		a.pending.Add(-int64(len(batch)))
+		a.written(batch)
 		return batch[:0], nil
 	}
-	var left []ackReq
+	var left, ok []ackReq
 	for i, r := range batch {
 		if cmds[i].Err() != nil {
 			left = append(left, r)
+		} else {
+			ok = append(ok, r)
 		}
 	}
-	a.pending.Add(-int64(len(batch) - len(left)))
+	a.written(ok)
 	return left, err
+}
+
+// written forgets requests that are done with.
+func (a *acker) written(reqs []ackReq) {
+	a.mu.Lock()
+	for _, r := range reqs {
+		if a.raws[r.raw]--; a.raws[r.raw] <= 0 {
+			delete(a.raws, r.raw)
+		}
+	}
+	a.mu.Unlock()
+	a.pending.Add(-int64(len(reqs)))
+}
+
+// held returns the jobs handed over and not yet acknowledged in Redis.
+func (a *acker) held() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.raws))
+	for r, n := range a.raws {
+		out[r] = n
+	}
+	return out
 }
 
 // direct tries each LREM once, outside the loop.
@@ -128,7 +160,7 @@ func (a *acker) direct(reqs []ackReq) {
 		ctx, cancel := context.WithTimeout(context.Background(), a.e.opts.RedisTimeout)
 		err := a.e.jq.ack(ctx, r.queue, r.raw, "", "")
 		cancel()
-		a.pending.Add(-1)
+		a.written([]ackReq{r})
 		if err != nil {
 			a.e.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
 				"queue", r.queue, "error", err)

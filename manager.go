@@ -178,7 +178,20 @@ func (m *manager) run(ctx context.Context) {
 		return true
 	}
 	backoff := time.Duration(0)
+	reconcile := false
 	for ctx.Err() == nil {
+		if reconcile {
+			// The failed fetch may have moved jobs whose reply never came back: put them back
+			// on their queues before fetching again.
+			if err := m.reconcile(ctx); err != nil {
+				backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
+				if !sleepCtx(ctx, backoff) {
+					return
+				}
+				continue
+			}
+			reconcile = false
+		}
 		reqs := m.available()
 		if len(reqs) == 0 {
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
@@ -194,6 +207,7 @@ func (m *manager) run(ctx context.Context) {
 		res, err := m.e.jq.fetch(fctx, reqs)
 		cancel()
 		if err != nil {
+			reconcile = true
 			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
 			if backoff == minErrorBackoff {
 				log.Warn("exq: fetching jobs failed; backing off until Redis answers", "error", err)
@@ -216,6 +230,60 @@ func (m *manager) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// reconcile moves back to their queues the entries of this node's backup lists that no
+// worker holds: jobs a fetch moved while its reply was lost (a cut connection, a timeout).
+// It runs in the poll loop, so no fetch adds entries meanwhile. A job is held from dispatch
+// until release, and handed to the acker before release, so reading the running jobs first
+// and the acker's second never misses one.
+func (m *manager) reconcile(ctx context.Context) error {
+	m.mu.Lock()
+	held := map[string]int{}
+	for r := range m.running {
+		held[r.raw]++
+	}
+	queues := make([]string, 0, len(m.fetched)+len(m.subs))
+	seen := map[string]bool{}
+	for q := range m.fetched {
+		queues, seen[q] = append(queues, q), true
+	}
+	for _, q := range m.subs {
+		if !seen[q.Name] {
+			queues = append(queues, q.Name)
+		}
+	}
+	m.mu.Unlock()
+	for raw, n := range m.e.acker.held() {
+		held[raw] += n
+	}
+	for _, q := range queues {
+		cctx, cancel := context.WithTimeout(ctx, m.e.opts.RedisTimeout)
+		raws, err := m.e.rdb.LRange(cctx, m.e.jq.keys.Backup(m.e.opts.NodeID, q), 0, -1).Result()
+		cancel()
+		if err != nil {
+			return err
+		}
+		var orphans []string // newest first, as the list holds them
+		for _, raw := range raws {
+			if held[raw] > 0 {
+				held[raw]--
+			} else {
+				orphans = append(orphans, raw)
+			}
+		}
+		if len(orphans) == 0 {
+			continue
+		}
+		cctx, cancel = context.WithTimeout(ctx, m.e.opts.RedisTimeout)
+		moved, err := m.e.jq.requeue(cctx, q, orphans)
+		cancel()
+		if err != nil {
+			return err
+		}
+		m.e.log.Warn("exq: put back jobs a failed fetch had taken", "queue", q, "jobs", moved)
+	}
+	return nil
 }
 
 // gatherWait bounds how long the loop waits, after a fetch that found jobs, for more slots to
