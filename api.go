@@ -30,11 +30,7 @@ type API struct {
 // NewAPI connects to Redis (RedisURL or Redis, Namespace, RedisTimeout) and returns an API that
 // needs no running node (Exq's api mode). Close it when done.
 func NewAPI(ctx context.Context, opts Options) (*API, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	rdb, own, err := connect(ctx, o)
+	o, rdb, own, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -36,11 +36,7 @@ type Client struct {
 // NewEnqueuer connects to Redis (opts.RedisURL or opts.Redis, Namespace, MaxRetries and
 // RedisTimeout are used; the worker options are ignored) and returns an enqueue-only Client.
 func NewEnqueuer(ctx context.Context, opts Options) (*Client, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	rdb, own, err := connect(ctx, o)
+	o, rdb, own, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -302,6 +302,16 @@ func defaultNodeID() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// openRedis validates opts and connects, for the constructors that run no node.
+func openRedis(ctx context.Context, opts Options) (Options, redis.UniversalClient, bool, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return o, nil, false, err
+	}
+	rdb, own, err := connect(ctx, o)
+	return o, rdb, own, err
+}
+
 // connect returns the caller's client, or one built from RedisURL (own reports that), after a
 // PING. The error names the address, never the password.
 func connect(ctx context.Context, o Options) (rdb redis.UniversalClient, own bool, err error) {

@@ -190,14 +190,7 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) {
 		e.deadLetterPoison(r, err)
 		return
 	}
-	obj.SetString("error_message", "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds")
-	if !obj.Has("failed_at") {
-		obj.SetTime("failed_at", now)
-	}
-	obj.SetTime("retried_at", now)
-	if !obj.Has("queue") {
-		obj.SetString("queue", r.queue)
-	}
+	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
 	doc := obj.String()
 	at := now.Add(d)
 	e.persist(r, "snooze", func(ctx context.Context) error {
@@ -259,8 +252,15 @@ func (e *Exq) bury(r *run, job *Job, message, class string) {
 // failedDoc rewrites a job document after a failure: only the fields exq owns change.
 func failedDoc(obj *wire.Object, queue string, count int, message, class string, now time.Time) string {
 	obj.SetInt("retry_count", count)
-	obj.SetString("error_message", message)
 	obj.SetString("error_class", class)
+	markRetried(obj, queue, message, now)
+	return obj.String()
+}
+
+// markRetried sets the fields every failure, snooze and death rewrites: error_message,
+// failed_at (the first time only), retried_at, and queue when it is missing.
+func markRetried(obj *wire.Object, queue, message string, now time.Time) {
+	obj.SetString("error_message", message)
 	if !obj.Has("failed_at") {
 		obj.SetTime("failed_at", now)
 	}
@@ -268,7 +268,6 @@ func failedDoc(obj *wire.Object, queue string, count int, message, class string,
 	if !obj.Has("queue") {
 		obj.SetString("queue", queue) // the scheduler routes by this field
 	}
-	return obj.String()
 }
 
 // deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
