@@ -37,16 +37,23 @@ func (a *API) remove(ctx context.Context, key, kind string, raws []string, o Rem
 	if o.ClearUniqueLocks {
 		clear = "1"
 	}
+	return inBatches(raws, func(batch []any) (int, error) {
+		args := append([]any{kind, a.jq.keys.Prefix, clear}, batch...)
+		return scripts.RemoveJobs.Run(ctx, a.rdb, []string{key}, args...).Int()
+	})
+}
+
+// inBatches calls run on raws moveBatch at a time and adds up what it reports.
+func inBatches(raws []string, run func(batch []any) (int, error)) (int, error) {
 	total := 0
 	for len(raws) > 0 {
 		n := min(len(raws), moveBatch)
-		args := make([]any, 0, 3+n)
-		args = append(args, kind, a.jq.keys.Prefix, clear)
-		for _, r := range raws[:n] {
-			args = append(args, r)
+		batch := make([]any, n)
+		for i, r := range raws[:n] {
+			batch[i] = r
 		}
-		removed, err := scripts.RemoveJobs.Run(ctx, a.rdb, []string{key}, args...).Int()
-		total += removed
+		done, err := run(batch)
+		total += done
 		if err != nil {
 			return total, err
 		}
@@ -63,22 +70,10 @@ func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	total := 0
-	for len(raws) > 0 {
-		n := min(len(raws), moveBatch)
-		args := make([]any, 0, 2+n)
-		args = append(args, a.jq.keys.Prefix, a.jq.keys.Wake())
-		for _, r := range raws[:n] {
-			args = append(args, r)
-		}
-		moved, err := scripts.RequeueSet.Run(ctx, a.rdb, []string{key}, args...).Int()
-		total += moved
-		if err != nil {
-			return total, err
-		}
-		raws = raws[n:]
-	}
-	return total, nil
+	return inBatches(raws, func(batch []any) (int, error) {
+		args := append([]any{a.jq.keys.Prefix, a.jq.keys.Wake()}, batch...)
+		return scripts.RequeueSet.Run(ctx, a.rdb, []string{key}, args...).Int()
+	})
 }
 
 // RequeueAll moves every job of a sorted set to its queue now, a page at a time, calling
