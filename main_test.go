@@ -4,15 +4,16 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/exqgo/exq/internal/testutil"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: Stop must end everything
-// it started.
+// it started. testutil.MainLeak also stops the private redis-server the tests may have started
+// and reports any test skipped for a missing Redis.
 func TestMain(m *testing.M) {
 	if os.Getenv(childNodeEnv) != "" {
 		runChildNode() // this process is a node that a test kills
 		return
 	}
-	goleak.VerifyTestMain(m)
+	testutil.MainLeak(m)
 }

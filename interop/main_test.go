@@ -12,11 +12,11 @@ package interop_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/exqgo/exq/internal/testutil"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind (an exq node not stopped, an
 // HTTP connection left open, a process whose Wait never returned).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.MainLeak(m)
 }

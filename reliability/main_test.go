@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/exqgo/exq/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -15,5 +15,5 @@ func TestMain(m *testing.M) {
 		runChild() // this process is a worker node that a test kills and restarts
 		return
 	}
-	goleak.VerifyTestMain(m)
+	testutil.MainLeak(m)
 }

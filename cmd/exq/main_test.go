@@ -14,13 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/exqgo/exq"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.MainLeak(m) }
 
 // cliEnv runs the command in-process against the real test Redis, in a namespace of its own.
 type cliEnv struct {

@@ -1,9 +1,13 @@
-// Package testutil gives exq's tests a ready Redis: a real redis-server (EXQ_TEST_REDIS_URL) in a
-// namespace of the test's own, or an in-process miniredis for fast unit cases.
+// Package testutil gives exq's tests a ready Redis: a real redis-server (EXQ_TEST_REDIS_URL, or
+// a private one the test binary starts itself) in a namespace of the test's own, or an
+// in-process miniredis for fast unit cases. Every test package's TestMain goes through Main or
+// MainLeak, which stop the private server and report skipped tests loudly.
 package testutil
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -17,16 +21,21 @@ import (
 // RedisURLEnv names the variable that points the tests at a real redis-server.
 const RedisURLEnv = "EXQ_TEST_REDIS_URL"
 
-// RedisURL returns the real Redis URL for tests. Without it the test is skipped, except under
-// CI=true, where a missing Redis fails the run instead of passing it silently.
+// RedisURL returns the URL of the real Redis for tests: EXQ_TEST_REDIS_URL when it is set,
+// otherwise a private redis-server that this test binary starts for itself on the first call
+// (stopped by Main). Without either, the test is skipped and counted, so that Main says loudly
+// how many were; under CI=true it fails instead.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv(RedisURLEnv)
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is unset under CI=true: .ci/run must start a redis-server and export it", RedisURLEnv)
-		}
-		t.Skipf("needs a real Redis: start a private redis-server and set %s (e.g. redis://127.0.0.1:6399/0)", RedisURLEnv)
+	if u := os.Getenv(RedisURLEnv); u != "" {
+		return u
+	}
+	u, err := privateURL()
+	if errors.Is(err, errNoRedisServer) {
+		SkipMissing(t, fmt.Sprintf("needs a real Redis: %s is unset and redis-server is not on PATH", RedisURLEnv))
+	}
+	if err != nil {
+		t.Fatalf("%s is unset and the private redis-server did not start: %v", RedisURLEnv, err)
 	}
 	return u
 }

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
+
+	"github.com/exqgo/exq/internal/testutil"
 )
 
 // redisLog receives go-redis's own log lines (reconnects, handshake fallbacks), so the tests
@@ -17,5 +18,5 @@ var redisLog = &logBuffer{}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(redisLog)
-	goleak.VerifyTestMain(m)
+	testutil.MainLeak(m)
 }

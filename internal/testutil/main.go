@@ -1,0 +1,129 @@
+package testutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Main is the TestMain of a package whose tests may use the real test Redis: it runs the tests,
+// stops the private redis-server they may have started (see RedisURL), says loudly how many
+// tests were skipped because something they need is missing, and exits.
+//
+//	func TestMain(m *testing.M) { testutil.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	os.Exit(finish(code, os.Stderr))
+}
+
+// MainLeak is Main that also fails the package when a test leaves a goroutine behind, as
+// goleak.VerifyTestMain does (the check runs only after a passing run, and before the private
+// redis-server is stopped, which starts no goroutine of its own).
+func MainLeak(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(finish(code, os.Stderr))
+}
+
+// finish stops the private server and reports the skips; it returns the exit code.
+func finish(code int, w io.Writer) int {
+	if err := stopPrivate(); err != nil {
+		fmt.Fprintf(w, "testutil: stopping the private redis-server: %v\n", err)
+	}
+	if Skipped() > 0 {
+		reportSkips(w)
+		if code == 0 && !testing.Verbose() {
+			// `go test ./...` throws away the output of a passing package that ran without -v,
+			// which would hide the banner exactly where it matters: write it to the go
+			// command's own stderr as well. (A later run that go serves from its test cache
+			// prints only "(cached)"; -count=1 runs the tests again.)
+			if goStderr := goCommandStderr(); goStderr != nil {
+				reportSkips(goStderr)
+				_ = goStderr.Close()
+			}
+		}
+	}
+	return code
+}
+
+// goCommandStderr opens the standard error of the go command that runs this test binary, or
+// returns nil when the parent is something else (a shell running the binary directly, whose
+// stderr is ours) or cannot be opened.
+func goCommandStderr() *os.File {
+	ppid := os.Getppid()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+	if err != nil || filepath.Base(exe) != "go" {
+		return nil
+	}
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// skips counts the tests skipped because something they need is missing, by reason.
+var skips struct {
+	mu     sync.Mutex
+	reason map[string]int
+}
+
+// SkipMissing skips a test that needs something this machine lacks (a Redis, ruby, a
+// redis-server built with TLS), and counts it under reason so that Main reports it loudly at the
+// end. Under CI=true nothing may be missing: the test fails with the reason instead.
+func SkipMissing(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: a missing dependency fails the run)", reason)
+	}
+	skips.mu.Lock()
+	if skips.reason == nil {
+		skips.reason = map[string]int{}
+	}
+	skips.reason[reason]++
+	skips.mu.Unlock()
+	t.Skipf("%s (skipped: CI is not \"true\")", reason)
+}
+
+// Skipped returns how many tests SkipMissing skipped so far, over every reason.
+func Skipped() int {
+	skips.mu.Lock()
+	defer skips.mu.Unlock()
+	n := 0
+	for _, c := range skips.reason {
+		n += c
+	}
+	return n
+}
+
+// reportSkips writes a banner naming how many tests were skipped and why.
+func reportSkips(w io.Writer) {
+	skips.mu.Lock()
+	defer skips.mu.Unlock()
+	total := 0
+	reasons := make([]string, 0, len(skips.reason))
+	for r, n := range skips.reason {
+		total += n
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	bar := strings.Repeat("!", 78)
+	where, _ := os.Getwd() // go test runs a package's binary in the package's folder
+	fmt.Fprintf(w, "\n%s\n!!! %d TEST(S) WERE SKIPPED, NOT RUN, in %s: this is not a full pass.\n", bar, total, where)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "!!!   %d skipped: %s\n", skips.reason[r], r)
+	}
+	fmt.Fprintf(w, "!!! Install redis-server (and ruby-sidekiq ruby-redis-namespace for interop/) or set %s.\n%s\n\n", RedisURLEnv, bar)
+}
