@@ -156,9 +156,11 @@ type JobSpec struct {
 	Queue, Class string
 	// Args must encode to a JSON array (nil is the empty list).
 	Args any
-	// At runs the job at this time (as EnqueueAt).
+	// At runs the job at this time (as EnqueueAt). A time that has passed, before 1970 too,
+	// enqueues the job now.
 	At time.Time
-	// In runs the job after this long (as EnqueueIn). Set At or In, not both.
+	// In runs the job after this long (as EnqueueIn); 0 or less enqueues it now. Set At or
+	// In, not both.
 	In time.Duration
 	// Options apply to this job only.
 	Options []EnqueueOption
@@ -190,9 +192,13 @@ type enqueuer struct {
 type built struct {
 	jid, doc, token string
 	lock            *lock
+	// at is the due time, or zero for a job that goes to its queue now.
+	at time.Time
 }
 
-// build validates one job and renders its document. at is the due time, zero for now.
+// build validates one job and renders its document. at is the due time, zero for now; a due
+// time that is not after now (before 1970 too) also means now, as Sidekiq's perform_at and
+// asynq's ProcessAt read it, so no job is ever written with a score the past has overtaken.
 func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
 	return en.buildAt(en.now(), op, queue, class, args, at, opts)
 }
@@ -236,13 +242,16 @@ func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at
 	if j.JID == "" {
 		j.JID = wire.NewJID()
 	}
+	if !at.After(now) {
+		at = time.Time{}
+	}
 	if !at.IsZero() {
 		j.EnqueuedAt = at // Exq: a scheduled job's enqueued_at is its due time
 	}
 	if cfg.maxRetries != nil {
 		j.Retry = *cfg.maxRetries
 	}
-	b := built{jid: j.JID}
+	b := built{jid: j.JID, at: at}
 	if cfg.uniqueFor > 0 {
 		token := cfg.uniqueToken
 		if token == "" {
@@ -338,6 +347,9 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	return b.jid, nil
 }
 
+// enqueueAt schedules a job at at. A zero at is an error rather than "now": it is time.Time's
+// unset value, so it nearly always is a forgotten field, which running the job at once would
+// hide. A time that has passed enqueues the job now (see build).
 func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
 	if at.IsZero() {
 		return "", &invalidJobError{op, "time is zero"}
@@ -346,7 +358,12 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	if err != nil {
 		return "", err
 	}
-	holder, err := en.jq.enqueueAt(ctx, at, b.doc, b.lock)
+	var holder string
+	if b.at.IsZero() {
+		holder, err = en.jq.enqueue(ctx, queue, b.doc, b.lock)
+	} else {
+		holder, err = en.jq.enqueueAt(ctx, b.at, b.doc, b.lock)
+	}
 	if err != nil {
 		return "", fmt.Errorf("exq: %s %s to %s: %w", op, class, queue, err)
 	}
@@ -377,7 +394,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		if err != nil {
 			return nil, err
 		}
-		items[i] = batchItem{queue: s.Queue, at: at, job: b.doc, lock: b.lock}
+		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
 		tokens[i], jids[i] = b.token, b.jid
 	}
 	holders, err := en.jq.enqueueAll(ctx, items)

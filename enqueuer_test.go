@@ -195,3 +195,60 @@ func TestSimpleArgsEncodeExactlyAsEncodingJSON(t *testing.T) {
 	_, ok = appendSimpleArgs(nil, []any{map[string]int{}})
 	assert.False(t, ok)
 }
+
+func TestEnqueueAtAPastTimeEnqueuesNow(t *testing.T) {
+	// As Sidekiq's perform_at and asynq's ProcessAt: a due time that has passed (however long
+	// ago, before 1970 too) pushes the job to its queue at once, enqueued now.
+	now := time.Unix(1796010415, 667948000)
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+	}{
+		{"now", now},
+		{"a microsecond ago", now.Add(-time.Microsecond)},
+		{"1969", time.Date(1969, 12, 31, 23, 59, 59, 500000000, time.UTC)},
+		{"year 1 plus a second", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)},
+		{"year -100000", time.Date(-100000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			en := v.enqueuer(func() time.Time { return now })
+			jid, err := en.enqueueAt(ctx, "enqueue at", "mail", "W", tc.at, []any{1}, []EnqueueOption{UniqueFor(time.Minute)})
+			require.NoError(t, err)
+			assert.Zero(t, v.zcard(v.keys.Schedule()))
+			assert.Equal(t, []string{`{"class":"W","args":[1],"queue":"mail","jid":"` + jid + `","enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":25,` +
+				`"unique_for":60,"unique_until":"success","unique_token":"` + mustToken(t, "mail", "W", `[1]`) + `","unlocks_at":1796010475.667948}`},
+				v.list(v.keys.Queue("mail")))
+			ttl := v.rdb.PTTL(ctx, v.keys.Unique(mustToken(t, "mail", "W", `[1]`))).Val()
+			assert.InDelta(t, time.Minute.Seconds(), ttl.Seconds(), 1, "the lock lasts UniqueFor from now")
+		})
+	}
+}
+
+func TestEnqueueAllWithPastTimesEnqueuesNow(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	en := v.enqueuer(func() time.Time { return now })
+	res, err := en.enqueueAll(ctx, []JobSpec{
+		{Queue: "default", Class: "A", At: time.Date(1969, 7, 20, 0, 0, 0, 0, time.UTC)},
+		{Queue: "default", Class: "B", In: -time.Hour},
+		{Queue: "default", Class: "C", In: time.Hour},
+	})
+	require.NoError(t, err)
+	q := v.list(v.keys.Queue("default"))
+	require.Len(t, q, 2)
+	assert.Contains(t, q[1], `"jid":"`+res[0].JID+`","enqueued_at":1796010415.000000,`)
+	assert.Contains(t, q[0], `"jid":"`+res[1].JID+`","enqueued_at":1796010415.000000,`)
+	z := v.zset(v.keys.Schedule())
+	require.Len(t, z, 1)
+	assert.Contains(t, z[0].Member, res[2].JID)
+}
+
+func mustToken(t *testing.T, queue, class, args string) string {
+	t.Helper()
+	tok, err := DefaultUniqueToken(queue, class, json.RawMessage(args))
+	require.NoError(t, err)
+	return tok
+}

@@ -142,3 +142,71 @@ func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
 		return v.zcard(v.keys.Retry()) == 0 && len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0
 	})
 }
+
+func TestSchedulerMovesMembersWithNegativeScores(t *testing.T) {
+	// Another runtime (or an older exq) may have written jobs due before 1970: they are due.
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	for _, tc := range []struct {
+		name  string
+		set   string
+		score string
+	}{
+		{"schedule, just before 1970", v.keys.Schedule(), "-0.5"},
+		{"schedule, 1900", v.keys.Schedule(), "-2208988800"},
+		{"retry, far past", v.keys.Retry(), "-1e300"},
+		{"retry, minus infinity", v.keys.Retry(), "-inf"},
+	} {
+		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"old","jid":%q}`, tc.name)
+		require.NoError(t, v.rdb.Do(ctx, "ZADD", tc.set, tc.score, raw).Err(), tc.name)
+	}
+	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+	assert.Len(t, v.list(v.keys.Queue("old")), 4, "every member due before 1970 moved")
+	assert.Zero(t, v.zcard(v.keys.Schedule()))
+	assert.Zero(t, v.zcard(v.keys.Retry()))
+}
+
+func TestJobsDueBefore1970Run(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	e := v.start(Options{Workers: map[string]Worker{"W": rec}})
+	pre1970 := time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		enqueue func() (string, error)
+	}{
+		{"EnqueueAt 1969", func() (string, error) { return e.EnqueueAt(ctx, "default", "W", pre1970, nil) }},
+		{"EnqueueAt year 1", func() (string, error) { return e.EnqueueAt(ctx, "default", "W", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), nil) }},
+		{"EnqueueIn minus 100 years", func() (string, error) { return e.EnqueueIn(ctx, "default", "W", -100*365*24*time.Hour, nil) }},
+		{"EnqueueAll At 1969", func() (string, error) {
+			res, err := e.EnqueueAll(ctx, []JobSpec{{Queue: "default", Class: "W", At: pre1970}})
+			if err != nil {
+				return "", err
+			}
+			return res[0].JID, res[0].Err
+		}},
+		{"EnqueueAll In minus 100 years", func() (string, error) {
+			res, err := e.EnqueueAll(ctx, []JobSpec{{Queue: "default", Class: "W", In: -100 * 365 * 24 * time.Hour}})
+			if err != nil {
+				return "", err
+			}
+			return res[0].JID, res[0].Err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jid, err := tc.enqueue()
+			require.NoError(t, err)
+			testutil.WaitFor(t, "the job ran", func() bool {
+				for _, j := range rec.jids() {
+					if j == jid {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+	assert.Zero(t, v.zcard(v.keys.Schedule()), "nothing is left scheduled")
+}

@@ -1,6 +1,8 @@
 -- schedule: move up to a page of due jobs from a sorted set (schedule or retry) to the queues
 -- named in their "queue" field, raw strings unchanged. A member that cannot be routed (bad JSON,
 -- no queue) goes to the dead set wrapped as a poison message instead of blocking the set forever.
+-- Due means any score up to now from -inf, not from 0: a job another runtime scheduled before
+-- 1970 has a negative score and would otherwise wait forever.
 -- KEYS[1] P schedule or P retry           KEYS[2] P dead
 -- ARGV[1] now score       ARGV[2] page size       ARGV[3] prefix P (destination keys are
 -- known only here)        ARGV[4] wake channel    ARGV[5] jid prefix for poison wrappers
@@ -8,7 +10,7 @@
 -- Returns the number of members moved.
 -- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
 -- must not turn a written job into a failed call.)
-local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], 0, ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local woken = {}
 for i, job in ipairs(jobs) do
   redis.call('ZREM', KEYS[1], job)
