@@ -178,7 +178,9 @@ func TestJobsDueBefore1970Run(t *testing.T) {
 		enqueue func() (string, error)
 	}{
 		{"EnqueueAt 1969", func() (string, error) { return e.EnqueueAt(ctx, "default", "W", pre1970, nil) }},
-		{"EnqueueAt year 1", func() (string, error) { return e.EnqueueAt(ctx, "default", "W", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), nil) }},
+		{"EnqueueAt year 1", func() (string, error) {
+			return e.EnqueueAt(ctx, "default", "W", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), nil)
+		}},
 		{"EnqueueIn minus 100 years", func() (string, error) { return e.EnqueueIn(ctx, "default", "W", -100*365*24*time.Hour, nil) }},
 		{"EnqueueAll At 1969", func() (string, error) {
 			res, err := e.EnqueueAll(ctx, []JobSpec{{Queue: "default", Class: "W", At: pre1970}})
