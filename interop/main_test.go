@@ -3,10 +3,11 @@
 // exq run on a Sidekiq server, a Sidekiq job failing on exq keeps Sidekiq's fields through the
 // retry, and Sidekiq's Web UI shows an exq node (counters, Busy page, sets) and quiets it.
 //
-// The tests need a real redis-server (EXQ_TEST_REDIS_URL; they use database 5 of that server)
-// and ruby with the Sidekiq gems (apt-get install ruby-sidekiq ruby-redis-namespace). Without
-// them they are skipped, except under CI=true, where they fail. They use the fixed namespace
-// "exq", so they never run in parallel with each other.
+// The tests need a real redis-server (they use its database 5): EXQ_TEST_REDIS_URL, or a private
+// one testutil starts. They also need ruby with the Sidekiq gems (apt-get install ruby-sidekiq
+// ruby-redis-namespace); the Ruby side is in ruby/. Without them they are skipped and counted,
+// except under CI=true, where they fail. They use the fixed namespace "exq", so they never run in
+// parallel with each other.
 package interop_test
 
 import (

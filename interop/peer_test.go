@@ -44,48 +44,36 @@ const interopDB = 5
 const waitTimeout = 60 * time.Second
 
 // peer is one interop test's world: a client on the interop database, the URL both sides use,
-// and where the Sidekiq peer scripts (shared/peers/sidekiq) and this package's own Ruby helpers
-// (interop/ruby) are.
+// and the folder of this package's Ruby scripts (interop/ruby: the Sidekiq server, its Web UI,
+// and the client-side helpers).
 type peer struct {
 	t   *testing.T
 	rdb *redis.Client
 	url string // REDIS_URL of both sides
-	dir string // shared/peers/sidekiq
-	own string // interop/ruby
+	dir string // interop/ruby
 }
 
 // newPeer gives the test a clean "exq" namespace on the interop database, and skips it (fails it
-// under CI=true) when Redis, ruby or the Sidekiq gems are missing. Every key of the namespace is
+// under CI=true) when Redis, ruby or the Sidekiq gems are missing; testutil counts the skips and
+// TestMain reports them. Every key of the namespace is
 // deleted again when the test ends, after the processes it started are stopped.
 func newPeer(t *testing.T) *peer {
 	t.Helper()
 	base := testutil.RedisURL(t)
 	if err := rubyReady(); err != nil {
-		skipOrFail(t, "interop tests need ruby with Sidekiq 6 (apt-get install ruby-sidekiq ruby-redis-namespace): %v", err)
+		testutil.SkipMissing(t, fmt.Sprintf("interop tests need ruby with Sidekiq 6 (apt-get install ruby-sidekiq ruby-redis-namespace): %v", err))
 	}
-	dir, err := peerDir()
-	if err != nil {
-		skipOrFail(t, "interop tests need the Sidekiq peer scripts: %v", err)
-	}
-	own, err := filepath.Abs("ruby")
+	dir, err := filepath.Abs("ruby") // go test runs in the package folder
 	require.NoError(t, err)
 
 	rdb, u := interopClient(t, base)
-	p := &peer{t: t, rdb: rdb, url: u, dir: dir, own: own}
+	p := &peer{t: t, rdb: rdb, url: u, dir: dir}
 	testutil.DeleteNamespace(rdb, ns)
 	t.Cleanup(func() {
 		testutil.DeleteNamespace(rdb, ns)
 		_ = rdb.Close()
 	})
 	return p
-}
-
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (skipped: CI is not \"true\")", args...)
 }
 
 // interopClient connects to database interopDB of the test Redis and returns the client and
@@ -125,7 +113,7 @@ var rubyCheck struct {
 	err  error
 }
 
-// rubyReady checks once that ruby, rackup and the gems the peer scripts load are installed.
+// rubyReady checks once that ruby, rackup and the gems the Ruby scripts load are installed.
 func rubyReady() error {
 	rubyCheck.once.Do(func() {
 		for _, bin := range []string{"ruby", "rackup"} {
@@ -148,27 +136,10 @@ func rubyReady() error {
 	return rubyCheck.err
 }
 
-// peerDir finds shared/peers/sidekiq: EXQ_SIDEKIQ_PEER, or the shared/ folder beside the
-// repository (where it is for developers and for CI).
-func peerDir() (string, error) {
-	dir := os.Getenv("EXQ_SIDEKIQ_PEER")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "peers", "sidekiq")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "work.rb")); err != nil {
-		return "", fmt.Errorf("no work.rb in %s (set EXQ_SIDEKIQ_PEER to the peers/sidekiq folder): %v", dir, err)
-	}
-	return dir, nil
-}
-
-// env is the environment of every Ruby process: the interop Redis, the namespace, where the
-// peer scripts are, and extra settings (later entries win).
+// env is the environment of every Ruby process: the interop Redis, the namespace, and extra
+// settings (later entries win).
 func (p *peer) env(extra ...string) []string {
-	env := append(os.Environ(), "REDIS_URL="+p.url, "REDIS_NAMESPACE="+ns, "SIDEKIQ_PEER="+p.dir)
+	env := append(os.Environ(), "REDIS_URL="+p.url, "REDIS_NAMESPACE="+ns)
 	return append(env, extra...)
 }
 
@@ -277,11 +248,11 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// startSidekiq starts a Sidekiq 6.4 server with the peer's work.rb (which execs sidekiq, so the
-// pid is Sidekiq's own). env sets QUEUE, CONCURRENCY, RECORD_FILE, POLL_INTERVAL, EXTRA_CLASSES.
+// startSidekiq starts a Sidekiq 6.4 server with ruby/sidekiq_server.rb (which execs sidekiq, so
+// the pid is Sidekiq's own). env sets QUEUE, CONCURRENCY, RECORD_FILE, POLL_INTERVAL, EXTRA_CLASSES.
 func (p *peer) startSidekiq(env ...string) *proc {
 	p.t.Helper()
-	return p.start("sidekiq", syscall.SIGTERM, p.dir, env, "ruby", filepath.Join(p.dir, "work.rb"))
+	return p.start("sidekiq", syscall.SIGTERM, p.dir, env, "ruby", filepath.Join(p.dir, "sidekiq_server.rb"))
 }
 
 // startExq starts an exq node on the interop database and namespace, stopped when the test ends.
@@ -412,7 +383,7 @@ func (l *runLog) snapshot() map[string][]jobRun {
 	return out
 }
 
-// sidekiqRecord is one line of the peer's RECORD_FILE: one execution on Sidekiq.
+// sidekiqRecord is one line of RECORD_FILE (ruby/sidekiq_jobs.rb): one execution on Sidekiq.
 type sidekiqRecord struct {
 	JID        string          `json:"jid"`
 	Class      string          `json:"class"`
@@ -544,7 +515,7 @@ func jidOf(t *testing.T, doc string) string {
 	return j.JID
 }
 
-// webUI is Sidekiq's Web UI (the peer's web.ru under rackup/WEBrick) on a loopback port of the
+// webUI is Sidekiq's Web UI (ruby/sidekiq_web.ru under rackup/WEBrick) on a loopback port of the
 // test's own, and an HTTP client with a cookie jar for its session (CSRF tokens).
 type webUI struct {
 	t      *testing.T
@@ -572,7 +543,7 @@ func (p *peer) startWebUI() *webUI {
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		pr := p.start("sidekiq-web", os.Interrupt, p.dir, nil,
-			"rackup", filepath.Join(p.dir, "web.ru"), "-s", "webrick", "-o", "127.0.0.1", "-p", strconv.Itoa(port))
+			"rackup", filepath.Join(p.dir, "sidekiq_web.ru"), "-s", "webrick", "-o", "127.0.0.1", "-p", strconv.Itoa(port))
 		w := &webUI{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), proc: pr, client: client}
 		deadline := time.Now().Add(waitTimeout)
 		for !pr.exited() {

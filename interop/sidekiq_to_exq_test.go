@@ -19,8 +19,8 @@ import (
 
 var sidekiqJID = regexp.MustCompile(`^[0-9a-f]{24}$`)
 
-// Sidekiq's client pushes 500 jobs with varied args (push_bulk) and 20 scheduled ones (the
-// peer's push.rb, perform_in's rule); an exq node runs every one exactly once, with args equal
+// Sidekiq's client pushes 500 jobs with varied args (push_bulk) and 20 scheduled ones (with
+// perform_in); an exq node runs every one exactly once, with args equal
 // to what Sidekiq wrote, byte for byte, and the scheduled ones not before they were due.
 func TestSidekiqPushedJobsRunOnceOnExq(t *testing.T) {
 	p := newPeer(t)
@@ -32,7 +32,7 @@ func TestSidekiqPushedJobsRunOnceOnExq(t *testing.T) {
 
 	// jid → args as Sidekiq's encoder wrote them.
 	want := map[string]string{}
-	out := p.ruby("", []string{"COUNT=500", "QUEUE=default", "CLASS=GoRecord"}, filepath.Join(p.own, "push_varied.rb"))
+	out := p.ruby("", []string{"COUNT=500", "QUEUE=default", "CLASS=GoRecord"}, filepath.Join(p.dir, "push_varied.rb"))
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		jid, args, ok := strings.Cut(line, "\t")
 		require.True(t, ok, "push_varied.rb line %q", line)
@@ -42,15 +42,15 @@ func TestSidekiqPushedJobsRunOnceOnExq(t *testing.T) {
 
 	const schedArgs = `["scheduled by Sidekiq",{"big":12345678901234567890,"ü":null,"list":[]},[]]`
 	before := time.Now()
-	out = p.ruby("", nil, filepath.Join(p.dir, "push.rb"), "--class=GoRecord", "--count=20", "--in=2", "--args="+schedArgs)
-	// push.rb's "at" is computed after it started, so every job is due at before+2s or later.
+	out = p.ruby("", []string{"CLASS=GoRecord", "COUNT=20", "IN=2", "ARGS=" + schedArgs}, filepath.Join(p.dir, "perform_in.rb"))
+	// perform_in computes "at" after the script started, so every job is due at before+2s or later.
 	dueNotBefore := before.Add(2 * time.Second)
 	scheduled := map[string]bool{}
 	for _, jid := range strings.Fields(out) {
 		scheduled[jid] = true
 		want[jid] = schedArgs
 	}
-	require.Len(t, scheduled, 20, "jids printed by push.rb")
+	require.Len(t, scheduled, 20, "jids printed by perform_in.rb")
 
 	waitFor(t, "exq to run all 520 Sidekiq jobs", func() (bool, string) {
 		n := len(runs.snapshot())
@@ -136,7 +136,7 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 
 	push := func(items string) []string {
 		t.Helper()
-		return strings.Fields(p.ruby(items, nil, filepath.Join(p.own, "push_items.rb")))
+		return strings.Fields(p.ruby(items, nil, filepath.Join(p.dir, "push_items.rb")))
 	}
 	// The documents exactly as Sidekiq's client stored them, read before any node runs.
 	pushed := func(jids ...string) map[string]string {
@@ -196,7 +196,7 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 
 	// What Sidekiq's own API (the Web UI's RetrySet and DeadSet) reads from exq's entries.
 	var sets map[string][]map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal([]byte(p.ruby("", nil, filepath.Join(p.own, "read_sets.rb"))), &sets))
+	require.NoError(t, json.Unmarshal([]byte(p.ruby("", nil, filepath.Join(p.dir, "read_sets.rb"))), &sets))
 	require.Len(t, sets["retry"], 1, "Sidekiq::RetrySet")
 	require.Len(t, sets["dead"], 1, "Sidekiq::DeadSet")
 	require.Empty(t, sets["schedule"], "Sidekiq::ScheduledSet")

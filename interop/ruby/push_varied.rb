@@ -2,10 +2,10 @@
 # Push COUNT jobs of CLASS on QUEUE with Sidekiq::Client.push_bulk, each with different args built
 # from Ruby values (nested objects, unicode, nil, big integers, floats, empty lists...), and print
 # one line per job: "<jid>\t<the job's args as Sidekiq's JSON encoder writes them>".
-#   env: SIDEKIQ_PEER (the shared peers/sidekiq folder, for common.rb), REDIS_URL, REDIS_NAMESPACE,
+#   env: REDIS_URL, REDIS_NAMESPACE (see sidekiq_env.rb),
 #        QUEUE (default "default"), CLASS (default "GoRecord"), COUNT (default 500)
 require "json"
-require File.join(ENV.fetch("SIDEKIQ_PEER"), "common")
+require_relative "sidekiq_env"
 
 def args_for(i)
   case i % 10

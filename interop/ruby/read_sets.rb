@@ -2,9 +2,9 @@
 # Print, as one JSON object, what Sidekiq's own API reads from the retry, dead and schedule sets:
 #   {"retry":[entry, ...], "dead":[...], "schedule":[...]}
 # with, per entry, the fields Sidekiq's Web UI shows (Sidekiq::SortedEntry / JobRecord).
-#   env: SIDEKIQ_PEER (the shared peers/sidekiq folder, for common.rb), REDIS_URL, REDIS_NAMESPACE
+#   env: REDIS_URL, REDIS_NAMESPACE (see sidekiq_env.rb)
 require "json"
-require File.join(ENV.fetch("SIDEKIQ_PEER"), "common")
+require_relative "sidekiq_env"
 require "sidekiq/api"
 
 def entry(e)
