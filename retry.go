@@ -13,12 +13,18 @@ import (
 
 // ExqBackoff is the default retry delay, Exq's (and classic Sidekiq's) formula:
 // retryCount⁴ + 15 + rand(0..30)·(retryCount+1) seconds, retryCount being 1 for the first
-// retry. 25 retries span about 25 days.
+// retry. 25 retries span about 25 days. A negative retryCount counts as 0, and one above 309
+// as 309 (about 289 years), the largest whose delay fits in a time.Duration: a job with a
+// hostile retry_count never gets a delay that overflows into the past.
 func ExqBackoff(retryCount int, _ *Job) time.Duration {
-	n := float64(retryCount)
+	n := float64(min(max(retryCount, 0), maxBackoffCount))
 	sec := math.Pow(n, 4) + 15 + float64(rand.IntN(31))*(n+1)
 	return time.Duration(sec * float64(time.Second))
 }
+
+// maxBackoffCount is the largest retry count whose Exq backoff, random part included, fits in
+// a time.Duration: 309⁴ + 15 + 30·310 s < 2⁶³ ns < 310⁴ s.
+const maxBackoffCount = 309
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic" and its
 // error_message the panic value.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func DecodeHeader(raw string) (Header, error) {
 		case "retry":
 			h.Retry = json.RawMessage(v)
 		case "retry_count":
-			h.RetryCount = numberOf(v)
+			h.RetryCount = countOf(v)
 		case "enqueued_at":
 			h.EnqueuedAt = numberOf(v)
 		case "created_at":
@@ -295,12 +296,39 @@ func (h Header) MaxRetries(nodeMax int) int {
 	return int(f)
 }
 
-// Count returns the retry count (0 before the first failure).
+// countOf reads retry_count as numberOf does, except that a number too large for a float64
+// (1e400) is +Inf rather than absent: it is a count, and a huge one.
+func countOf(v string) *float64 {
+	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return nil
+	}
+	return &f
+}
+
+// MaxCount is the largest retry count Count reports: one more failure still fits in an int.
+const MaxCount = math.MaxInt - 1
+
+// Count returns the retry count (0 before the first failure). A retry_count written by someone
+// else is read as: a non-negative integer is the failures so far, capped at MaxCount (a count
+// beyond any retry limit: the next failure is the last); a negative, fractional or non-numeric
+// one, or null, is 0. Converting a float beyond the int range would give an arbitrary int
+// (often the most negative), so the cap is applied first.
 func (h Header) Count() int {
-	if h.RetryCount == nil || *h.RetryCount < 0 {
+	if h.RetryCount == nil {
 		return 0
 	}
-	return int(*h.RetryCount)
+	f := *h.RetryCount
+	switch {
+	case math.IsNaN(f) || f < 0 || f != math.Trunc(f):
+		return 0
+	case f >= float64(MaxCount): // float64(MaxCount) rounds up to 2^63, the first float beyond int64
+		return MaxCount
+	}
+	return int(f)
 }
 
 // Object is a job document parsed for a rewrite: fields keep their order and their exact bytes,
