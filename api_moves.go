@@ -2,6 +2,12 @@ package exq
 
 import (
 	"context"
+	"errors"
+	"hash/maphash"
+	"math"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq/internal/scripts"
 )
@@ -76,35 +82,125 @@ func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 	})
 }
 
-// RequeueAll moves every job of a sorted set to its queue now, a page at a time, calling
-// progress (if not nil) after each page with the jobs moved so far and the set's size at the
-// start. Members that cannot be routed stay in the set.
+// RequeueAll moves every job that is in a sorted set when it starts to its queue now, a page
+// at a time, calling progress (if not nil) after each page with the jobs moved so far and the
+// number of members at the start. Members that cannot be routed stay in the set. Jobs that
+// enter the set during the call, such as jobs it moved that failed again, are left for the
+// next call: each job moves at most once, so the call ends however fast jobs fail.
+//
+// It reads the set twice: once to note a fingerprint (8 bytes) of every member and the
+// highest score, once to move the noted members, in score order up to that score.
 func (a *API) RequeueAll(ctx context.Context, s Set, progress func(done, total int)) (int, error) {
 	key, err := a.setKey(s)
 	if err != nil {
 		return 0, err
 	}
-	total, err := a.rdb.ZCard(ctx, key).Result()
-	if err != nil {
+	seed := maphash.MakeSeed()
+	there := map[uint64]struct{}{}
+	newest := math.Inf(-1)
+	err = a.scanSet(ctx, key, "+inf", func(page []redis.Z) error {
+		for _, z := range page {
+			m, _ := z.Member.(string)
+			there[maphash.String(seed, m)] = struct{}{}
+			newest = z.Score // pages come in score order
+		}
+		return nil
+	})
+	if err != nil || len(there) == 0 {
 		return 0, err
 	}
-	done := 0
-	for offset := int64(0); ; {
-		raws, err := a.rdb.ZRange(ctx, key, offset, offset+moveBatch-1).Result()
-		if err != nil || len(raws) == 0 {
-			return done, err
+	total, done := len(there), 0
+	err = a.scanSet(ctx, key, formatScore(newest), func(page []redis.Z) error {
+		raws := make([]string, 0, len(page))
+		for _, z := range page {
+			m, _ := z.Member.(string)
+			if h := maphash.String(seed, m); hasKey(there, h) {
+				delete(there, h) // seen once: never moved twice
+				raws = append(raws, m)
+			}
 		}
 		moved, err := a.Requeue(ctx, s, raws)
 		done += moved
 		if err != nil {
-			return done, err
+			return err
 		}
-		// What did not move (unroutable) stays at the front: step over it.
-		offset += int64(len(raws) - moved)
 		if progress != nil {
-			progress(done, int(total))
+			progress(done, total)
+		}
+		if len(there) == 0 {
+			return errScanDone
+		}
+		return nil
+	})
+	if errors.Is(err, errScanDone) {
+		err = nil
+	}
+	return done, err
+}
+
+func hasKey(m map[uint64]struct{}, k uint64) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// errScanDone ends a scanSet early.
+var errScanDone = errors.New("scan done")
+
+// scanSet calls visit with the members of a sorted set whose score is at most max, a page at a
+// time in score order. It pages by score, not by rank, so members that visit removes, or that
+// others add or remove below the page reached, neither shift a member out of the scan nor
+// bring one back: each member present throughout is visited once. Members sharing the last
+// score of a page are told apart by how many of them are still in the set after visit.
+func (a *API) scanSet(ctx context.Context, key, max string, visit func(page []redis.Z) error) error {
+	lo, skip := "-inf", int64(0)
+	for {
+		page, err := a.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: max, Offset: skip, Count: moveBatch}).Result()
+		if err != nil || len(page) == 0 {
+			return err
+		}
+		if err := visit(page); err != nil {
+			return err
+		}
+		if len(page) < moveBatch {
+			return nil
+		}
+		last := page[len(page)-1].Score
+		var ties []*redis.FloatCmd
+		_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, z := range page {
+				if z.Score == last {
+					m, _ := z.Member.(string)
+					ties = append(ties, p.ZScore(ctx, key, m))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		stay := int64(0)
+		for _, c := range ties {
+			if c.Err() == nil {
+				stay++
+			}
+		}
+		if next := formatScore(last); next == lo {
+			skip += stay
+		} else {
+			lo, skip = next, stay
 		}
 	}
+}
+
+// formatScore writes a score as Redis reads it back exactly.
+func formatScore(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "+inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // Clear deletes every job of a sorted set.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -204,6 +205,73 @@ func TestAPIRequeueAllReportsProgressAndLeavesUnroutableJobs(t *testing.T) {
 	assert.GreaterOrEqual(t, calls, 3, "progress after every page")
 	assert.Len(t, v.list(v.keys.Queue("revived")), n)
 	assert.Equal(t, 1, v.zcard(v.keys.Dead()), "the unroutable member stays")
+}
+
+func TestAPIRequeueAllMovesOnlyWhatWasThereWhileMovedJobsFailBackIn(t *testing.T) {
+	// Jobs of a class that fails at once come back into a set while RequeueAll is still
+	// paging through it: dead again (retry 0), or into retry ahead of the jobs still waiting
+	// there. The call moves each job that was there when it started, once, and returns.
+	const n = 3000
+	for _, tc := range []struct {
+		set   Set
+		retry int
+	}{
+		{DeadSet, 0},
+		{RetrySet, 25},
+		{ScheduledSet, 25},
+	} {
+		t.Run(string(tc.set), func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			a, _ := v.api()
+			key, _ := a.setKey(tc.set)
+			start := time.Now().Add(time.Hour)
+			for i := 0; i < n; i += 500 {
+				zs := make([]redis.Z, 0, 500)
+				for j := i; j < i+500; j++ {
+					zs = append(zs, redisZ(start.Add(time.Duration(j)*time.Millisecond),
+						fmt.Sprintf(`{"class":"Dies","args":[%d],"queue":"revived","jid":"d%d","retry":%d}`, j, j, tc.retry)))
+				}
+				require.NoError(t, v.rdb.ZAdd(ctx, key, zs...).Err())
+			}
+			v.start(Options{
+				Queues:           []Queue{{Name: "revived", Concurrency: 50}},
+				Workers:          map[string]Worker{"Dies": WorkerFunc(func(context.Context, *Job) error { return errors.New("dies") })},
+				Backoff:          func(int, *Job) time.Duration { return time.Minute }, // before every job still waiting in retry
+				DisableScheduler: true,
+			})
+			moved, err := a.RequeueAll(ctx, tc.set, nil)
+			require.NoError(t, err)
+			assert.Equal(t, n, moved, "each job that was there moved once")
+			testutil.WaitFor(t, "every moved job failed once", func() bool {
+				return v.zcard(v.keys.Dead())+v.zcard(v.keys.Retry()) == n && len(v.list(v.keys.Queue("revived"))) == 0
+			})
+		})
+	}
+}
+
+func TestAPIRequeueAllPagesThroughMembersSharingOneScore(t *testing.T) {
+	// EnqueueAll with one At gives a whole batch one score: paging by score must still see
+	// every member once, with unroutable ones staying behind in the same score.
+	v := newEnv(t)
+	ctx := context.Background()
+	a, _ := v.api()
+	at := time.Unix(1796010415, 0)
+	const n = 1300
+	zs := make([]redis.Z, 0, n)
+	for i := 0; i < n; i++ {
+		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"same","jid":"s%04d"}`, i, i)
+		if i%3 != 0 { // more unroutable members than a page: the scan must step over them
+			raw = fmt.Sprintf(`{"class":"W","args":[%d],"jid":"s%04d"}`, i, i) // no queue
+		}
+		zs = append(zs, redisZ(at, raw))
+	}
+	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), zs...).Err())
+	moved, err := a.RequeueAll(ctx, ScheduledSet, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 434, moved)
+	assert.Len(t, v.list(v.keys.Queue("same")), 434)
+	assert.Equal(t, n-434, v.zcard(v.keys.Schedule()))
 }
 
 func TestAPIRemoveAndClearWithAndWithoutUniqueLocks(t *testing.T) {
