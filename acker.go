@@ -2,8 +2,8 @@ package exq
 
 import (
 	"context"
+	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,14 +15,23 @@ import (
 // retrying while Redis is unreachable. Until then the job is still in the backup list: a crash
 // at that moment runs it again (at least once), never loses it. Stop waits for the acker to
 // finish before it touches the backup lists.
+//
+// Handing a job over never blocks, however long Redis is away: a worker stuck on a full
+// channel would keep its slot, and Stop would wait for it forever.
 type acker struct {
-	e       *Exq
-	reqs    chan ackReq
-	pending atomic.Int64  // handed over, not yet in Redis
-	done    chan struct{} // closed when run ends
+	jq      *jobQueue
+	timeout time.Duration
+	log     *slog.Logger
 
-	mu   sync.Mutex
-	raws map[string]int // the jobs counted in pending, for the manager's reconcile
+	kick chan struct{} // something was handed over
+	done chan struct{} // closed when run ends
+
+	mu       sync.Mutex
+	queued   []ackReq       // handed over, not yet sent
+	raws     map[string]int // handed over and not yet in Redis (queued or being sent), by job
+	perQueue map[string]int // the same, counted by queue, for the poll loop's fetch check
+	pending  int            // the same, in all
+	stopped  bool           // run has ended: submit writes directly
 }
 
 type ackReq struct{ queue, raw string }
@@ -30,27 +39,34 @@ type ackReq struct{ queue, raw string }
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
 
-func newAcker(e *Exq) *acker {
-	return &acker{e: e, reqs: make(chan ackReq, 4*maxAckBatch), done: make(chan struct{}), raws: map[string]int{}}
+func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
+	return &acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		raws: map[string]int{}, perQueue: map[string]int{}}
 }
 
 // submit hands a finished job over. After the acker has stopped (a worker that outlived
 // Stop), it tries the LREM itself.
 func (a *acker) submit(queue, raw string) {
+	r := ackReq{queue, raw}
 	a.mu.Lock()
 	a.raws[raw]++
-	a.mu.Unlock()
-	a.pending.Add(1)
-	select {
-	case a.reqs <- ackReq{queue, raw}:
-	case <-a.done:
-		a.direct([]ackReq{{queue, raw}})
+	a.perQueue[queue]++
+	a.pending++
+	stopped := a.stopped
+	if !stopped {
+		a.queued = append(a.queued, r)
 	}
+	a.mu.Unlock()
+	if stopped {
+		a.direct([]ackReq{r})
+		return
+	}
+	signal(a.kick)
 }
 
 // drain waits until every job handed over is acknowledged in Redis, or ctx ends.
 func (a *acker) drain(ctx context.Context) bool {
-	for a.pending.Load() > 0 {
+	for a.count() > 0 {
 		select {
 		case <-ctx.Done():
 			return false
@@ -60,58 +76,95 @@ func (a *acker) drain(ctx context.Context) bool {
 	return true
 }
 
+// take removes up to max requests from the front of the queue.
+func (a *acker) take(max int) []ackReq {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := min(len(a.queued), max)
+	batch := append([]ackReq(nil), a.queued[:n]...)
+	a.queued = a.queued[n:]
+	if len(a.queued) == 0 {
+		a.queued = nil // let the backing array go after a burst
+	}
+	return batch
+}
+
 func (a *acker) run(ctx context.Context) {
 	defer close(a.done)
 	var batch []ackReq
 	backoff := time.Duration(0)
 	for {
+		if len(batch) < maxAckBatch {
+			batch = append(batch, a.take(maxAckBatch-len(batch))...)
+		}
 		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
+				a.stop(nil)
 				return
-			case r := <-a.reqs:
-				batch = append(batch, r)
-			}
-		}
-	more:
-		for len(batch) < maxAckBatch {
-			select {
-			case r := <-a.reqs:
-				batch = append(batch, r)
-			default:
-				break more
+			case <-a.kick:
+				continue
 			}
 		}
 		left, err := a.flush(batch)
 		batch = left
 		if err == nil {
 			if backoff != 0 {
-				a.e.log.Info("exq: acknowledging jobs works again")
+				a.log.Info("exq: acknowledging jobs works again")
 				backoff = 0
 			}
 			continue
 		}
 		if backoff == 0 {
-			a.e.log.Warn("exq: acknowledging finished jobs failed; keeping them until Redis answers", "jobs", len(left), "error", err)
+			a.log.Warn("exq: acknowledging finished jobs failed; keeping them until Redis answers", "jobs", len(left), "error", err)
 		}
 		backoff = min(max(2*backoff, 20*time.Millisecond), time.Second)
 		select {
 		case <-ctx.Done():
-			a.direct(batch) // one last try; what fails stays in the backup list
+			a.stop(batch)
 			return
 		case <-time.After(backoff):
 		}
 	}
 }
 
+// stop makes one last attempt at everything still held, a pipeline per batch within one
+// timeout; what fails stays in the backup list for a rescue. Later submits write directly.
+func (a *acker) stop(batch []ackReq) {
+	a.mu.Lock()
+	a.stopped = true
+	rest := append(batch, a.queued...)
+	a.queued = nil
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	failed := 0
+	for len(rest) > 0 && ctx.Err() == nil {
+		n := min(len(rest), maxAckBatch)
+		left, _ := a.flushCtx(ctx, rest[:n])
+		failed += len(left)
+		a.written(left) // given up on: they stay in the backup list
+		rest = rest[n:]
+	}
+	failed += len(rest)
+	a.written(rest)
+	if failed > 0 {
+		a.log.Error("exq: finished jobs could not be acknowledged; they stay in the backup list and will run again", "jobs", failed)
+	}
+}
+
 // flush sends one pipeline of LREMs and returns the requests that failed.
 func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.e.opts.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
+	return a.flushCtx(ctx, batch)
+}
+
+func (a *acker) flushCtx(ctx context.Context, batch []ackReq) ([]ackReq, error) {
 	cmds := make([]*redis.IntCmd, len(batch))
-	_, err := a.e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := a.jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range batch {
-			cmds[i] = p.LRem(ctx, a.e.jq.keys.Backup(a.e.opts.NodeID, r.queue), -1, r.raw)
+			cmds[i] = p.LRem(ctx, a.jq.keys.Backup(a.jq.node, r.queue), -1, r.raw)
 		}
 		return nil
 	})
@@ -134,13 +187,16 @@ func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 // written forgets requests that are done with.
 func (a *acker) written(reqs []ackReq) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, r := range reqs {
 		if a.raws[r.raw]--; a.raws[r.raw] <= 0 {
 			delete(a.raws, r.raw)
 		}
+		if a.perQueue[r.queue]--; a.perQueue[r.queue] <= 0 {
+			delete(a.perQueue, r.queue)
+		}
 	}
-	a.mu.Unlock()
-	a.pending.Add(-int64(len(reqs)))
+	a.pending -= len(reqs)
 }
 
 // held returns the jobs handed over and not yet acknowledged in Redis.
@@ -154,15 +210,29 @@ func (a *acker) held() map[string]int {
 	return out
 }
 
+// count is how many jobs are handed over and not yet acknowledged in Redis.
+func (a *acker) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending
+}
+
+// heldIn counts the jobs of queue handed over and not yet acknowledged in Redis.
+func (a *acker) heldIn(queue string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.perQueue[queue]
+}
+
 // direct tries each LREM once, outside the loop.
 func (a *acker) direct(reqs []ackReq) {
 	for _, r := range reqs {
-		ctx, cancel := context.WithTimeout(context.Background(), a.e.opts.RedisTimeout)
-		err := a.e.jq.ack(ctx, r.queue, r.raw, "", "")
+		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+		err := a.jq.ack(ctx, r.queue, r.raw, "", "")
 		cancel()
 		a.written([]ackReq{r})
 		if err != nil {
-			a.e.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
+			a.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
 				"queue", r.queue, "error", err)
 		}
 	}

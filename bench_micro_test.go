@@ -203,8 +203,8 @@ func BenchmarkFetch(b *testing.B) {
 				}
 				b.StartTimer()
 				res, err := jq.fetch(ctx, reqs)
-				if err != nil || len(res[0]) != size {
-					b.Fatalf("fetch: %d jobs, %v", len(res[0]), err)
+				if err != nil || len(res.jobs[0]) != size {
+					b.Fatalf("fetch: %d jobs, %v", len(res.jobs[0]), err)
 				}
 				b.StopTimer()
 				rdb.Del(ctx, keys.Backup("bench-node", "default"))

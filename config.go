@@ -331,7 +331,27 @@ func connect(ctx context.Context, o Options) (rdb redis.UniversalClient, own boo
 		}
 		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
 	}
+	if n := clientRetries(rdb); n > 0 {
+		o.Logger.Warn("exq: this Redis client sends a command again when its connection breaks (MaxRetries > 0): "+
+			"an enqueue whose reply was lost can then write its job twice and run it twice. exq's fetches, "+
+			"outcomes and counters are safe to repeat. Set MaxRetries: -1 on the client (or max_retries=-1 in "+
+			"RedisURL) for exactly one write per enqueue", "max_retries", n)
+	}
 	return rdb, own, nil
+}
+
+// clientRetries is how often rdb sends a failed command again (go-redis' MaxRetries, after
+// its defaults: 0 means never), or 0 for a client type exq cannot inspect.
+func clientRetries(rdb redis.UniversalClient) int {
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		return c.Options().MaxRetries
+	case interface{ Options() *redis.ClusterOptions }:
+		return c.Options().MaxRetries
+	case interface{ Options() *redis.RingOptions }:
+		return c.Options().MaxRetries
+	}
+	return 0
 }
 
 // newRedisClient builds the client for a RedisURL. The error never carries the password.
@@ -357,6 +377,12 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 	}
 	// Let the caller's context deadline end a slow command, not only RedisTimeout.
 	opts.ContextTimeoutEnabled = true
+	if !strings.Contains(rawURL, "max_retries") {
+		// go-redis sends a command again when the connection broke after Redis may have run
+		// it: a fetch would take a second batch, an enqueue write its job twice. exq retries
+		// by itself where a repeat is safe.
+		opts.MaxRetries = -1
+	}
 	return redis.NewClient(opts), nil
 }
 

@@ -111,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.mgr = newManager(e, o.Queues)
 	e.stats = newStats(e, o.DisableStats)
-	e.acker = newAcker(e)
+	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.pinger = newPinger(e)
 
 	if fixedNode {
@@ -122,7 +122,8 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{e: e, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed}
+		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
+			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, log: e.log}
 		if err := e.hb.beat(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
@@ -378,7 +379,7 @@ func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
 	if e.hb != nil && backupEmpty {
-		if err := e.rdb.ZRem(ctx, e.jq.keys.Heartbeats(), e.opts.NodeID).Err(); err != nil {
+		if err := e.jq.forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
 		}
 	}

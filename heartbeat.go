@@ -2,24 +2,35 @@ package exq
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
+
+// ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
+// how often (an Exq node, or an exq node from before v1) may go without a beat before it
+// counts as dead and its backup lists are rescued: Exq's default window, 60 s × (5 + 1). exq
+// nodes publish their own window (HeartbeatInterval × (MissedHeartbeatsAllowed + 1)) and are
+// judged by it, so nodes beating at different rates never take each other for dead.
+const ForeignHeartbeatWindow = 6 * time.Minute
 
 // heartbeat keeps this node's entry in the heartbeats set fresh and, on every node, rescues
 // the backup lists of nodes that stopped beating: their in-flight jobs go back to the front
 // of their queues, so a crashed process loses nothing. Beats use the Redis server's clock, so
 // client clock skew cannot make a live node look dead.
 type heartbeat struct {
-	e        *Exq
+	jq       *jobQueue
 	interval time.Duration
 	missed   int
+	timeout  time.Duration  // bounds every Redis call: a hung call must not stop the beats
+	queues   func() []Queue // this node's subscriptions, rescued besides the known queues
+	log      *slog.Logger
 }
 
-// maxAge is how old a beat may be before its node counts as dead.
-func (h *heartbeat) maxAge() time.Duration { return h.interval * time.Duration(h.missed+1) }
+// window is how long this node may go without a beat before others count it as dead.
+func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
-// within maxAge plus half an interval of its last beat.
+// within its window plus half of this node's interval.
 func (h *heartbeat) run(ctx context.Context) {
 	beat := time.NewTicker(h.interval)
 	defer beat.Stop()
@@ -29,10 +40,10 @@ func (h *heartbeat) run(ctx context.Context) {
 	report := func(what string, err error) {
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			h.e.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
+			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			h.e.log.Info("exq: heartbeat works again")
+			h.log.Info("exq: heartbeat works again")
 			failing = false
 		}
 	}
@@ -49,19 +60,21 @@ func (h *heartbeat) run(ctx context.Context) {
 }
 
 func (h *heartbeat) beat(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, h.e.opts.RedisTimeout)
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	return h.e.jq.beat(cctx)
+	return h.jq.beat(cctx, h.window())
 }
 
-// rescueDead rescues every node whose last beat is older than maxAge.
+// rescueDead rescues every node that counts as dead.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
-	stale, err := h.e.jq.staleNodes(ctx, h.maxAge())
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	stale, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
+	cancel()
 	if err != nil {
 		return err
 	}
 	for _, n := range stale {
-		if n.node == h.e.opts.NodeID {
+		if n.node == h.jq.node {
 			continue // we are alive; our own beat is just late
 		}
 		if err := h.rescue(ctx, n); err != nil {
@@ -74,11 +87,13 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 // rescue moves dead node n's backup lists, for every known queue, back to their queues and
 // then forgets the node, unless it beats again meanwhile.
 func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
-	queues, err := h.e.jq.knownQueues(ctx)
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	queues, err := h.jq.knownQueues(cctx)
+	cancel()
 	if err != nil {
 		return err
 	}
-	for _, q := range h.e.mgr.subscriptions() {
+	for _, q := range h.queues() {
 		queues = append(queues, q.Name)
 	}
 	seen := map[string]bool{}
@@ -88,18 +103,20 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 			continue
 		}
 		seen[q] = true
-		moved, err := h.e.jq.rescueBackup(ctx, n, q)
+		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if err != nil {
 			return err
 		}
 	}
-	buried, err := h.e.jq.bury(ctx, n)
+	cctx, cancel = context.WithTimeout(ctx, h.timeout)
+	buried, err := h.jq.bury(cctx, n)
+	cancel()
 	if err != nil {
 		return err
 	}
 	if buried || total > 0 {
-		h.e.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating", "node", n.node, "jobs", total, "buried", buried)
+		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating", "node", n.node, "jobs", total, "buried", buried)
 	}
 	return nil
 }

@@ -159,8 +159,8 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 	stale := v.staleBackup("sleepy", "default", 5)
 	// The node beats again before the monitor acts.
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
-	require.NoError(t, jq.beat(ctx))
-	moved, err := jq.rescueBackup(ctx, stale, "default")
+	require.NoError(t, jq.beat(ctx, time.Minute))
+	moved, err := jq.rescueBackup(ctx, stale, "default", time.Second)
 	require.NoError(t, err)
 	assert.Zero(t, moved)
 	buried, err := jq.bury(ctx, stale)
@@ -229,7 +229,7 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
 	v.take("other", "live")
-	require.NoError(t, live.beat(ctx))
+	require.NoError(t, live.beat(ctx, time.Minute))
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
 	assert.Len(t, v.list(v.keys.Backup("live", "other")), 1)
 	_, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()

@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 // start starts a node on the env's Redis and namespace, stopped when the test ends.
 func (v *env) start(o Options) *Exq {
 	v.t.Helper()
-	if o.Redis == nil {
+	if o.Redis == nil && o.RedisURL == "" {
 		o.Redis = v.rdb
 	}
 	o.Namespace = v.ns

@@ -143,15 +143,36 @@ func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
 	return scripts.Unlock.Run(ctx, jq.rdb, []string{jq.keys.Unique(token)}, jid).Err()
 }
 
-// fetchReq asks for up to n jobs of queue.
+// fetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
+// holds (running, or finished and not yet acknowledged) when it asks.
 type fetchReq struct {
 	queue string
 	n     int
+	held  int
+}
+
+// fetchRes is what a fetch took, per request, oldest first, and how long each backup list was
+// before it.
+type fetchRes struct {
+	jobs      [][]string
+	backupLen []int
+}
+
+// strays reports whether a backup list held more entries than this node holds jobs of that
+// queue: entries nobody works on, left by a fetch whose reply was lost (a broken connection,
+// or a client library that sent the fetch again after one).
+func (f fetchRes) strays(reqs []fetchReq) bool {
+	for i, r := range reqs {
+		if f.backupLen[i] > r.held {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch moves up to n jobs of every requested queue into this node's backup lists in one round
 // trip and returns them per request, oldest first.
-func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) ([][]string, error) {
+func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) (fetchRes, error) {
 	keys := make([]string, 0, 2*len(reqs))
 	args := make([]any, 0, len(reqs))
 	for _, r := range reqs {
@@ -160,17 +181,22 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) ([][]string, err
 	}
 	res, err := scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
 	if err != nil {
-		return nil, err
+		return fetchRes{}, err
 	}
 	if len(res) != len(reqs) {
-		return nil, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
+		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := make([][]string, len(res))
+	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res))}
 	for i, r := range res {
 		list, _ := r.([]any)
-		for _, j := range list {
+		if len(list) == 0 {
+			return fetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
+		}
+		n, _ := list[0].(int64)
+		out.backupLen[i] = int(n)
+		for _, j := range list[1:] {
 			if s, ok := j.(string); ok {
-				out[i] = append(out[i], s)
+				out.jobs[i] = append(out.jobs[i], s)
 			}
 		}
 	}
@@ -253,9 +279,20 @@ func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, pag
 		"poison-"+uuid.NewString()+"-", wire.PoisonClass, wire.PoisonErrorClass).Int()
 }
 
-// beat records that this node is alive (server clock).
-func (jq *jobQueue) beat(ctx context.Context) error {
-	return scripts.Beat.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats()}, jq.node).Err()
+// beat records that this node is alive (server clock) and when it counts as dead.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration) error {
+	return scripts.Beat.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
+		jq.node, window.Seconds()).Err()
+}
+
+// forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
+func (jq *jobQueue) forget(ctx context.Context) error {
+	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, jq.keys.Heartbeats(), jq.node)
+		p.ZRem(ctx, jq.keys.HeartbeatDeadlines(), jq.node)
+		return nil
+	})
+	return err
 }
 
 // staleNode is a node whose last beat is too old, with the score seen.
@@ -263,9 +300,11 @@ type staleNode struct {
 	node, score string
 }
 
-// staleNodes lists nodes that have not beaten for maxAge (server clock).
-func (jq *jobQueue) staleNodes(ctx context.Context, maxAge time.Duration) ([]staleNode, error) {
-	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats()}, maxAge.Seconds()).StringSlice()
+// staleNodes lists the nodes that count as dead (server clock): past the deadline they
+// publish, or, for nodes that publish none, with a beat older than foreignWindow.
+func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) ([]staleNode, error) {
+	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
+		foreignWindow.Seconds()).StringSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -278,10 +317,13 @@ func (jq *jobQueue) staleNodes(ctx context.Context, maxAge time.Duration) ([]sta
 
 // rescueBackup moves the backup list of dead node n for queue q back to q, a page per call,
 // while n's heartbeat is still the stale one. It reports the jobs moved.
-func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string) (int, error) {
+// Each page is a call of its own, bounded by timeout.
+func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string, timeout time.Duration) (int, error) {
 	total := 0
 	for {
-		left, moved, err := jq.rescuePage(ctx, n, q, pageSize)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		left, moved, err := jq.rescuePage(cctx, n, q, pageSize)
+		cancel()
 		total += moved
 		if err != nil || left == 0 || moved == 0 {
 			return total, err
@@ -305,6 +347,7 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 
 // bury forgets dead node n (busy list and heartbeat) unless it beat again.
 func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
-	r, err := scripts.Bury.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node)}, n.node, n.score).Int()
+	r, err := scripts.Bury.Run(ctx, jq.rdb,
+		[]string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines()}, n.node, n.score).Int()
 	return r == 1, err
 }

@@ -14,9 +14,11 @@ import (
 )
 
 // Run states: a job ends exactly once, either through its worker (finishing) or through the
-// shutdown hand-back (handedBack), whichever claims it first.
+// shutdown hand-back (handedBack), whichever claims it first. A job handed back before its
+// worker started (still waiting) never runs here.
 const (
-	stateRunning int32 = iota
+	stateWaiting int32 = iota
+	stateRunning
 	stateFinishing
 	stateHandedBack
 )
@@ -34,8 +36,16 @@ type run struct {
 	state   atomic.Int32
 }
 
-// claim makes the caller the one who writes the job's outcome.
-func (r *run) claim(to int32) bool { return r.state.CompareAndSwap(stateRunning, to) }
+// begin moves a waiting job to running; false when it was handed back first.
+func (r *run) begin() bool { return r.state.CompareAndSwap(stateWaiting, stateRunning) }
+
+// claim makes the worker the one who writes the job's outcome.
+func (r *run) claim() bool { return r.state.CompareAndSwap(stateRunning, stateFinishing) }
+
+// handBack makes the shutdown the one that ends the job, whether or not its worker started.
+func (r *run) handBack() bool {
+	return r.state.CompareAndSwap(stateWaiting, stateHandedBack) || r.state.CompareAndSwap(stateRunning, stateHandedBack)
+}
 
 // manager owns the poll loop and the per-queue concurrency of this node.
 type manager struct {
@@ -44,7 +54,7 @@ type manager struct {
 	mu      sync.Mutex
 	subs    []Queue        // subscriptions, in order
 	busy    map[string]int // running jobs per queue, kept across unsubscribe/subscribe
-	fetched map[string]bool
+	asked   map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
 	running map[*run]struct{}
 	seq     uint64
 
@@ -64,7 +74,7 @@ func newManager(e *Exq, queues []Queue) *manager {
 		e:         e,
 		subs:      append([]Queue(nil), queues...),
 		busy:      map[string]int{},
-		fetched:   map[string]bool{},
+		asked:     map[string]bool{},
 		running:   map[*run]struct{}{},
 		wake:      make(chan struct{}, 1),
 		slotFreed: make(chan struct{}, 1),
@@ -141,7 +151,8 @@ func (m *manager) available() []fetchReq {
 	var reqs []fetchReq
 	for _, q := range m.subs {
 		if free := q.Concurrency - m.busy[q.Name]; free > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: free})
+			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.e.acker.heldIn(q.Name)})
+			m.asked[q.Name] = true
 		}
 	}
 	return reqs
@@ -222,7 +233,12 @@ func (m *manager) run(ctx context.Context) {
 			log.Info("exq: fetching jobs works again")
 			backoff = 0
 		}
-		if m.dispatch(reqs, res) > 0 {
+		if res.strays(reqs) {
+			// An earlier fetch ran without its reply reaching us: put its jobs back next.
+			log.Warn("exq: a backup list holds jobs no worker of this node has; putting them back on their queue")
+			reconcile = true
+		}
+		if m.dispatch(reqs, res.jobs) > 0 {
 			m.gather(ctx)
 			continue
 		}
@@ -243,16 +259,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 	for r := range m.running {
 		held[r.raw]++
 	}
-	queues := make([]string, 0, len(m.fetched)+len(m.subs))
-	seen := map[string]bool{}
-	for q := range m.fetched {
-		queues, seen[q] = append(queues, q), true
-	}
-	for _, q := range m.subs {
-		if !seen[q.Name] {
-			queues = append(queues, q.Name)
-		}
-	}
+	queues := m.askedQueues()
 	m.mu.Unlock()
 	for raw, n := range m.e.acker.held() {
 		held[raw] += n
@@ -327,9 +334,6 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	var runs []*run
 	for i, jobs := range res {
 		q := reqs[i].queue
-		if len(jobs) > 0 {
-			m.fetched[q] = true
-		}
 		now := m.e.opts.now()
 		for _, raw := range jobs {
 			m.seq++
@@ -454,7 +458,7 @@ func (m *manager) handBackAll(ctx context.Context) {
 	m.mu.Lock()
 	byQueue := map[string][]*run{}
 	for r := range m.running {
-		if r.claim(stateHandedBack) {
+		if r.handBack() {
 			byQueue[r.queue] = append(byQueue[r.queue], r)
 		}
 	}
@@ -476,16 +480,24 @@ func (m *manager) handBackAll(ctx context.Context) {
 	}
 }
 
+// askedQueues lists every queue a fetch of this node asked for: the only queues where it can
+// have backup entries. Call with mu held.
+func (m *manager) askedQueues() []string {
+	queues := make([]string, 0, len(m.asked))
+	for q := range m.asked {
+		queues = append(queues, q)
+	}
+	return queues
+}
+
 // sweep moves whatever is left in this node's backup lists back to their queues. It runs at
 // the end of Stop, when no job of this node runs any more, so what is left there was fetched
-// but never dispatched (a fetch whose reply was lost).
+// but never dispatched (a fetch whose reply was lost). It covers every queue a fetch ever
+// asked for, whether or not jobs came back: a fetch whose reply was lost may have taken some.
 // It reports whether every backup list of this node is now empty.
 func (m *manager) sweep(ctx context.Context) bool {
 	m.mu.Lock()
-	queues := make([]string, 0, len(m.fetched))
-	for q := range m.fetched {
-		queues = append(queues, q)
-	}
+	queues := m.askedQueues()
 	m.mu.Unlock()
 	empty := true
 	for _, q := range queues {

@@ -68,9 +68,12 @@ var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 // slot freed. Nothing a job does can kill the node or leak its slot.
 func (e *Exq) process(r *run) {
 	defer e.mgr.release(r)
+	if !r.begin() {
+		return // handed back to its queue at shutdown before it started
+	}
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {
-		if r.claim(stateFinishing) {
+		if r.claim() {
 			e.stats.record(false, e.opts.now())
 			e.deadLetterPoison(r, err)
 		}
@@ -90,7 +93,7 @@ func (e *Exq) process(r *run) {
 		defer cancel()
 	}
 	err = e.perform(ctx, job)
-	if !r.claim(stateFinishing) {
+	if !r.claim() {
 		return // handed back to its queue at shutdown: not an outcome
 	}
 	var snooze *SnoozeError

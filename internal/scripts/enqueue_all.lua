@@ -7,7 +7,9 @@
 -- then three values per unique job u: its job number, its jid, its lock TTL in ms.
 -- Returns {job number, holder jid, …} for the jobs skipped on a unique conflict ({} when all
 -- were written). Redis does not roll back a script that fails half-way, so every key is
--- type-checked before the first write.
+-- type-checked before the first write. A lock already held by its own job's jid means this
+-- call repeats one that wrote the whole batch (a client library sending the script again after
+-- a broken connection): then nothing is written and {} is returned.
 -- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
 -- must not turn a written job into a failed call.)
 local Q, N, U = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -22,6 +24,11 @@ local err = expect(KEYS[1], 'zset') or expect(KEYS[2], 'set')
 for q = 1, Q do err = err or expect(KEYS[2 + q], 'list') end
 for u = 1, U do err = err or expect(KEYS[2 + Q + u], 'string') end
 if err then return err end
+
+for u = 1, U do
+  local base = uniq0 + 3 * (u - 1)
+  if redis.call('GET', KEYS[2 + Q + u]) == ARGV[base + 2] then return {} end
+end
 
 local skipped, out = {}, {}
 for u = 1, U do

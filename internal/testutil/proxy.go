@@ -1,8 +1,10 @@
 package testutil
 
 import (
+	"bytes"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +22,16 @@ type Proxy struct {
 	ln      net.Listener
 	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
+
+	cuts    int      // requests still to cut after (see CutReplyTo)
+	markers [][]byte // what such a request contains
+	cut     chan struct{}
+}
+
+// link is one client connection and its upstream connection.
+type link struct {
+	client, upstream net.Conn
+	dropReply        atomic.Bool // the next reply must not reach the client
 }
 
 // NewProxy starts a proxy on a free loopback port that forwards to target (host:port). It is
@@ -94,9 +106,10 @@ func (p *Proxy) serve(ln net.Listener) {
 			if !p.track(c, up) {
 				return
 			}
+			l := &link{client: c, upstream: up}
 			p.wg.Add(2)
-			go p.pipe(c, up, true)
-			go p.pipe(up, c, false)
+			go p.pipe(l, c, up, false)
+			go p.pipe(l, up, c, true)
 		}
 	}()
 }
@@ -114,8 +127,10 @@ func (p *Proxy) track(a, b net.Conn) bool {
 	return true
 }
 
-// pipe copies src to dst; replies (upstream to client) carry the added latency.
-func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
+// pipe copies src to dst; replies (upstream to client) carry the added latency. A request
+// that CutReplyTo asked for is forwarded, and the reply it gets is dropped with both
+// connections: Redis ran the command, the client only sees its connection break.
+func (p *Proxy) pipe(l *link, src, dst net.Conn, replies bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
@@ -123,8 +138,24 @@ func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 		if n > 0 {
 			p.mu.Lock()
 			latency, frozen := p.latency, p.frozen
+			if !replies && p.cuts > 0 && containsAny(buf[:n], p.markers) {
+				p.cuts--
+				l.dropReply.Store(true)
+			}
 			p.mu.Unlock()
 			<-frozen // a frozen proxy holds the bytes: the peer sees a hung connection
+			if replies && l.dropReply.Load() {
+				_ = l.client.Close()
+				_ = l.upstream.Close()
+				p.mu.Lock()
+				cut := p.cut
+				p.mu.Unlock()
+				select {
+				case cut <- struct{}{}:
+				default:
+				}
+				break
+			}
 			if latency > 0 && replies {
 				time.Sleep(latency)
 			}
@@ -142,6 +173,32 @@ func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+func containsAny(b []byte, markers [][]byte) bool {
+	for _, m := range markers {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// CutReplyTo makes the proxy cut the connection of the next n requests that contain any of
+// markers (a script's SHA1 for EVALSHA, a line of its source for EVAL, "multi"…) after
+// forwarding them to Redis and before their reply reaches the client: the fault of a
+// connection that drops mid-command, which a client library may answer by sending the same
+// command again. The returned channel receives once per cut (buffered for n).
+func (p *Proxy) CutReplyTo(n int, markers ...string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cuts = n
+	p.markers = p.markers[:0]
+	for _, m := range markers {
+		p.markers = append(p.markers, []byte(m))
+	}
+	p.cut = make(chan struct{}, n)
+	return p.cut
 }
 
 // SetLatency delays every reply from Redis by d, so each round trip takes d longer (0 turns it

@@ -62,6 +62,11 @@ func (k Keys) Signals(id string) string { return k.Prefix + id + "-signals" }
 // Heartbeats is the sorted set of node identities scored by their last beat.
 func (k Keys) Heartbeats() string { return k.Prefix + "heartbeats" }
 
+// HeartbeatDeadlines is exq's own sorted set of node identities scored by the time each node
+// counts as dead: its last beat plus the window it publishes (its interval × (missed + 1)), so
+// that every node judges every other by that node's own window. Exq and Sidekiq write none.
+func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlines" }
+
 // Stat is the all-time counter of kind ("processed" or "failed").
 func (k Keys) Stat(kind string) string { return k.Prefix + "stat:" + kind }
 

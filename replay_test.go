@@ -1,0 +1,367 @@
+package exq
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// The faults in this file happen at the connection: a loopback proxy forwards a command to
+// Redis and cuts the connection before the reply comes back. Redis ran the command; the
+// client sees a broken connection and, with go-redis' default MaxRetries, sends it again.
+
+// cutter is the env's Redis behind a proxy that can cut connections.
+type cutter struct {
+	*env
+	proxy *testutil.Proxy
+}
+
+func newCutter(t *testing.T) *cutter {
+	v := newEnv(t)
+	return &cutter{env: v, proxy: testutil.NewProxy(t, v.rdb.Options().Addr)}
+}
+
+// retrying is a client through the proxy that sends a command again after a broken
+// connection, as go-redis does by default (MaxRetries 3): a caller's client.
+func (c *cutter) retrying() *redis.Client {
+	cl := c.clientVia(c.proxy.Addr())
+	require.Positive(c.t, cl.Options().MaxRetries, "go-redis retries by default")
+	return cl
+}
+
+// url is a RedisURL through the proxy, for the client exq builds itself.
+func (c *cutter) url() string {
+	return fmt.Sprintf("redis://%s/%d", c.proxy.Addr(), c.rdb.Options().DB)
+}
+
+// cutScript cuts the next run of s (EVALSHA: the script is loaded first, so no NOSCRIPT
+// round trip takes the cut).
+func (c *cutter) cutScript(s *redis.Script, times int) <-chan struct{} {
+	c.t.Helper()
+	require.NoError(c.t, s.Load(context.Background(), c.rdb).Err())
+	return c.proxy.CutReplyTo(times, s.Hash())
+}
+
+// waitCut fails the test unless the proxy cut a connection.
+func waitCut(t *testing.T, cut <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-cut:
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the proxy never cut a reply")
+	}
+}
+
+// ranOnce asserts that every jid in want ran exactly once.
+func ranOnce(t *testing.T, rec *recorder, want []string) {
+	t.Helper()
+	ran := map[string]int{}
+	for _, jid := range rec.jids() {
+		ran[jid]++
+	}
+	for _, jid := range want {
+		assert.Equal(t, 1, ran[jid], "job %s runs", jid)
+	}
+	assert.Len(t, ran, len(want), "no other job ran")
+}
+
+func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func(c *cutter) Options
+	}{
+		// go-redis sends the fetch again: the first batch sits in the backup list, held by
+		// no worker, and the poll loop sees no error.
+		{"caller's client sends it again", func(c *cutter) Options { return Options{Redis: c.retrying()} }},
+		// exq's own client does not send it again: the poll loop sees the error.
+		{"exq's client reports the error", func(c *cutter) Options { return Options{RedisURL: c.url()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			const jobs = 20
+			en := c.enqueuer(time.Now)
+			var want []string
+			for i := 0; i < jobs; i++ {
+				jid, err := en.enqueue(context.Background(), "default", "W", []any{i}, nil)
+				require.NoError(t, err)
+				want = append(want, jid)
+			}
+			cut := c.cutScript(scripts.Fetch, 1)
+			rec := &recorder{}
+			o := tc.opts(c)
+			o.Queues = []Queue{{Name: "default", Concurrency: 5}}
+			o.Workers = map[string]Worker{"W": rec}
+			o.DisableScheduler = true
+			e := c.start(o)
+			waitCut(t, cut)
+			testutil.WaitFor(t, "every job ran", func() bool { return rec.count() >= jobs })
+			testutil.WaitFor(t, "the backup list is empty", func() bool {
+				return len(c.list(c.keys.Backup(e.NodeID(), "default"))) == 0
+			})
+			ranOnce(t, rec, want)
+			assert.Empty(t, c.list(c.keys.Queue("default")))
+		})
+	}
+}
+
+func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
+	c := newCutter(t)
+	const jobs = 5
+	for i := 0; i < jobs; i++ {
+		c.push("lost", fmt.Sprintf(`{"class":"W","args":[],"queue":"lost","jid":"j%d"}`, i))
+	}
+	cut := c.cutScript(scripts.Fetch, 1)
+	// The first fetch of the queue takes the jobs, and its reply is lost: no job of the queue
+	// ever came back to this node.
+	e, err := Start(context.Background(), Options{RedisURL: c.url(), Namespace: c.ns, Logger: testLogger(),
+		Queues: []Queue{{Name: "lost", Concurrency: 10}}, DisableScheduler: true, RedisTimeout: time.Second})
+	require.NoError(t, err)
+	waitCut(t, cut)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	require.NoError(t, e.Stop(ctx))
+
+	backup := c.list(c.keys.Backup(e.NodeID(), "lost"))
+	_, beatErr := c.rdb.ZScore(context.Background(), c.keys.Heartbeats(), e.NodeID()).Result()
+	if len(backup) > 0 {
+		// Not handed back: then the node must stay visible for a rescue.
+		require.NoError(t, beatErr, "a node with jobs in its backup list must not sign off (%d left)", len(backup))
+	}
+	assert.Empty(t, backup, "Stop hands back the jobs of a fetch whose reply was lost")
+	assert.Len(t, c.list(c.keys.Queue("lost")), jobs, "every job is back in its queue")
+}
+
+func TestEnqueueWhoseReplyIsLost(t *testing.T) {
+	unique := []EnqueueOption{UniqueFor(time.Hour)}
+	for _, tc := range []struct {
+		name      string
+		ownClient bool
+		script    *redis.Script
+		enqueue   func(ctx context.Context, cl *Client) (string, error)
+		written   func(c *cutter) int
+		wantErr   bool // exq's own client reports the broken connection
+	}{
+		{"exq's client, enqueue", true, scripts.Enqueue,
+			func(ctx context.Context, cl *Client) (string, error) {
+				return cl.Enqueue(ctx, "default", "W", []any{1})
+			}, func(c *cutter) int { return len(c.list(c.keys.Queue("default"))) }, true},
+		{"exq's client, enqueue all", true, scripts.EnqueueAll,
+			func(ctx context.Context, cl *Client) (string, error) {
+				res, err := cl.EnqueueAll(ctx, []JobSpec{{Queue: "default", Class: "W", Args: []any{1}}})
+				if err != nil {
+					return "", err
+				}
+				return res[0].JID, res[0].Err
+			}, func(c *cutter) int { return len(c.list(c.keys.Queue("default"))) }, true},
+		{"caller's client, unique enqueue", false, scripts.Enqueue,
+			func(ctx context.Context, cl *Client) (string, error) {
+				return cl.Enqueue(ctx, "default", "W", []any{1}, unique...)
+			}, func(c *cutter) int { return len(c.list(c.keys.Queue("default"))) }, false},
+		{"caller's client, unique enqueue at", false, scripts.EnqueueAt,
+			func(ctx context.Context, cl *Client) (string, error) {
+				return cl.EnqueueIn(ctx, "default", "W", time.Hour, []any{1}, unique...)
+			}, func(c *cutter) int { return c.zcard(c.keys.Schedule()) }, false},
+		{"caller's client, unique enqueue all", false, scripts.EnqueueAll,
+			func(ctx context.Context, cl *Client) (string, error) {
+				res, err := cl.EnqueueAll(ctx, []JobSpec{
+					{Queue: "default", Class: "W", Args: []any{1}, Options: unique},
+					{Queue: "default", Class: "W", Args: []any{2}},
+				})
+				if err != nil {
+					return "", err
+				}
+				return res[0].JID, errors.Join(res[0].Err, res[1].Err)
+			}, func(c *cutter) int { return len(c.list(c.keys.Queue("default"))) / 2 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			ctx := context.Background()
+			o := Options{Namespace: c.ns, Logger: testLogger(), RedisTimeout: time.Second}
+			if tc.ownClient {
+				o.RedisURL = c.url()
+			} else {
+				o.Redis = c.retrying()
+			}
+			cl, err := NewEnqueuer(ctx, o)
+			require.NoError(t, err)
+			defer cl.Close()
+			cut := c.cutScript(tc.script, 1)
+			jid, err := tc.enqueue(ctx, cl)
+			waitCut(t, cut)
+			if tc.wantErr {
+				require.Error(t, err, "the caller learns that the outcome is unknown")
+			} else {
+				require.NoError(t, err, "a repeat of its own write is not a conflict")
+				assert.NotEmpty(t, jid)
+			}
+			assert.Equal(t, 1, tc.written(c), "the job is written exactly once")
+		})
+	}
+}
+
+func TestACallerClientThatRepeatsCommandsIsWarnedAbout(t *testing.T) {
+	v := newEnv(t)
+	for _, tc := range []struct {
+		name    string
+		retries int
+		warn    bool
+	}{{"default retries", 0, true}, {"no retries", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := *v.rdb.Options()
+			opts.MaxRetries = tc.retries
+			cl := redis.NewClient(&opts)
+			defer cl.Close()
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+			e, err := NewEnqueuer(context.Background(), Options{Redis: cl, Namespace: v.ns, Logger: log})
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, tc.warn, strings.Contains(logs.String(), "MaxRetries: -1"), logs.String())
+		})
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
+	type outcome struct {
+		name    string
+		job     string
+		marker  func(c *cutter) string // what the outcome's request contains
+		perform func(ctx context.Context, job *Job) error
+		check   func(t *testing.T, c *cutter)
+	}
+	script := func(s *redis.Script) func(c *cutter) string {
+		return func(c *cutter) string {
+			require.NoError(c.t, s.Load(context.Background(), c.rdb).Err())
+			return s.Hash()
+		}
+	}
+	ok := func(context.Context, *Job) error { return nil }
+	fail := func(context.Context, *Job) error { return errors.New("boom") }
+	for _, tc := range []outcome{
+		{"success", `{"class":"W","args":[],"queue":"default","jid":"ok"}`,
+			func(*cutter) string { return "lrem" }, ok,
+			func(t *testing.T, c *cutter) {}},
+		{"unique success", `{"class":"W","args":[],"queue":"default","jid":"uok","unique_token":"tok","unique_until":"success"}`,
+			script(scripts.Ack), ok,
+			func(t *testing.T, c *cutter) {
+				assert.Zero(t, c.rdb.Exists(context.Background(), c.keys.Unique("tok")).Val(), "the lock is released")
+			}},
+		{"retry", `{"class":"W","args":[],"queue":"default","jid":"r","retry":3}`,
+			script(scripts.Retry), fail,
+			func(t *testing.T, c *cutter) { assert.Equal(t, 1, c.zcard(c.keys.Retry()), "one retry entry") }},
+		{"snooze", `{"class":"W","args":[],"queue":"default","jid":"s","retry":3}`,
+			script(scripts.Retry), func(context.Context, *Job) error { return Snooze(time.Hour) },
+			func(t *testing.T, c *cutter) { assert.Equal(t, 1, c.zcard(c.keys.Retry()), "one retry entry") }},
+		{"dead", `{"class":"W","args":[],"queue":"default","jid":"d","retry":0}`,
+			script(scripts.Dead), fail,
+			func(t *testing.T, c *cutter) { assert.Equal(t, 1, c.zcard(c.keys.Dead()), "one dead entry") }},
+	} {
+		for _, client := range []string{"caller's", "exq's"} {
+			t.Run(tc.name+", "+client+" client", func(t *testing.T) {
+				c := newCutter(t)
+				if strings.Contains(tc.job, "unique_token") {
+					require.NoError(t, c.rdb.Set(context.Background(), c.keys.Unique("tok"), "uok", time.Hour).Err())
+				}
+				c.push("default", tc.job)
+				cut := c.proxy.CutReplyTo(1, tc.marker(c))
+				rec := &recorder{fn: tc.perform}
+				o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second}
+				if client == "exq's" {
+					o.RedisURL = c.url()
+				} else {
+					o.Redis = c.retrying()
+				}
+				e := c.start(o)
+				waitCut(t, cut)
+				testutil.WaitFor(t, "the backup list is empty", func() bool {
+					return len(c.list(c.keys.Backup(e.NodeID(), "default"))) == 0
+				})
+				assert.Equal(t, 1, rec.count(), "the job ran once")
+				assert.Empty(t, c.list(c.keys.Queue("default")), "and is not back in its queue")
+				tc.check(t, c)
+			})
+		}
+	}
+}
+
+func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
+	const n = 5
+	fill := func(c *cutter, node string) {
+		for i := 0; i < n; i++ {
+			c.push("q", fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"%s-%d"}`, node, i))
+			c.take("q", node)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		script *redis.Script
+		run    func(ctx context.Context, c *cutter, jq *jobQueue) error
+	}{
+		{"hand back at stop", scripts.Requeue, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+			fill(c, jq.node)
+			_, err := jq.requeue(ctx, "q", c.list(c.keys.Backup(jq.node, "q")))
+			return err
+		}},
+		{"recover own backup", scripts.Recover, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+			fill(c, jq.node)
+			_, err := jq.recoverBackup(ctx, "q")
+			return err
+		}},
+		{"rescue a dead node", scripts.Rescue, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+			stale := c.staleBackup("dead", "q", n)
+			_, err := jq.rescueBackup(ctx, stale, "q", time.Second)
+			return err
+		}},
+		{"move due jobs", scripts.Schedule, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+			for i := 0; i < n; i++ {
+				job := fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"due-%d"}`, i)
+				require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Schedule(), redis.Z{Score: 1, Member: job}).Err())
+			}
+			_, err := jq.moveDue(ctx, c.keys.Schedule(), time.Now(), 100)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			ctx := context.Background()
+			jq := &jobQueue{rdb: c.retrying(), keys: c.keys, node: "node"}
+			cut := c.cutScript(tc.script, 1)
+			require.NoError(t, tc.run(ctx, c, jq))
+			waitCut(t, cut)
+			q := c.list(c.keys.Queue("q"))
+			assert.Len(t, q, n, "every job is in its queue")
+			seen := map[string]bool{}
+			for _, raw := range q {
+				assert.False(t, seen[raw], "twice: %s", raw)
+				seen[raw] = true
+			}
+		})
+	}
+}

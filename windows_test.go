@@ -1,0 +1,152 @@
+package exq
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// Nodes with different heartbeat windows share one namespace: each judges the others by the
+// window they publish, never by its own.
+
+func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	slowRuns := &recorder{fn: func(ctx context.Context, job *Job) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	slow := v.start(Options{HeartbeatInterval: 2 * time.Second, Queues: []Queue{{Name: "shared", Concurrency: 3}},
+		Workers: map[string]Worker{"W": slowRuns}})
+	en := v.enqueuer(time.Now)
+	for i := 0; i < 3; i++ {
+		_, err := en.enqueue(ctx, "shared", "W", []any{i}, nil)
+		require.NoError(t, err)
+	}
+	testutil.WaitFor(t, "the slow node runs the jobs", func() bool { return slowRuns.count() == 3 })
+
+	// A fast node (window 800 ms) works on the same queue and checks every 100 ms.
+	fastRuns := &recorder{}
+	v.start(Options{HeartbeatInterval: 200 * time.Millisecond, Queues: []Queue{{Name: "shared", Concurrency: 3}},
+		Workers: map[string]Worker{"W": fastRuns}})
+
+	// Wait for two more beats of the slow node: each gap between them is longer than the
+	// fast node's window, so the fast node had every chance to take it for dead.
+	first, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), slow.NodeID()).Result()
+	require.NoError(t, err)
+	beats := 0
+	last := first
+	testutil.WaitFor(t, "two more beats of the slow node", func() bool {
+		s, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), slow.NodeID()).Result()
+		if err == nil && s != last {
+			beats++
+			last = s
+		}
+		return beats >= 2
+	})
+	assert.Zero(t, fastRuns.count(), "no job of the live slow node ran again on the fast node")
+	assert.Len(t, v.list(v.keys.Backup(slow.NodeID(), "shared")), 3, "the slow node keeps its jobs")
+}
+
+func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
+	v := newEnv(t)
+	const fast = 200 * time.Millisecond
+	const jobs = 5
+	en := v.enqueuer(time.Now)
+	for i := 0; i < jobs; i++ {
+		_, err := en.enqueue(context.Background(), "rescue", "Slow", []any{i}, nil)
+		require.NoError(t, err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+fast.String(),
+		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
+	stdout, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+		}
+	})
+	var childNode string
+	started := 0
+	lines := bufio.NewScanner(stdout)
+	for started < jobs && lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 2 && f[0] == "node":
+			childNode = f[1]
+		case len(f) == 2 && f[0] == "started":
+			started++
+		default:
+			t.Fatalf("child node: %s", lines.Text())
+		}
+	}
+	require.Equal(t, jobs, started)
+
+	// The rescuer beats every 2 s (window 8 s) and checks every second.
+	const slow = 2 * time.Second
+	rec := &recorder{}
+	v.start(Options{HeartbeatInterval: slow, Queues: []Queue{{Name: "rescue", Concurrency: 10}}, Workers: map[string]Worker{"Slow": rec}})
+
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	killedAt := time.Now()
+	_ = child.Wait()
+	killed = true
+	testutil.WaitFor(t, "the killed node's jobs ran on the slow node", func() bool { return rec.count() == jobs })
+	took := time.Since(killedAt)
+	// Judged by the rescuer's own window it would take at least 8 s; by its own, 800 ms plus
+	// the rescuer's check period.
+	ownWindow := fast * (DefaultMissedHeartbeats + 1)
+	assert.Less(t, took, slow*(DefaultMissedHeartbeats+1), "rescued by the dead node's window, not the rescuer's")
+	t.Logf("a node beating every %s was rescued %s after SIGKILL by a node beating every %s (its window %s, the rescuer checks every %s)",
+		fast, took.Round(time.Millisecond), slow, ownWindow, slow/2)
+	assert.Equal(t, redis.Nil, v.rdb.ZScore(context.Background(), v.keys.HeartbeatDeadlines(), childNode).Err(), "its deadline is gone")
+}
+
+func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
+	now, err := v.rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	at := func(ago time.Duration) float64 { return float64(now.Add(-ago).UnixMicro()) / 1e6 }
+	// An Exq node (beats every 60 s by default) that beat 2 minutes ago is alive; one that beat
+	// 7 minutes ago is dead. An exq node publishes its own deadline.
+	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(),
+		redis.Z{Score: at(2 * time.Minute), Member: "exq-elixir-live"},
+		redis.Z{Score: at(7 * time.Minute), Member: "exq-elixir-dead"},
+		redis.Z{Score: at(10 * time.Minute), Member: "go-slow-live"},
+	).Err())
+	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.HeartbeatDeadlines(),
+		redis.Z{Score: at(-time.Minute), Member: "go-slow-live"}, // deadline a minute from now
+		redis.Z{Score: at(time.Second), Member: "go-stopped"},    // deadline passed, heartbeat gone
+	).Err())
+	stale, err := jq.staleNodes(ctx, ForeignHeartbeatWindow)
+	require.NoError(t, err)
+	var names []string
+	for _, s := range stale {
+		names = append(names, s.node)
+	}
+	assert.Equal(t, []string{"exq-elixir-dead"}, names)
+	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.HeartbeatDeadlines(), "go-stopped").Err(),
+		"a deadline whose heartbeat is gone is dropped")
+}
