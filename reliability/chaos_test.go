@@ -2,8 +2,9 @@ package reliability_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
+	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -102,8 +103,29 @@ func TestChaosNoJobIsLost(t *testing.T) {
 		workers[victim] = startChild(t, srv.URL(), ns, concurrency, heartbeat)
 		t.Logf("%5.1fs: SIGKILLed %s with %d jobs in flight, %d jobs done", time.Since(start).Seconds(), node, inFlight, done())
 	}
-	testutil.WaitFor(t, "every job completed", func() bool { return done() == jobs })
+	window := heartbeat*time.Duration(missed+1) + heartbeat
+	// Every wanted jid done, by identity. On a timeout, say where each missing job is while the
+	// workers still run (stopping them hands their jobs back and would hide where they were).
+	notDone := func() []string {
+		counts, err := rdb.HGetAll(ctx, doneKey(ns)).Result()
+		if err != nil {
+			return []string{"(HGETALL " + doneKey(ns) + ": " + err.Error() + ")"}
+		}
+		var missing []string
+		for jid := range want {
+			if counts[jid] == "" {
+				missing = append(missing, jid)
+			}
+		}
+		sort.Strings(missing)
+		return missing
+	}
+	completed := testutil.Within(func() bool { return done() >= jobs && len(notDone()) == 0 })
 	elapsed := time.Since(start)
+	whereMissing := ""
+	if !completed {
+		whereMissing = locateJobs(ctx, rdb, ns, notDone(), window)
+	}
 	for _, w := range workers {
 		w.stop()
 	}
@@ -118,12 +140,11 @@ func TestChaosNoJobIsLost(t *testing.T) {
 			lost++
 		case "1":
 		default:
-			var k int
-			fmt.Sscan(n, &k)
+			k, err := strconv.Atoi(n)
+			require.NoError(t, err, "done count of %s", jid)
 			duplicates += k - 1
 		}
 	}
-	window := heartbeat*time.Duration(missed+1) + heartbeat
 	var slowest time.Duration
 	for _, d := range rescueTimes {
 		slowest = max(slowest, d)
@@ -131,6 +152,9 @@ func TestChaosNoJobIsLost(t *testing.T) {
 	t.Logf("chaos: %d jobs in %s, %d SIGKILLs (%d jobs in flight at the kills), Redis restarted: %v; lost %d, duplicates %d; "+
 		"orphans back after at most %s (heartbeat window %s)",
 		jobs, elapsed.Round(time.Millisecond), kills, inFlightAtKills, restartedRedis, lost, duplicates, slowest.Round(time.Millisecond), window)
+	if !completed {
+		t.Errorf("not every job completed within %s of the end of the chaos; while the workers still ran, %s", testutil.WaitTimeout, whereMissing)
+	}
 	assert.Zero(t, lost, "no job is ever lost")
 	assert.LessOrEqual(t, int64(duplicates), inFlightAtKills, "duplicates only from jobs running in a killed process")
 	assert.Len(t, rescueTimes, kills, "every killed node's jobs were rescued")

@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
@@ -22,7 +23,8 @@ func cpuTime() time.Duration {
 
 // TestRedisOutageUnderLoad cuts the node's connection to Redis for 5 s while it processes a
 // stream of jobs: no goroutine pile-up, no busy loop, enqueues fail with an error instead of
-// hanging, and processing resumes quickly once Redis is back.
+// hanging, and processing resumes quickly once Redis is back. Every job fed runs, checked by jid,
+// and none runs twice: the cut is shorter than the heartbeat window and no process dies.
 func TestRedisOutageUnderLoad(t *testing.T) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	proxy := testutil.NewProxy(t, srv.Addr())
@@ -39,18 +41,18 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 
 	// A steady stream of jobs, written straight to Redis, before, during and after the cut.
 	stopFeeding := make(chan struct{})
-	fed := make(chan int)
+	fed := make(chan []string)
 	go func() {
-		n := 0
-		defer func() { fed <- n }()
+		var jids []string
+		defer func() { fed <- jids }()
 		for {
 			select {
 			case <-stopFeeding:
 				return
 			case <-time.After(time.Millisecond):
 			}
-			if _, err := producer.Enqueue(ctx, "default", "W", nil); err == nil {
-				n++
+			if jid, err := producer.Enqueue(ctx, "default", "W", nil); err == nil {
+				jids = append(jids, jid)
 			}
 		}
 	}()
@@ -79,10 +81,34 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	testutil.WaitFor(t, "processing resumes", func() bool { return work.total() > doneAtCut+50 })
 	resumedIn := time.Since(upAt)
 	close(stopFeeding)
-	total := <-fed
-	testutil.WaitFor(t, "every job fed was run", func() bool { return work.total() >= total })
-	t.Logf("outage: %d jobs fed, goroutines %d before, at most %d during; CPU %.1f%% of a core during the 5 s cut; resumed %s after Redis came back",
-		total, goroutinesBefore, maxGoroutines, cpuShare*100, resumedIn.Round(time.Millisecond))
+	jids := <-fed
+	total := len(jids)
+	// Wait for every jid fed, by identity: a count of runs would let a lost job and a duplicate
+	// cancel out.
+	notRun := func() []string {
+		runs := work.snapshot()
+		var missing []string
+		for _, jid := range jids {
+			if runs[jid] == 0 {
+				missing = append(missing, jid)
+			}
+		}
+		return missing
+	}
+	if !testutil.Within(func() bool { return len(notRun()) == 0 }) {
+		t.Errorf("not every job fed ran within %s; %s", testutil.WaitTimeout,
+			locateJobs(ctx, direct, "outage", notRun(), exq.DefaultHeartbeatInterval*time.Duration(exq.DefaultMissedHeartbeats+1)))
+	}
+	runs := work.snapshot()
+	var duplicates []string
+	for _, jid := range jids {
+		if runs[jid] > 1 {
+			duplicates = append(duplicates, fmt.Sprintf("%s ran %d times", jid, runs[jid]))
+		}
+	}
+	t.Logf("outage: %d jobs fed, %d not run, %d run more than once; goroutines %d before, at most %d during; CPU %.1f%% of a core during the 5 s cut; resumed %s after Redis came back",
+		total, len(notRun()), len(duplicates), goroutinesBefore, maxGoroutines, cpuShare*100, resumedIn.Round(time.Millisecond))
+	assert.Empty(t, duplicates, "no job runs twice: no process died and the cut is shorter than the heartbeat window")
 	assert.LessOrEqual(t, maxGoroutines, goroutinesBefore+40, "no goroutine pile-up")
 	assert.Less(t, cpuShare, 0.5, "no busy loop while Redis is unreachable")
 	assert.LessOrEqual(t, resumedIn, 2*time.Second, "processing resumes within 2 s of recovery")

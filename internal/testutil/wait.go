@@ -20,3 +20,17 @@ func WaitFor(t testing.TB, msg string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Within polls cond until it holds or WaitTimeout passes, and reports whether it held. Use it
+// where a test has more to say on a timeout than WaitFor's message (where the missing jobs are),
+// and always check its result.
+func Within(cond func() bool) bool {
+	deadline := time.Now().Add(WaitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
