@@ -2,9 +2,7 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,51 +204,6 @@ func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"after-outage","retry":true}`)
 	testutil.WaitFor(t, "a job runs after Redis is back", func() bool { return rec.count() == 1 })
 	assert.Equal(t, []string{"after-outage"}, rec.jids())
-}
-
-// loseFetchReplies is a go-redis hook that runs the fetch script and then reports an error, as
-// if the connection had dropped the reply: the jobs are moved, but the node never sees them.
-type loseFetchReplies struct {
-	lose atomic.Int32 // how many more replies to lose
-}
-
-func (l *loseFetchReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (l *loseFetchReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (l *loseFetchReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && cmd.Name() == "evalsha" && strings.Contains(fmt.Sprint(cmd.Args()), "queue:backup::") && l.lose.Add(-1) >= 0 {
-			return errors.New("simulated: the fetch reply was lost")
-		}
-		return err
-	}
-}
-
-func TestJobsOfALostFetchReplyGoBackToTheirQueue(t *testing.T) {
-	v := newEnv(t)
-	ctx := context.Background()
-	en := v.enqueuer(time.Now)
-	for i := 0; i < 10; i++ {
-		_, err := en.enqueue(ctx, "default", "W", []any{i}, nil)
-		require.NoError(t, err)
-	}
-	opts := *v.rdb.Options()
-	client := redis.NewClient(&opts)
-	t.Cleanup(func() { _ = client.Close() })
-	hook := &loseFetchReplies{}
-	hook.lose.Store(1)
-	client.AddHook(hook)
-	rec := &recorder{}
-	e := v.start(Options{Redis: client, Queues: []Queue{{Name: "default", Concurrency: 4}}, Workers: map[string]Worker{"W": rec}})
-	// The first fetch took 4 jobs into the backup list and lost the reply; the node, still
-	// running, puts them back and runs every job.
-	testutil.WaitFor(t, "all 10 jobs ran", func() bool { return rec.count() == 10 })
-	assert.Len(t, uniq(rec.jids()), 10, "each exactly once")
-	testutil.WaitFor(t, "the backup list is empty", func() bool { return len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0 })
 }
 
 func uniq(s []string) map[string]bool {
