@@ -205,11 +205,3 @@ func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
 	testutil.WaitFor(t, "a job runs after Redis is back", func() bool { return rec.count() == 1 })
 	assert.Equal(t, []string{"after-outage"}, rec.jids())
 }
-
-func uniq(s []string) map[string]bool {
-	m := map[string]bool{}
-	for _, x := range s {
-		m[x] = true
-	}
-	return m
-}
