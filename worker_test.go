@@ -367,9 +367,15 @@ func TestMiddlewareCanTurnSuccessIntoFailure(t *testing.T) {
 			return errors.New("vetoed by middleware")
 		}
 	}
-	failingNode(t, v, Options{Middleware: []Middleware{veto}}, &recorder{})
+	rec := &recorder{}
+	failingNode(t, v, Options{Middleware: []Middleware{veto}}, rec)
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"m1","retry":1}`)
 	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
+	assert.Equal(t, []string{"m1"}, rec.jids(), "the worker ran once and succeeded; the middleware failed the job after it")
+	m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))
+	assert.Equal(t, "m1", m["jid"])
+	assert.Equal(t, "vetoed by middleware", m["error_message"], "the middleware's error is the job's failure")
+	assert.Equal(t, "*errors.errorString", m["error_class"])
 }
 
 func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
