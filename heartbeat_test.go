@@ -179,6 +179,7 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 	require.Empty(t, v.list(v.keys.Queue("default")))
 	var wg sync.WaitGroup
 	moved := make([]int, 2)
+	errs := make([]error, 2)
 	for i := range moved {
 		wg.Add(1)
 		go func(i int) {
@@ -188,6 +189,7 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 			for {
 				_, m, err := jq.rescuePage(ctx, stale, "default", 1)
 				if err != nil || m == 0 {
+					errs[i] = err
 					return
 				}
 				moved[i] += m
@@ -195,6 +197,8 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
+	assert.NoError(t, errs[0], "monitor 0")
+	assert.NoError(t, errs[1], "monitor 1")
 	assert.Equal(t, n, moved[0]+moved[1])
 	q := v.list(v.keys.Queue("default"))
 	assert.Len(t, q, n)
@@ -231,6 +235,7 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	v.take("other", "live")
 	require.NoError(t, live.beat(ctx, time.Minute))
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
+	assert.ElementsMatch(t, []string{"crashed-0", "crashed-1", "crashed-2"}, rec.jids(), "each of the crashed node's jobs ran once")
 	assert.Len(t, v.list(v.keys.Backup("live", "other")), 1)
 	_, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
 	assert.NoError(t, err)
