@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -134,6 +137,16 @@ type Options struct {
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
+
+	// Tag names this node's application in Sidekiq's Web UI: the Busy page shows it next to the
+	// process, as it shows a Ruby process' -g tag. Default: the binary's name
+	// (filepath.Base(os.Args[0])). Plain text; the Web UI does not escape it, so <, >, &, quotes
+	// and control characters are refused.
+	Tag string
+	// Labels are shown next to the process on Sidekiq's Busy page, after "exq-go", which every
+	// exq node carries so operators can tell it from a Ruby one. Same characters as Tag; no
+	// empty or repeated labels.
+	Labels []string
 
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
@@ -266,6 +279,22 @@ func (o Options) withDefaults() (Options, error) {
 	} else if strings.Contains(o.NodeID, "::") {
 		return bad("NodeID", "must not contain \"::\" (it separates the parts of backup list keys), got %q", o.NodeID)
 	}
+	if o.Tag == "" {
+		o.Tag = defaultTag()
+	} else if err := checkLabel(o.Tag); err != nil {
+		return bad("Tag", "%v", err)
+	}
+	labels := []string{NodeLabel}
+	for i, l := range o.Labels {
+		if err := checkLabel(l); err != nil {
+			return bad(fmt.Sprintf("Labels[%d]", i), "%v", err)
+		}
+		if slices.Contains(labels, l) {
+			return bad(fmt.Sprintf("Labels[%d]", i), "label %q is listed twice (%q is always there)", l, NodeLabel)
+		}
+		labels = append(labels, l)
+	}
+	o.Labels = labels
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -289,6 +318,42 @@ func checkQueueName(q string) error {
 		return fmt.Errorf("queue name %q has leading or trailing space", q)
 	}
 	return nil
+}
+
+// NodeLabel is the label every exq node shows on Sidekiq's Busy page (Options.Labels).
+const NodeLabel = "exq-go"
+
+// checkLabel refuses what Sidekiq's Web UI would render as markup (it does not escape tags
+// and labels) and what cannot be shown on one line.
+func checkLabel(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return errors.New("is empty")
+	case strings.ContainsAny(s, "<>&\"'"):
+		return fmt.Errorf("%q contains one of < > & \" ', which Sidekiq's Web UI would render as markup", s)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("%q contains a control character", s)
+	case len(s) > 100:
+		return fmt.Errorf("is %d bytes long, more than 100", len(s))
+	}
+	return nil
+}
+
+// defaultTag is the binary's name, with what checkLabel refuses taken out.
+func defaultTag() string {
+	tag := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || strings.ContainsRune("<>&\"'", r) {
+			return -1
+		}
+		return r
+	}, filepath.Base(os.Args[0]))
+	if len(tag) > 100 {
+		tag = tag[:100]
+	}
+	if checkLabel(tag) != nil {
+		return "exq"
+	}
+	return tag
 }
 
 // defaultNodeID is "<hostname>:<pid>:<random>", unique per process (DESIGN.md §2).

@@ -6,11 +6,13 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -24,11 +26,37 @@ const maxSignalsPerPing = 100
 // pinger registers this node where Exq's and Sidekiq's UIs look for processes: the processes
 // set, the node hash (info, busy, beat, quiet, rtt_us, rss) and the busy list; it reads the
 // node's signals; and it prunes nodes whose hash has expired.
+//
+// It writes the whole node state (hash and busy list) in one MULTI, so the UIs' process table
+// (busy, quiet) and their list of running jobs always agree. It writes it at every ping (5 s,
+// which also keeps the keys alive and prunes), and within a second of any change (a job
+// started or ended, quiet, subscriptions), at most once per refresh interval (1 s): a change
+// after a calm spell is written at the next check (a tenth of the refresh interval), a burst
+// of changes once a second. Signals are read at every refresh, so a UI's Quiet button shows
+// within a second or two.
 type pinger struct {
-	e        *Exq
-	hostname string
-	started  time.Time
-	rtt      time.Duration // of the previous ping
+	e         *Exq
+	hostname  string
+	started   time.Time
+	rtt       time.Duration // of the previous write
+	written   *nodeState    // what the last successful write stored; nil before it
+	lastWrite time.Time
+	pending   bool // a change was seen that the rate limit held back
+}
+
+// nodeState is what the node hash and the busy list say about this node.
+type nodeState struct {
+	busy        map[string]string // run id → WIRE §4 JSON; nil with DisableStats
+	count       int               // the hash's busy: len(busy), so both always agree
+	quiet       bool
+	queues      []string
+	concurrency int
+}
+
+// sameAs reports whether s would write what o wrote.
+func (s *nodeState) sameAs(o *nodeState) bool {
+	return o != nil && s.count == o.count && s.quiet == o.quiet && s.concurrency == o.concurrency &&
+		slices.Equal(s.queues, o.queues) && sameRuns(s.busy, o)
 }
 
 func newPinger(e *Exq) *pinger {
@@ -39,16 +67,45 @@ func newPinger(e *Exq) *pinger {
 	return &pinger{e: e, hostname: host, started: e.opts.now()}
 }
 
-func (p *pinger) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+// What a tick does: a ping writes everything and prunes; a refresh reads the signals and
+// writes what changed; a change writes what changed, without reading the signals.
+const (
+	tickPing = iota
+	tickRefresh
+	tickChange
+)
+
+// run pings at once and every pingEvery; every refresh interval (the stats interval, 1 s) it
+// reads the signals and writes the node state if it changed; and in between it looks for
+// changes that cost nothing to see (the number of running jobs, quiet, subscriptions) every
+// tenth of that, writing them as soon as the rate limit allows. Until ctx ends.
+func (p *pinger) run(ctx context.Context, pingEvery time.Duration) {
+	refresh := min(p.e.opts.statsInterval, pingEvery)
+	step := max(refresh/10, time.Millisecond)
+	t := time.NewTicker(step)
 	defer t.Stop()
+	var lastPing, lastRefresh time.Time
 	failing := false
 	for {
-		err := p.ping(ctx)
-		if err == nil {
-			err = p.e.prune(ctx)
+		now := time.Now()
+		var err error
+		ran := true
+		switch {
+		case now.Sub(lastPing) >= pingEvery-step/2:
+			lastPing, lastRefresh = now, now
+			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
+				err = p.e.prune(ctx)
+			}
+		case now.Sub(lastRefresh) >= refresh-step/2:
+			lastRefresh = now
+			err = p.tick(ctx, tickRefresh, refresh-step/2)
+		case (p.pending || p.changedCheaply()) && now.Sub(p.lastWrite) >= refresh-step/2:
+			err = p.tick(ctx, tickChange, refresh-step/2)
+		default:
+			ran = false
 		}
 		switch {
+		case !ran:
 		case err != nil && ctx.Err() == nil && !failing:
 			p.e.log.Warn("exq: node ping failed; will retry", "error", err)
 			failing = true
@@ -64,57 +121,160 @@ func (p *pinger) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// ping writes this node's state and takes its pending signals, in one MULTI.
-func (p *pinger) ping(ctx context.Context) error {
+// changedCheaply reports a change that is seen without rendering the busy list: the number
+// of running jobs, quiet, or the subscriptions. (A job ending as another starts is seen by the
+// next refresh.)
+func (p *pinger) changedCheaply() bool {
+	w := p.written
+	if w == nil {
+		return true
+	}
+	e := p.e
+	subs := e.mgr.subscriptions()
+	if e.mgr.inFlight() != w.count || p.quiet(subs) != w.quiet || len(subs) != len(w.queues) || e.mgr.concurrency() != w.concurrency {
+		return true
+	}
+	for i, q := range subs {
+		if q.Name != w.queues[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// tick reads and handles this node's signals (unless kind is tickChange), then writes its
+// state, together with the removal of the signals it handled, in one MULTI: always for a
+// ping or when there were signals, else when the state changed and the last write is at least
+// minGap old (otherwise the change stays pending).
+//
+// Signals are read without being removed, and removed only once handled, by a
+// compare-and-remove of exactly those at the list's right end (scripts.SignalsDone): a reply
+// lost after Redis ran the removal, or a replay of it, loses no signal and removes no newer
+// one. If the removal is lost, the next refresh handles the same signals again, which is
+// harmless: TSTP and TERM are idempotent, and a CANCEL for a job no longer running does nothing.
+func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error {
 	e := p.e
 	keys := e.jq.keys
 	node := e.opts.NodeID
-	subs := e.mgr.subscriptions()
-	names := make([]string, len(subs))
-	for i, q := range subs {
-		names[i] = q.Name
+	var sigs []string
+	if kind != tickChange {
+		// The oldest signals are at the right end (senders LPUSH).
+		var err error
+		if sigs, err = e.rdb.LRange(ctx, keys.Signals(node), -maxSignalsPerPing, -1).Result(); err != nil {
+			return err
+		}
+		for i := len(sigs) - 1; i >= 0; i-- {
+			e.handleSignal(sigs[i])
+		}
 	}
-	busy := e.mgr.inFlight()
-	quiet := e.mgr.quiet.Load() || len(subs) == 0
+	state := p.state()
+	changed := !state.sameAs(p.written)
+	if kind != tickPing && len(sigs) == 0 {
+		if !changed {
+			p.pending = false
+			return nil
+		}
+		if time.Since(p.lastWrite) < minGap {
+			p.pending = true
+			return nil
+		}
+	}
+	writeBusyList := !e.opts.DisableStats && (kind == tickPing || !sameRuns(state.busy, p.written))
 	info := wire.NodeInfo{
 		Hostname:    p.hostname,
 		Identity:    node,
 		StartedAt:   float64(p.started.UnixMicro()) / 1e6,
 		PID:         os.Getpid(),
-		Queues:      names,
-		Concurrency: e.mgr.concurrency(),
-		Busy:        busy,
-		Quiet:       quiet,
+		Tag:         e.opts.Tag,
+		Labels:      e.opts.Labels,
+		Queues:      state.queues,
+		Concurrency: state.concurrency,
+		Busy:        state.count,
+		Quiet:       state.quiet,
 	}
-	var signals *redis.StringSliceCmd
 	begin := time.Now()
 	_, err := e.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.SAdd(ctx, keys.Processes(), node)
 		pl.HSet(ctx, keys.Node(node),
 			"info", info.Encode(),
-			"busy", busy,
+			"busy", state.count,
 			"beat", wire.FormatTime(e.opts.now()),
-			"quiet", strconv.FormatBool(quiet),
+			"quiet", strconv.FormatBool(state.quiet),
 			"rtt_us", p.rtt.Microseconds(),
 			"rss", rssKB())
 		pl.Expire(ctx, keys.Node(node), nodeTTL)
-		if !e.stats.disabled {
-			pl.Expire(ctx, keys.Workers(node), nodeTTL)
+		if writeBusyList {
+			writeBusy(ctx, pl, keys.Workers(node), state.busy)
 		}
-		signals = pl.LRange(ctx, keys.Signals(node), 0, maxSignalsPerPing-1)
-		pl.LTrim(ctx, keys.Signals(node), maxSignalsPerPing, -1)
+		if len(sigs) > 0 {
+			// EVAL, not EVALSHA: inside MULTI a NOSCRIPT could not fall back. Signals are rare.
+			args := make([]any, len(sigs))
+			for i, s := range sigs {
+				args[i] = s
+			}
+			scripts.SignalsDone.Eval(ctx, pl, []string{keys.Signals(node)}, args...)
+		}
 		return nil
 	})
 	p.rtt = time.Since(begin)
 	if err != nil {
+		p.pending = true
 		return err
 	}
-	// Senders LPUSH, so the oldest signal is last: handle them in the order they were sent.
-	sigs := signals.Val()
-	for i := len(sigs) - 1; i >= 0; i-- {
-		e.handleSignal(sigs[i])
-	}
+	p.written, p.lastWrite, p.pending = state, begin, false
 	return nil
+}
+
+// sameRuns reports whether the busy list written last holds exactly the runs of busy.
+func sameRuns(busy map[string]string, o *nodeState) bool {
+	if o == nil || len(busy) != len(o.busy) {
+		return false
+	}
+	for id := range busy {
+		if _, ok := o.busy[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// state reads what the node hash and busy list should say now. Busy count and busy list come
+// from one snapshot of the running jobs, so they cannot disagree.
+func (p *pinger) state() *nodeState {
+	e := p.e
+	subs := e.mgr.subscriptions()
+	s := &nodeState{queues: make([]string, len(subs)), concurrency: e.mgr.concurrency()}
+	for i, q := range subs {
+		s.queues[i] = q.Name
+	}
+	if e.opts.DisableStats {
+		s.count = e.mgr.inFlight()
+	} else {
+		s.busy = e.mgr.busyJobs()
+		s.count = len(s.busy)
+	}
+	s.quiet = p.quiet(subs)
+	return s
+}
+
+// quiet reports whether the node fetches no more jobs: quieted (Quiet, TSTP, TERM), without
+// subscriptions, or stopping (Sidekiq's UI shows a Ruby process quiet in its shutdown too).
+func (p *pinger) quiet(subs []Queue) bool {
+	return p.e.mgr.quiet.Load() || len(subs) == 0 || p.e.stopping.Load()
+}
+
+// writeBusy replaces the workers hash with busy (run id → WIRE §4 JSON).
+func writeBusy(ctx context.Context, p redis.Pipeliner, key string, busy map[string]string) {
+	p.Del(ctx, key)
+	if len(busy) == 0 {
+		return
+	}
+	fields := make([]any, 0, 2*len(busy))
+	for id, v := range busy {
+		fields = append(fields, id, v)
+	}
+	p.HSet(ctx, key, fields...)
+	p.Expire(ctx, key, nodeTTL)
 }
 
 // unregister removes this node from the processes set and deletes its busy list (clean stop).

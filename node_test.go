@@ -3,8 +3,14 @@ package exq
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -48,8 +55,8 @@ func TestNodeRegistersItsHashWithInfoAndTTL(t *testing.T) {
 	assert.Equal(t, host, info["hostname"])
 	assert.Equal(t, node, info["identity"])
 	assert.EqualValues(t, os.Getpid(), info["pid"])
-	assert.Equal(t, "", info["tag"])
-	assert.Equal(t, []any{}, info["labels"])
+	assert.Equal(t, filepath.Base(os.Args[0]), info["tag"], "the binary's name by default")
+	assert.Equal(t, []any{"exq-go"}, info["labels"])
 	assert.Equal(t, []any{"default", "mail"}, info["queues"])
 	assert.EqualValues(t, 10, info["concurrency"], "the real concurrency, not Exq's 0")
 	assert.EqualValues(t, 0, info["busy"])
@@ -124,4 +131,325 @@ func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
 	assert.Contains(t, members, "alive")
 	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Workers("ghost")).Val())
 	assert.Equal(t, map[string]string{"b": "{}"}, v.hash(v.keys.Workers("alive")), "a live node's busy list is left alone")
+}
+
+func TestNodeInfoCarriesTagAndLabelsForSidekiqsBusyPage(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(Options{Tag: "billing", Labels: []string{"eu-west", "canary"}})
+	var info map[string]any
+	testutil.WaitFor(t, "the node hash", func() bool {
+		return json.Unmarshal([]byte(v.hash(v.keys.Node(e.NodeID()))["info"]), &info) == nil
+	})
+	assert.Equal(t, "billing", info["tag"])
+	assert.Equal(t, []any{"exq-go", "eu-west", "canary"}, info["labels"], "exq-go first, always")
+}
+
+func TestTagAndLabelsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		field  string
+		tag    string
+		labels []string
+	}{
+		{name: "defaults", tag: filepath.Base(os.Args[0]), labels: []string{"exq-go"}},
+		{name: "given", opts: Options{Tag: "api", Labels: []string{"blue"}}, tag: "api", labels: []string{"exq-go", "blue"}},
+		{name: "markup in the tag", opts: Options{Tag: "<b>api</b>"}, field: "Tag: "},
+		{name: "a newline in the tag", opts: Options{Tag: "a\nb"}, field: "Tag: "},
+		{name: "a blank tag", opts: Options{Tag: "  "}, field: "Tag: "},
+		{name: "an empty label", opts: Options{Labels: []string{"ok", ""}}, field: "Labels[1]: "},
+		{name: "a quote in a label", opts: Options{Labels: []string{`say "hi"`}}, field: "Labels[0]: "},
+		{name: "a repeated label", opts: Options{Labels: []string{"a", "a"}}, field: "Labels[1]: "},
+		{name: "exq-go given again", opts: Options{Labels: []string{"exq-go"}}, field: "Labels[0]: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := tc.opts.withDefaults()
+			if tc.field != "" {
+				require.ErrorIs(t, err, ErrInvalidOptions)
+				assert.Contains(t, err.Error(), tc.field)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.tag, o.Tag)
+			assert.Equal(t, tc.labels, o.Labels)
+		})
+	}
+}
+
+// nodeView reads the node hash's busy and quiet and the busy list's length in one MULTI, as a
+// UI page would see them at one moment.
+func (v *env) nodeView(node string) (busy string, quiet string, listed int64) {
+	v.t.Helper()
+	ctx := context.Background()
+	var h *redis.SliceCmd
+	var n *redis.IntCmd
+	_, err := v.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		h = p.HMGet(ctx, v.keys.Node(node), "busy", "quiet")
+		n = p.HLen(ctx, v.keys.Workers(node))
+		return nil
+	})
+	require.NoError(v.t, err)
+	busy, _ = h.Val()[0].(string)
+	quiet, _ = h.Val()[1].(string)
+	return busy, quiet, n.Val()
+}
+
+// withinASecond waits for cond and fails if it took more than a second (plus a margin for a
+// loaded machine) after since.
+func withinASecond(t *testing.T, what string, since time.Time, cond func() bool) {
+	t.Helper()
+	testutil.WaitFor(t, what, cond)
+	took := time.Since(since)
+	t.Logf("%s after %s", what, took.Round(time.Millisecond))
+	assert.Less(t, took, 1800*time.Millisecond, "%s took longer than a second", what)
+}
+
+// The node hash's busy count and the busy list are written together, within a second of a
+// change, not at the 5 s ping (set to an hour here): Sidekiq's header and process table then
+// agree with its table of running jobs.
+func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
+	v := newEnv(t)
+	started := make(chan time.Time, 4)
+	release := make(chan struct{})
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		started <- time.Now()
+		<-release
+		return nil
+	})
+	e := v.start(Options{pingInterval: time.Hour, Workers: map[string]Worker{"Slow": w}})
+	node := e.NodeID()
+	testutil.WaitFor(t, "the first ping", func() bool { b, _, _ := v.nodeView(node); return b == "0" })
+
+	var mu sync.Mutex
+	var disagreements []string
+	watch := func() bool { // every view must agree
+		b, _, n := v.nodeView(node)
+		if b != strconv.FormatInt(n, 10) {
+			mu.Lock()
+			disagreements = append(disagreements, "busy "+b+", listed "+strconv.FormatInt(n, 10))
+			mu.Unlock()
+		}
+		return true
+	}
+	v.push("default", `{"class":"Slow","args":[1],"queue":"default","jid":"b1"}`)
+	v.push("default", `{"class":"Slow","args":[2],"queue":"default","jid":"b2"}`)
+	at := <-started
+	<-started
+	withinASecond(t, "busy 2 in the hash and 2 jobs listed", at, func() bool {
+		watch()
+		b, _, n := v.nodeView(node)
+		return b == "2" && n == 2
+	})
+	close(release)
+	ended := time.Now()
+	withinASecond(t, "busy 0 and no job listed", ended, func() bool {
+		watch()
+		b, _, n := v.nodeView(node)
+		return b == "0" && n == 0
+	})
+	assert.Empty(t, disagreements, "the busy count and the busy list disagreed")
+}
+
+// Quiet(), a TSTP signal and UnsubscribeAll reach the node hash (and its info) within a second.
+func TestQuietReachesRedisWithinASecond(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quiet func(v *env, e *Exq)
+	}{
+		{"Quiet()", func(_ *env, e *Exq) { e.Quiet() }},
+		{"a TSTP signal", func(v *env, e *Exq) { v.signal(e.NodeID(), "TSTP") }},
+		{"a TERM signal", func(v *env, e *Exq) { v.signal(e.NodeID(), "TERM") }},
+		{"UnsubscribeAll", func(_ *env, e *Exq) { require.NoError(t, e.UnsubscribeAll()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			e := v.start(Options{pingInterval: time.Hour})
+			node := e.NodeID()
+			testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(node); return q == "false" })
+			at := time.Now()
+			tc.quiet(v, e)
+			withinASecond(t, `quiet "true" in the hash and in its info`, at, func() bool {
+				h := v.hash(v.keys.Node(node))
+				var info struct {
+					Quiet bool `json:"quiet"`
+				}
+				_ = json.Unmarshal([]byte(h["info"]), &info)
+				return h["quiet"] == "true" && info.Quiet
+			})
+		})
+	}
+}
+
+// signalsFault is a go-redis hook that, the first time a MULTI touches the node's signals
+// list, runs it in Redis and then does what a broken connection does to its reply.
+type signalsFault struct {
+	key   string
+	once  sync.Once
+	fault func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error
+}
+
+func (f *signalsFault) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *signalsFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (f *signalsFault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		touches := slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+			return slices.Contains(c.Args(), any(f.key))
+		})
+		if !touches {
+			return next(ctx, cmds)
+		}
+		err := errors.New("not faulted")
+		hit := false
+		f.once.Do(func() { hit = true; err = f.fault(ctx, cmds, next) })
+		if !hit {
+			return next(ctx, cmds)
+		}
+		return err
+	}
+}
+
+// faultyNode starts a node whose client suffers fault on the first MULTI touching its signals
+// list; jobs of class "Long" run until cancelled.
+func faultyNode(t *testing.T, v *env, node string, fault func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error) (*Exq, chan string) {
+	opts := *v.rdb.Options()
+	c := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddHook(&signalsFault{key: v.keys.Signals(node), fault: fault})
+	started := make(chan string, 8)
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		started <- job.JID
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	e := v.start(Options{Redis: c, NodeID: node, pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond,
+		Workers: map[string]Worker{"Long": w}})
+	return e, started
+}
+
+// A reply lost after Redis took the signals (the connection cut before the reply came back)
+// must not lose them: they are handled before they are removed.
+func TestSignalsAreNotLostWithALostReply(t *testing.T) {
+	v := newEnv(t)
+	node := "lost-reply-node"
+	v.signal(node, "TSTP") // waiting before the node starts, so its first read sees it
+	e, _ := faultyNode(t, v, node, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		if err := next(ctx, cmds); err != nil {
+			return err
+		}
+		return io.ErrUnexpectedEOF // Redis ran it; the reply is lost
+	})
+	testutil.WaitFor(t, "the node is quiet", func() bool { return e.mgr.quiet.Load() })
+	testutil.WaitFor(t, "the signal is removed", func() bool { return len(v.list(v.keys.Signals(node))) == 0 })
+}
+
+// A replayed removal (go-redis sends a MULTI again after a broken connection) must not remove
+// a signal that arrived between the two runs.
+func TestSignalsAreNotLostWhenTheRemovalIsReplayed(t *testing.T) {
+	v := newEnv(t)
+	node := "replay-node"
+	ctx := context.Background()
+	e, started := faultyNode(t, v, node, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		if err := next(ctx, cmds); err != nil {
+			return err
+		}
+		// A newer signal arrives, then the client replays the MULTI.
+		if err := v.rdb.LPush(ctx, v.keys.Signals(node), `CANCEL:{"jid":"j2"}`).Err(); err != nil {
+			return err
+		}
+		return next(ctx, cmds)
+	})
+	v.push("default", `{"class":"Long","args":[],"queue":"default","jid":"j1","retry":5}`)
+	v.push("default", `{"class":"Long","args":[],"queue":"default","jid":"j2","retry":5}`)
+	<-started
+	<-started
+	v.signal(node, `CANCEL:{"jid":"j1"}`)
+	testutil.WaitFor(t, "both jobs are cancelled and dead", func() bool { return v.zcard(v.keys.Dead()) == 2 })
+	testutil.WaitFor(t, "the signals are removed", func() bool { return v.rdb.LLen(ctx, v.keys.Signals(node)).Val() == 0 })
+	testutil.WaitFor(t, "both slots are free", func() bool { return e.mgr.inFlight() == 0 })
+}
+
+// The removal script takes exactly the handled signals off the right end, and nothing when the
+// right end no longer holds them (a replay after newer signals came, or after they went).
+func TestSignalsDoneRemovesOnlyTheHandledSignals(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	key := v.keys.Signals("n")
+	done := func(sigs ...any) int64 {
+		n, err := scripts.SignalsDone.Run(ctx, v.rdb, []string{key}, sigs...).Int64()
+		require.NoError(t, err)
+		return n
+	}
+	require.NoError(t, v.rdb.LPush(ctx, key, "TSTP", "CANCEL:a", "TERM").Err()) // TERM is the newest
+	got := v.list(key)
+	require.Equal(t, []string{"TERM", "CANCEL:a", "TSTP"}, got)
+	assert.EqualValues(t, 2, done("CANCEL:a", "TSTP"))
+	assert.Equal(t, []string{"TERM"}, v.list(key))
+	assert.EqualValues(t, 0, done("CANCEL:a", "TSTP"), "a replay removes nothing")
+	assert.Equal(t, []string{"TERM"}, v.list(key))
+	assert.EqualValues(t, 1, done("TERM"))
+	assert.Zero(t, v.rdb.Exists(ctx, key).Val())
+	assert.EqualValues(t, 0, done("TERM"), "a replay on an empty list removes nothing")
+}
+
+// Exq writes its node's pid as a JSON string; the API reads it as well as Sidekiq's number.
+func TestProcessesReadsAPIDWrittenAsAString(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	a, _ := v.api()
+	for id, info := range map[string]string{
+		"exq-elixir": `{"hostname":"h","identity":"exq-elixir","started_at":1796010418.2,"pid":"4242","queues":["default"],"labels":[],"tag":"","busy":0,"concurrency":0,"quiet":false}`,
+		"sidekiq-rb": `{"hostname":"h","started_at":1796010418.2,"pid":13122,"tag":"","concurrency":2,"queues":["default"],"labels":[],"identity":"sidekiq-rb"}`,
+	} {
+		require.NoError(t, v.rdb.HSet(ctx, v.keys.Node(id), "info", info, "busy", "0", "beat", "1796010458.3", "quiet", "false").Err())
+		require.NoError(t, v.rdb.SAdd(ctx, v.keys.Processes(), id).Err())
+	}
+	procs, err := a.Processes(ctx)
+	require.NoError(t, err)
+	pids := map[string]int{}
+	for _, p := range procs {
+		pids[p.Identity] = p.PID
+	}
+	assert.Equal(t, map[string]int{"exq-elixir": 4242, "sidekiq-rb": 13122}, pids)
+}
+
+// A change after a calm spell is written at once (at the next check, a tenth of the refresh
+// interval), not at the next refresh.
+func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(Options{pingInterval: time.Hour})
+	node := e.NodeID()
+	testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(node); return q == "false" })
+	time.Sleep(1200 * time.Millisecond) // a calm spell longer than the refresh interval
+	at := time.Now()
+	e.Quiet()
+	testutil.WaitFor(t, "quiet in the hash", func() bool { _, q, _ := v.nodeView(node); return q == "true" })
+	took := time.Since(at)
+	t.Logf("written after %s", took.Round(time.Millisecond))
+	assert.Less(t, took, 700*time.Millisecond)
+}
+
+// However busy the node, its state is written at most once per refresh interval (1 s) between
+// pings.
+func TestNodeStateIsWrittenAtMostOnceASecond(t *testing.T) {
+	v := newEnv(t)
+	client, counter := v.countingClient()
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
+		return nil
+	})
+	e := v.start(Options{Redis: client, pingInterval: time.Hour, DisableScheduler: true, DisableHeartbeat: true,
+		Workers: map[string]Worker{"W": w}})
+	testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(e.NodeID()); return q == "false" })
+	before := counter.Count("sadd") // one per write of the node state
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		v.push("default", `{"class":"W","args":[],"queue":"default","jid":"x"}`)
+		time.Sleep(10 * time.Millisecond)
+	}
+	writes := counter.Count("sadd") - before
+	t.Logf("%d writes in %s of steady churn", writes, time.Since(start).Round(time.Millisecond))
+	assert.GreaterOrEqual(t, writes, 2, "a changing state is written")
+	assert.LessOrEqual(t, writes, 4, "at most once a second")
 }

@@ -14,17 +14,15 @@ const (
 	statSecondTTL = 120 * time.Second
 )
 
-// stats counts processed and failed runs in memory and writes them, together with this
-// node's busy list, in one MULTI per flush: never a round trip per job. A Redis outage never
-// blocks a worker; what was counted meanwhile is written once Redis answers.
+// stats counts processed and failed runs in memory and writes them in one MULTI per flush:
+// never a round trip per job. A Redis outage never blocks a worker; what was counted meanwhile
+// is written once Redis answers. (The busy list is the pinger's: node.go.)
 type stats struct {
 	e        *Exq
 	disabled bool
 
 	mu      sync.Mutex
 	pending map[statKey]int64
-
-	busyWritten map[string]bool // run ids in the workers hash after the last flush
 }
 
 // statKey is one counter: kind is "processed" or "failed"; at is the second it counts for
@@ -36,7 +34,7 @@ type statKey struct {
 }
 
 func newStats(e *Exq, disabled bool) *stats {
-	return &stats{e: e, disabled: disabled, pending: map[statKey]int64{}, busyWritten: map[string]bool{}}
+	return &stats{e: e, disabled: disabled, pending: map[statKey]int64{}}
 }
 
 // record counts one run that ended at now: ok for processed, else failed.
@@ -71,7 +69,7 @@ func (s *stats) run(ctx context.Context, interval time.Duration) {
 		err := s.flush(ctx)
 		switch {
 		case err != nil && !failing:
-			s.e.log.Warn("exq: stats: writing counters and the busy list failed; keeping them until Redis answers", "error", err)
+			s.e.log.Warn("exq: stats: writing counters failed; keeping them until Redis answers", "error", err)
 			failing = true
 		case err == nil && failing:
 			s.e.log.Info("exq: stats: writing counters works again")
@@ -80,7 +78,7 @@ func (s *stats) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// flush writes the pending counters and, when it changed, the busy list.
+// flush writes the pending counters.
 func (s *stats) flush(ctx context.Context) error {
 	s.mu.Lock()
 	counts := s.pending
@@ -88,19 +86,7 @@ func (s *stats) flush(ctx context.Context) error {
 	s.mu.Unlock()
 
 	keys := s.e.jq.keys
-	node := s.e.opts.NodeID
-	var busy map[string]string
-	if !s.disabled {
-		busy = s.e.mgr.busyJobs()
-	}
-	changed := len(busy) != len(s.busyWritten)
-	for id := range busy {
-		if !s.busyWritten[id] {
-			changed = true
-			break
-		}
-	}
-	if len(counts) == 0 && !changed {
+	if len(counts) == 0 {
 		return nil
 	}
 	now := s.e.opts.now()
@@ -119,36 +105,13 @@ func (s *stats) flush(ctx context.Context) error {
 				p.Expire(ctx, key, statSecondTTL)
 			}
 		}
-		if changed {
-			writeBusy(ctx, p, keys.Workers(node), busy)
-		}
 		return nil
 	})
 	if err != nil {
 		s.restore(counts, now)
 		return err
 	}
-	if changed {
-		s.busyWritten = make(map[string]bool, len(busy))
-		for id := range busy {
-			s.busyWritten[id] = true
-		}
-	}
 	return nil
-}
-
-// writeBusy replaces the workers hash with busy (run id → WIRE §4 JSON).
-func writeBusy(ctx context.Context, p redis.Pipeliner, key string, busy map[string]string) {
-	p.Del(ctx, key)
-	if len(busy) == 0 {
-		return
-	}
-	fields := make([]any, 0, 2*len(busy))
-	for id, v := range busy {
-		fields = append(fields, id, v)
-	}
-	p.HSet(ctx, key, fields...)
-	p.Expire(ctx, key, nodeTTL)
 }
 
 // restore puts counts that could not be written back, except realtime seconds that would

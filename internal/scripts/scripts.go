@@ -44,6 +44,8 @@ var (
 	rescueSrc string
 	//go:embed bury.lua
 	burySrc string
+	//go:embed signals_done.lua
+	signalsDoneSrc string
 )
 
 // The scripts, ready to run.
@@ -65,4 +67,6 @@ var (
 	Stale      = redis.NewScript(staleSrc)
 	Rescue     = redis.NewScript(rescueSrc)
 	Bury       = redis.NewScript(burySrc)
+	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
+	SignalsDone = redis.NewScript(signalsDoneSrc)
 )

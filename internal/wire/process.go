@@ -8,7 +8,8 @@ import (
 )
 
 // NodeInfo is the "info" field of a node's hash (WIRE.md §3): the union of what Exq's UI and
-// Sidekiq 6's Web UI read.
+// Sidekiq 6's Web UI read. Tag and Labels are what Sidekiq's Busy page shows next to a process
+// (Sidekiq writes its -g tag and its labels there).
 type NodeInfo struct {
 	Hostname    string   `json:"hostname"`
 	Identity    string   `json:"identity"`
@@ -32,6 +33,33 @@ func (n NodeInfo) Encode() string {
 	}
 	b, _ := json.Marshal(n) // strings, numbers and bools always encode
 	return string(b)
+}
+
+// UnmarshalJSON reads an info field written by any runtime. Exq writes pid as a string (the OS
+// pid, "12345"), Sidekiq and exq as a number: both are accepted. A pid that is neither (or not
+// an integer) leaves PID 0 without failing the rest.
+func (n *NodeInfo) UnmarshalJSON(b []byte) error {
+	type plain NodeInfo // without this method, so the fields decode as usual
+	aux := struct {
+		*plain
+		PID json.RawMessage `json:"pid"`
+	}{plain: (*plain)(n)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	n.PID = 0
+	pid := strings.TrimSpace(string(aux.PID))
+	if len(pid) >= 2 && pid[0] == '"' {
+		var s string
+		if json.Unmarshal(aux.PID, &s) != nil {
+			return nil
+		}
+		pid = strings.TrimSpace(s)
+	}
+	if v, err := strconv.Atoi(pid); err == nil {
+		n.PID = v
+	}
+	return nil
 }
 
 // Busy renders one running job for a node's workers hash (WIRE.md §4): the payload is the raw
