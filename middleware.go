@@ -51,7 +51,7 @@ func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
 				// Log even when the worker panics; the engine recovers the panic after us.
 				v := recover()
 				if v != nil {
-					err = &PanicError{Value: v}
+					err = newPanicError(v) // here, where the panicking frames still are
 				}
 				l := logger
 				if l == nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,13 +28,71 @@ func ExqBackoff(retryCount int, _ *Job) time.Duration {
 // a time.Duration: 309⁴ + 15 + 30·310 s < 2⁶³ ns < 310⁴ s.
 const maxBackoffCount = 309
 
-// PanicError is the failure of a job whose worker panicked. Its error_class is "panic" and its
-// error_message the panic value.
+// PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
+// error_message the panic value, and its error_backtrace (README: Sidekiq's Web UI) the stack.
 type PanicError struct {
 	// Value is what was passed to panic.
 	Value any
 	// Stack is the goroutine's stack where the panic happened.
 	Stack []byte
+
+	pcs []uintptr // the same stack, for error_backtrace
+}
+
+// newPanicError records a recovered panic with the stack it happened on. Call it in the
+// deferred function that recovered v: the panicking frames are still below it.
+func newPanicError(v any) *PanicError {
+	pcs := make([]uintptr, 100)
+	return &PanicError{Value: v, Stack: debug.Stack(), pcs: pcs[:runtime.Callers(1, pcs)]}
+}
+
+// backtrace is the stack where the panic happened, one frame per line in Ruby's format
+// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
+// recovery itself are left out.
+func (p *PanicError) backtrace() []string {
+	var lines []string
+	if len(p.pcs) > 0 {
+		frames := runtime.CallersFrames(p.pcs)
+		for {
+			f, more := frames.Next()
+			lines = append(lines, fmt.Sprintf("%s:%d:in `%s'", f.File, f.Line, f.Function))
+			if f.Function == "runtime.gopanic" {
+				lines = lines[:0] // what came before is the recovery
+			}
+			if !more {
+				break
+			}
+		}
+	} else {
+		// Only the text of debug.Stack: "function(args)" then "\tfile:line +0x…".
+		text := strings.Split(string(p.Stack), "\n")
+		for i := 1; i < len(text); i++ {
+			if !strings.HasPrefix(text[i], "\t") {
+				continue
+			}
+			fn := text[i-1]
+			if j := strings.LastIndexByte(fn, '('); j > 0 {
+				fn = fn[:j]
+			}
+			loc := strings.TrimPrefix(text[i], "\t")
+			if j := strings.LastIndex(loc, " +0x"); j > 0 {
+				loc = loc[:j]
+			}
+			lines = append(lines, loc+":in `"+fn+"'")
+			if fn == "panic" {
+				lines = lines[:0]
+			}
+		}
+	}
+	// Runtime helpers between the panic and the code that caused it (a nil map write, an
+	// index out of range), and the goroutine's exit, say nothing about the job.
+	for len(lines) > 0 && strings.Contains(lines[0], ":in `runtime.") {
+		lines = lines[1:]
+	}
+	if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ":in `runtime.goexit'") {
+		lines = lines[:n-1]
+	}
+	return lines
 }
 
 // Error returns the panic value as text; it becomes the job's error_message.
@@ -50,12 +110,27 @@ func (u *unknownClassError) Error() string {
 func (u *unknownClassError) Is(target error) bool { return target == ErrUnknownClass }
 func (u *unknownClassError) ErrorClass() string   { return "exq.UnknownClass" }
 
+// storedMessage leaves out what error_class already says: Sidekiq's Web UI shows
+// "exq.UnknownClass: no worker registered for class "X"".
+func (u *unknownClassError) storedMessage() string {
+	return fmt.Sprintf("no worker registered for class %q", u.class)
+}
+
 // maxErrorMessage bounds error_message (WIRE.md §2).
 const maxErrorMessage = 10000
 
-// errorMessage is err's message cut to the wire limit, on a rune boundary.
+// storedMessager is a failure made by exq whose error_message should not repeat its
+// error_class or the "exq: " prefix of its Go error (the UIs show "error_class: error_message").
+type storedMessager interface{ storedMessage() string }
+
+// errorMessage is err's error_message: its message (or, for a failure exq made, the part that
+// error_class does not already say) cut to the wire limit, on a rune boundary. An error that
+// wraps one of exq's keeps its whole text: the wrapper's words are the caller's.
 func errorMessage(err error) string {
 	msg := err.Error()
+	if m, ok := err.(storedMessager); ok {
+		msg = m.storedMessage()
+	}
 	if len(msg) <= maxErrorMessage {
 		return msg
 	}
@@ -123,6 +198,14 @@ func (t *TimeoutError) Error() string {
 
 // Unwrap returns what the worker returned.
 func (t *TimeoutError) Unwrap() error { return t.Err }
+
+// storedMessage leaves out what error_class "exq.Timeout" already says.
+func (t *TimeoutError) storedMessage() string {
+	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("ran longer than %s", t.After)
+	}
+	return fmt.Sprintf("ran longer than %s, then returned: %v", t.After, t.Err)
+}
 
 // ErrorClass reports "exq.Timeout" as the job's error_class.
 func (t *TimeoutError) ErrorClass() string { return "exq.Timeout" }

@@ -100,11 +100,11 @@ func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
 		want       string
 	}{
 		{"Options.JobTimeout", 50 * time.Millisecond, WorkerFunc(func(ctx context.Context, _ *Job) error { <-ctx.Done(); return ctx.Err() }),
-			"exq: job timed out after 50ms"},
+			"ran longer than 50ms"},
 		{"the worker's Timeout overrides it", time.Hour, slowWorker{timeout: 30 * time.Millisecond, result: errors.New("gave up")},
-			"exq: job timed out after 30ms: gave up"},
+			"ran longer than 30ms, then returned: gave up"},
 		{"returning nil after the timeout is still a timeout", 0, slowWorker{timeout: 20 * time.Millisecond},
-			"exq: job timed out after 20ms"},
+			"ran longer than 20ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newEnv(t)

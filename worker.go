@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,7 +153,7 @@ func JobFromContext(ctx context.Context) *Job {
 func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			err = newPanicError(v)
 			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
 		}
 	}()
@@ -212,7 +211,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) {
 		return
 	}
 	count := job.RetryCount + 1
-	doc := failedDoc(obj, r.queue, count, errorMessage(cause), errorClass(cause), now)
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), errorClass(cause), cause, now)
 	if count <= job.MaxRetries {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
@@ -247,17 +246,54 @@ func (e *Exq) bury(r *run, job *Job, message, class string) {
 		e.deadLetterPoison(r, err)
 		return
 	}
-	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, now)
+	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
 	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
 	e.deadLetter(r, job, doc, now)
 }
 
-// failedDoc rewrites a job document after a failure: only the fields exq owns change.
-func failedDoc(obj *wire.Object, queue string, count int, message, class string, now time.Time) string {
+// failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
+// fields exq owns change.
+func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time) string {
 	obj.SetInt("retry_count", count)
 	obj.SetString("error_class", class)
 	markRetried(obj, queue, message, now)
+	setBacktrace(obj, cause)
 	return obj.String()
+}
+
+// panicBacktraceLines is how many frames of a panic's stack a job without a "backtrace" field
+// keeps in error_backtrace.
+const panicBacktraceLines = 50
+
+// setBacktrace writes error_backtrace as Sidekiq does for a job with "backtrace": true (every
+// line) or N (the first N): the failure's backtrace, base64 of the zlib-deflated JSON array.
+// Only a panic has one (a Go error carries no stack), so for any other failure of such a job
+// a stale error_backtrace, from an earlier failure, is removed. A panic in a job without the
+// field keeps its first panicBacktraceLines frames too (Sidekiq would store none: exq's
+// choice, README); "backtrace": false stores none.
+func setBacktrace(obj *wire.Object, cause error) {
+	var pe *PanicError
+	isPanic := errors.As(cause, &pe)
+	raw, present := obj.Get("backtrace")
+	limit, want := wire.BacktraceLimit(raw)
+	if !present && isPanic {
+		limit, want = panicBacktraceLines, true
+	}
+	if !want {
+		return
+	}
+	var lines []string
+	if isPanic {
+		lines = pe.backtrace()
+	}
+	if limit >= 0 && len(lines) > limit {
+		lines = lines[:limit]
+	}
+	if len(lines) == 0 {
+		obj.Delete("error_backtrace")
+		return
+	}
+	obj.SetString("error_backtrace", wire.CompressBacktrace(lines))
 }
 
 // markRetried sets the fields every failure, snooze and death rewrites: error_message,

@@ -305,7 +305,7 @@ func TestUnknownClassIsAFailureNamingTheClass(t *testing.T) {
 	v.push("default", `{"class":"Missing.Worker","args":[],"queue":"default","jid":"u1","retry":2}`)
 	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
 	m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))
-	assert.Equal(t, `exq: no worker registered for class "Missing.Worker"`, m["error_message"])
+	assert.Equal(t, `no worker registered for class "Missing.Worker"`, m["error_message"], "error_class says the rest")
 	assert.Equal(t, "exq.UnknownClass", m["error_class"])
 	assert.Empty(t, v.list(v.keys.Backup(e.NodeID(), "default")))
 }

@@ -384,6 +384,26 @@ func (o *Object) Has(k string) bool {
 	return ok && string(v) != "null"
 }
 
+// Get returns field k's raw value.
+func (o *Object) Get(k string) (json.RawMessage, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+// Delete removes field k (a stale error_backtrace).
+func (o *Object) Delete(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	for i, key := range o.keys {
+		if key == k {
+			o.keys = append(o.keys[:i], o.keys[i+1:]...)
+			break
+		}
+	}
+}
+
 // SetString sets field k to the JSON string s.
 func (o *Object) SetString(k, s string) { o.set(k, Quote(s)) }
 
