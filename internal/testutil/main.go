@@ -60,14 +60,20 @@ func finish(code int, w io.Writer) int {
 
 // goCommandStderr opens the standard error of the go command that runs this test binary, or
 // returns nil when the parent is something else (a shell running the binary directly, whose
-// stderr is ours) or cannot be opened.
+// stderr is ours), when that stderr is a regular file, or when it cannot be opened.
 func goCommandStderr() *os.File {
 	ppid := os.Getppid()
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
 	if err != nil || filepath.Base(exe) != "go" {
 		return nil
 	}
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+	path := fmt.Sprintf("/proc/%d/fd/2", ppid)
+	// A terminal or a pipe only: opening a regular file again gives a write offset of our own,
+	// and the go command's next lines would overwrite the banner.
+	if info, err := os.Stat(path); err != nil || info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return nil
 	}
@@ -108,7 +114,8 @@ func Skipped() int {
 	return n
 }
 
-// reportSkips writes a banner naming how many tests were skipped and why.
+// reportSkips writes a banner naming how many tests were skipped and why, in one write so that
+// banners of packages tested in parallel do not interleave.
 func reportSkips(w io.Writer) {
 	skips.mu.Lock()
 	defer skips.mu.Unlock()
@@ -121,9 +128,11 @@ func reportSkips(w io.Writer) {
 	sort.Strings(reasons)
 	bar := strings.Repeat("!", 78)
 	where, _ := os.Getwd() // go test runs a package's binary in the package's folder
-	fmt.Fprintf(w, "\n%s\n!!! %d TEST(S) WERE SKIPPED, NOT RUN, in %s: this is not a full pass.\n", bar, total, where)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\n!!! %d TEST(S) WERE SKIPPED, NOT RUN, in %s: this is not a full pass.\n", bar, total, where)
 	for _, r := range reasons {
-		fmt.Fprintf(w, "!!!   %d skipped: %s\n", skips.reason[r], r)
+		fmt.Fprintf(&b, "!!!   %d skipped: %s\n", skips.reason[r], r)
 	}
-	fmt.Fprintf(w, "!!! Install redis-server (and ruby-sidekiq ruby-redis-namespace for interop/) or set %s.\n%s\n\n", RedisURLEnv, bar)
+	fmt.Fprintf(&b, "!!! Install redis-server (and ruby-sidekiq ruby-redis-namespace for interop/) or set %s.\n%s\n\n", RedisURLEnv, bar)
+	_, _ = io.WriteString(w, b.String())
 }
