@@ -52,8 +52,8 @@ type manager struct {
 	e *Exq
 
 	mu      sync.Mutex
-	subs    []Queue        // subscriptions, in order
-	busy    map[string]int // running jobs per queue, kept across unsubscribe/subscribe
+	subs    []Queue         // subscriptions, in order
+	busy    map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
 	asked   map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
 	running map[*run]struct{}
 	seq     uint64
