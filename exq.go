@@ -256,7 +256,7 @@ func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts .
 	return e.enq.enqueue(ctx, queue, class, args, opts)
 }
 
-// EnqueueIn schedules a job to run after delay d.
+// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now.
 func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
@@ -264,7 +264,8 @@ func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duratio
 	return e.enq.enqueueAt(ctx, "enqueue in", queue, class, e.opts.now().Add(d), args, opts)
 }
 
-// EnqueueAt schedules a job to run at time t.
+// EnqueueAt schedules a job to run at time t. A time that has passed (before 1970 too)
+// enqueues it now; the zero time.Time is an error, since it is almost always a forgotten field.
 func (e *Exq) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
