@@ -110,7 +110,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.mgr = newManager(e, o.Queues)
-	e.stats = newStats(e, o.DisableStats)
+	e.stats = newStats(e.jq, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.pinger = newPinger(e)
 

@@ -365,3 +365,35 @@ func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
+	for _, client := range []string{"caller's", "exq's"} {
+		t.Run(client+" client", func(t *testing.T) {
+			c := newCutter(t)
+			const jobs = 5
+			for i := 0; i < jobs; i++ {
+				c.push("default", fmt.Sprintf(`{"class":"W","args":[],"queue":"default","jid":"j%d"}`, i))
+			}
+			cut := c.cutScript(scripts.StatsFlush, 1)
+			rec := &recorder{}
+			o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second,
+				statsInterval: 20 * time.Millisecond}
+			if client == "exq's" {
+				o.RedisURL = c.url()
+			} else {
+				o.Redis = c.retrying()
+			}
+			c.start(o)
+			testutil.WaitFor(t, "every job ran", func() bool { return rec.count() == jobs })
+			waitCut(t, cut)
+			testutil.WaitFor(t, "the counter reaches 5", func() bool { return c.get(c.keys.Stat("processed")) == "5" })
+			// One more job: its flush comes after any repeat of the lost batch would have.
+			c.push("default", `{"class":"W","args":[],"queue":"default","jid":"last"}`)
+			testutil.WaitFor(t, "the last job ran", func() bool { return rec.count() == jobs+1 })
+			testutil.WaitFor(t, "the last job is counted", func() bool { return c.get(c.keys.Stat("processed")) != "5" })
+			assert.Equal(t, "6", c.get(c.keys.Stat("processed")), "each run counted once")
+			day := c.get(c.keys.StatDay("processed", time.Now()))
+			assert.Equal(t, "6", day)
+		})
+	}
+}

@@ -2,10 +2,12 @@ package exq
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/exqgo/exq/internal/scripts"
 )
 
 // Stat key lifetimes, as Sidekiq sets them.
@@ -14,15 +16,29 @@ const (
 	statSecondTTL = 120 * time.Second
 )
 
-// stats counts processed and failed runs in memory and writes them in one MULTI per flush:
-// never a round trip per job. A Redis outage never blocks a worker; what was counted meanwhile
-// is written once Redis answers. (The busy list is the pinger's: node.go.)
+// stats counts processed and failed runs in memory and writes them in one script call per
+// flush: never a round trip per job. A Redis outage never blocks a worker; what was counted
+// meanwhile is written once Redis answers. (The busy list is the pinger's: node.go.)
+//
+// A flush whose reply is lost may have been applied, so it is sent again as the same batch,
+// with the same id, before anything counted later: the script applies a batch id once.
 type stats struct {
-	e        *Exq
+	jq       *jobQueue
+	now      func() time.Time
+	log      *slog.Logger
 	disabled bool
 
 	mu      sync.Mutex
 	pending map[statKey]int64
+
+	sending *statBatch // sent, and not known to be applied; only flush touches it
+	batches uint64
+}
+
+// statBatch is one flush's counters and its id.
+type statBatch struct {
+	id     string
+	counts map[statKey]int64
 }
 
 // statKey is one counter: kind is "processed" or "failed"; at is the second it counts for
@@ -33,8 +49,8 @@ type statKey struct {
 	at   int64
 }
 
-func newStats(e *Exq, disabled bool) *stats {
-	return &stats{e: e, disabled: disabled, pending: map[statKey]int64{}}
+func newStats(jq *jobQueue, now func() time.Time, log *slog.Logger, disabled bool) *stats {
+	return &stats{jq: jq, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
 }
 
 // record counts one run that ended at now: ok for processed, else failed.
@@ -69,60 +85,67 @@ func (s *stats) run(ctx context.Context, interval time.Duration) {
 		err := s.flush(ctx)
 		switch {
 		case err != nil && !failing:
-			s.e.log.Warn("exq: stats: writing counters failed; keeping them until Redis answers", "error", err)
+			s.log.Warn("exq: stats: writing counters failed; keeping them until Redis answers", "error", err)
 			failing = true
 		case err == nil && failing:
-			s.e.log.Info("exq: stats: writing counters works again")
+			s.log.Info("exq: stats: writing counters works again")
 			failing = false
 		}
 	}
 }
 
-// flush writes the pending counters.
-func (s *stats) flush(ctx context.Context) error {
-	s.mu.Lock()
-	counts := s.pending
-	s.pending = map[statKey]int64{}
-	s.mu.Unlock()
+// statFlushMarkerTTL is how long Redis remembers the id of the last batch a node applied: a
+// batch is sent again within seconds, or after an outage of at most this long.
+const statFlushMarkerTTL = time.Hour
 
-	keys := s.e.jq.keys
-	if len(counts) == 0 {
-		return nil
-	}
-	now := s.e.opts.now()
-	_, err := s.e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for k, n := range counts {
-			switch k.span {
-			case 't':
-				p.IncrBy(ctx, keys.Stat(k.kind), n)
-			case 'd':
-				key := keys.StatDay(k.kind, time.Unix(k.at, 0))
-				p.IncrBy(ctx, key, n)
-				p.Expire(ctx, key, statDayTTL)
-			case 's':
-				key := keys.StatSecond(k.kind, time.Unix(k.at, 0))
-				p.IncrBy(ctx, key, n)
-				p.Expire(ctx, key, statSecondTTL)
+// flush writes the batch whose reply was lost, if any, then the pending counters. Flushes do
+// not run concurrently (the stats loop, then Stop's last one after the loop has ended).
+func (s *stats) flush(ctx context.Context) error {
+	for {
+		if s.sending == nil {
+			s.mu.Lock()
+			counts := s.pending
+			s.pending = map[statKey]int64{}
+			s.mu.Unlock()
+			if len(counts) == 0 {
+				return nil
 			}
+			s.batches++
+			s.sending = &statBatch{id: s.jq.node + ":" + strconv.FormatUint(s.batches, 36), counts: counts}
 		}
-		return nil
-	})
-	if err != nil {
-		s.restore(counts, now)
-		return err
+		if err := s.send(ctx, s.sending); err != nil {
+			return err
+		}
+		s.sending = nil
 	}
-	return nil
 }
 
-// restore puts counts that could not be written back, except realtime seconds that would
-// already have expired: writing them late would only distort the realtime graph.
-func (s *stats) restore(counts map[statKey]int64, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, n := range counts {
-		if k.span == 's' && now.Unix()-k.at > int64(statSecondTTL/time.Second) {
-			continue
+// send applies one batch in one script call, once however often it is sent.
+func (s *stats) send(ctx context.Context, b *statBatch) error {
+	keys := s.jq.keys
+	now := s.now()
+	ks := make([]string, 0, 1+len(b.counts))
+	args := make([]any, 0, 2+2*len(b.counts))
+	ks = append(ks, keys.StatFlush(s.jq.node))
+	args = append(args, b.id, int64(statFlushMarkerTTL/time.Second))
+	for k, n := range b.counts {
+		var key string
+		var ttl time.Duration
+		switch k.span {
+		case 't':
+			key = keys.Stat(k.kind)
+		case 'd':
+			key, ttl = keys.StatDay(k.kind, time.Unix(k.at, 0)), statDayTTL
+		case 's':
+			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
+				// Already expired had it been written in time: writing it late would only
+				// distort the realtime graph.
+				continue
+			}
+			key, ttl = keys.StatSecond(k.kind, time.Unix(k.at, 0)), statSecondTTL
 		}
-		s.pending[k] += n
+		ks = append(ks, key)
+		args = append(args, n, int64(ttl/time.Second))
 	}
+	return scripts.StatsFlush.Run(ctx, s.jq.rdb, ks, args...).Err()
 }

@@ -46,6 +46,8 @@ var (
 	burySrc string
 	//go:embed signals_done.lua
 	signalsDoneSrc string
+	//go:embed stats_flush.lua
+	statsFlushSrc string
 )
 
 // The scripts, ready to run.
@@ -69,4 +71,6 @@ var (
 	Bury       = redis.NewScript(burySrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
+	// StatsFlush adds one batch of counters, once per batch id.
+	StatsFlush = redis.NewScript(statsFlushSrc)
 )

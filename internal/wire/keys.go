@@ -67,6 +67,10 @@ func (k Keys) Heartbeats() string { return k.Prefix + "heartbeats" }
 // that every node judges every other by that node's own window. Exq and Sidekiq write none.
 func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlines" }
 
+// StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
+// TTL), so that a batch sent again after a lost reply is not counted twice.
+func (k Keys) StatFlush(node string) string { return k.Prefix + "stat_flush:" + node }
+
 // Stat is the all-time counter of kind ("processed" or "failed").
 func (k Keys) Stat(kind string) string { return k.Prefix + "stat:" + kind }
 
