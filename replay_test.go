@@ -397,3 +397,34 @@ func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
+	for _, client := range []string{"caller's", "exq's"} {
+		t.Run(client+" client", func(t *testing.T) {
+			c := newCutter(t)
+			block := WorkerFunc(func(ctx context.Context, job *Job) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			c.push("default", `{"class":"W","args":[],"queue":"default","jid":"c1","retry":3}`)
+			c.push("default", `{"class":"W","args":[],"queue":"default","jid":"c2","retry":3}`)
+			// The removal of handled signals runs in a MULTI with the node's state; its source
+			// is sent with EVAL.
+			cut := c.proxy.CutReplyTo(1, "-- signals_done:")
+			o := Options{Workers: map[string]Worker{"W": block}, DisableScheduler: true, RedisTimeout: time.Second,
+				pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond}
+			if client == "exq's" {
+				o.RedisURL = c.url()
+			} else {
+				o.Redis = c.retrying()
+			}
+			e := c.start(o)
+			testutil.WaitFor(t, "both jobs run", func() bool { return e.mgr.inFlight() == 2 })
+			c.signal(e.NodeID(), `CANCEL:{"jid":"c1"}`)
+			waitCut(t, cut)
+			c.signal(e.NodeID(), `CANCEL:{"jid":"c2"}`)
+			testutil.WaitFor(t, "both jobs are cancelled into dead", func() bool { return c.zcard(c.keys.Dead()) == 2 })
+			testutil.WaitFor(t, "the signals list is empty", func() bool { return len(c.list(c.keys.Signals(e.NodeID()))) == 0 })
+		})
+	}
+}
