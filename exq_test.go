@@ -283,8 +283,9 @@ func TestStopPutsJobsLeftInTheBackupListBackOnTheirQueue(t *testing.T) {
 	// A fetch whose reply was lost leaves a job in the backup list that no worker runs.
 	require.NoError(t, e.UnsubscribeAll())
 	orphan := `{"class":"W","args":[],"queue":"default","jid":"orphan"}`
-	v.push("default", orphan)
-	v.take("default", e.NodeID())
+	// Written straight into the backup list: a push and a take would race a poll that was
+	// already under way when the node unsubscribed.
+	require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup(e.NodeID(), "default"), orphan).Err())
 	require.NoError(t, e.Stop(ctx))
 	assert.Equal(t, []string{orphan}, v.list(v.keys.Queue("default")))
 	assert.Empty(t, v.list(v.keys.Backup(e.NodeID(), "default")))

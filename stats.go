@@ -31,8 +31,9 @@ type stats struct {
 	mu      sync.Mutex
 	pending map[statKey]int64
 
-	sending *statBatch // sent, and not known to be applied; only flush touches it
-	batches uint64
+	flushMu sync.Mutex // one flush at a time: the batch in flight must go before any other
+	sending *statBatch // sent, and not known to be applied; under flushMu
+	batches uint64     // under flushMu
 }
 
 // statBatch is one flush's counters and its id.
@@ -98,9 +99,10 @@ func (s *stats) run(ctx context.Context, interval time.Duration) {
 // batch is sent again within seconds, or after an outage of at most this long.
 const statFlushMarkerTTL = time.Hour
 
-// flush writes the batch whose reply was lost, if any, then the pending counters. Flushes do
-// not run concurrently (the stats loop, then Stop's last one after the loop has ended).
+// flush writes the batch whose reply was lost, if any, then the pending counters.
 func (s *stats) flush(ctx context.Context) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	for {
 		if s.sending == nil {
 			s.mu.Lock()
