@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // acker removes successfully finished jobs from the backup lists in pipelines, so under load
@@ -161,20 +159,14 @@ func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 }
 
 func (a *acker) flushCtx(ctx context.Context, batch []ackReq) ([]ackReq, error) {
-	cmds := make([]*redis.IntCmd, len(batch))
-	_, err := a.jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range batch {
-			cmds[i] = p.LRem(ctx, a.jq.keys.Backup(a.jq.node, r.queue), -1, r.raw)
-		}
-		return nil
-	})
+	failed, err := a.jq.ackMany(ctx, batch)
 	if err == nil {
 		a.written(batch)
 		return batch[:0], nil
 	}
 	var left, ok []ackReq
 	for i, r := range batch {
-		if cmds[i].Err() != nil {
+		if failed[i] {
 			left = append(left, r)
 		} else {
 			ok = append(ok, r)

@@ -109,9 +109,11 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
-	e.mgr = newManager(e, o.Queues)
 	e.stats = newStats(e.jq, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
+	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
+	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, jobsCtx: e.jobsCtx,
+		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, now: o.now, log: e.log}, o.Queues)
 	e.pinger = newPinger(e)
 
 	if fixedNode {
@@ -142,7 +144,6 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	e.cancelRun = cancelRun
-	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.pubsub = e.rdb.Subscribe(runCtx, keys.Wake())
 	e.goLoop(func() { e.mgr.listen(e.pubsub) })
 	e.goLoop(func() { e.mgr.run(runCtx) })
@@ -391,7 +392,7 @@ func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
 func (e *Exq) checkWakeChannel(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	if err := e.rdb.Publish(ctx, e.jq.keys.Wake(), "").Err(); err != nil {
+	if err := e.jq.publishWake(ctx); err != nil {
 		e.log.Warn("exq: cannot use the wake-up channel; idle nodes will find new jobs by polling every PollTimeout (grant the channel, e.g. ACL &"+
 			e.jq.keys.Wake()+")", "channel", e.jq.keys.Wake(), "error", err)
 	}

@@ -212,6 +212,47 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
 	return scripts.Ack.Run(ctx, jq.rdb, []string{jq.keys.Backup(jq.node, q), jq.keys.Unique(token)}, raw, jid).Err()
 }
 
+// ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
+// repeat: each removes one exact string). On an error, failed tells which did not happen.
+func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
+	cmds := make([]*redis.IntCmd, len(batch))
+	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range batch {
+			cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil, nil
+	}
+	failed = make([]bool, len(batch))
+	for i, c := range cmds {
+		failed[i] = c.Err() != nil
+	}
+	return failed, err
+}
+
+// counter is one increment of a stats counter key, with the key's TTL (0: none).
+type counter struct {
+	key string
+	n   int64
+	ttl time.Duration
+}
+
+// addCounters applies one batch of counter increments, once per batch id, however often it
+// is sent (stats_flush.lua).
+func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.Duration, counters []counter) error {
+	keys := make([]string, 0, 1+len(counters))
+	args := make([]any, 0, 2+2*len(counters))
+	keys = append(keys, jq.keys.StatFlush(jq.node))
+	args = append(args, id, int64(markerTTL/time.Second))
+	for _, c := range counters {
+		keys = append(keys, c.key)
+		args = append(args, c.n, int64(c.ttl/time.Second))
+	}
+	return scripts.StatsFlush.Run(ctx, jq.rdb, keys, args...).Err()
+}
+
 // retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
 // backup list, atomically. It reports false when the job was no longer in the backup list.
 func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time) (bool, error) {
@@ -233,6 +274,11 @@ func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time
 	}
 	n, err := scripts.Dead.Run(ctx, jq.rdb, keys, args...).Int()
 	return n == 1, err
+}
+
+// backupList reads this node's whole backup list of q, newest first.
+func (jq *jobQueue) backupList(ctx context.Context, q string) ([]string, error) {
+	return jq.rdb.LRange(ctx, jq.keys.Backup(jq.node, q), 0, -1).Result()
 }
 
 // requeue hands raws (newest first) from the backup list back to the consumption end of q.

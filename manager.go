@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -47,9 +48,12 @@ func (r *run) handBack() bool {
 	return r.state.CompareAndSwap(stateWaiting, stateHandedBack) || r.state.CompareAndSwap(stateRunning, stateHandedBack)
 }
 
-// manager owns the poll loop and the per-queue concurrency of this node.
+// manager owns the poll loop and the per-queue concurrency of this node. It is built from
+// the parts it uses: the store, the acker (which holds finished jobs until Redis has taken
+// their acknowledgement), the function that runs one job, and the context every job's
+// context derives from.
 type manager struct {
-	e *Exq
+	managerParts
 
 	mu      sync.Mutex
 	subs    []Queue         // subscriptions, in order
@@ -69,9 +73,21 @@ type manager struct {
 	quiet     atomic.Bool    // fetch nothing more (TSTP, TERM, Quiet)
 }
 
-func newManager(e *Exq, queues []Queue) *manager {
+// managerParts are what a manager is built from.
+type managerParts struct {
+	jq          *jobQueue
+	acker       *acker
+	perform     func(*run)      // runs one job to its end, then calls release
+	jobsCtx     context.Context // parent of every job's context
+	timeout     time.Duration   // bounds each Redis call
+	pollTimeout time.Duration   // idle poll interval
+	now         func() time.Time
+	log         *slog.Logger
+}
+
+func newManager(parts managerParts, queues []Queue) *manager {
 	return &manager{
-		e:         e,
+		managerParts: parts,
 		subs:      append([]Queue(nil), queues...),
 		busy:      map[string]int{},
 		asked:     map[string]bool{},
@@ -151,7 +167,7 @@ func (m *manager) available() []fetchReq {
 	var reqs []fetchReq
 	for _, q := range m.subs {
 		if free := q.Concurrency - m.busy[q.Name]; free > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.e.acker.heldIn(q.Name)})
+			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name)})
 			m.asked[q.Name] = true
 		}
 	}
@@ -168,7 +184,7 @@ const (
 // many jobs in one round trip; polls again at once when it found jobs; otherwise waits for
 // PollTimeout, a wake-up from an enqueue, or a freed slot.
 func (m *manager) run(ctx context.Context) {
-	log := m.e.log
+	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	wait := func(d time.Duration) bool {
@@ -214,8 +230,8 @@ func (m *manager) run(ctx context.Context) {
 		}
 		// The fetch itself is not cancelled by Stop: a script that ran must have its jobs
 		// dispatched, or they would sit in the backup list until the next recovery.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.e.opts.RedisTimeout)
-		res, err := m.e.jq.fetch(fctx, reqs)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout)
+		res, err := m.jq.fetch(fctx, reqs)
 		cancel()
 		if err != nil {
 			reconcile = true
@@ -242,7 +258,7 @@ func (m *manager) run(ctx context.Context) {
 			m.gather(ctx)
 			continue
 		}
-		if !wait(m.e.opts.PollTimeout) {
+		if !wait(m.pollTimeout) {
 			return
 		}
 	}
@@ -261,12 +277,12 @@ func (m *manager) reconcile(ctx context.Context) error {
 	}
 	queues := m.askedQueues()
 	m.mu.Unlock()
-	for raw, n := range m.e.acker.held() {
+	for raw, n := range m.acker.held() {
 		held[raw] += n
 	}
 	for _, q := range queues {
-		cctx, cancel := context.WithTimeout(ctx, m.e.opts.RedisTimeout)
-		raws, err := m.e.rdb.LRange(cctx, m.e.jq.keys.Backup(m.e.opts.NodeID, q), 0, -1).Result()
+		cctx, cancel := context.WithTimeout(ctx, m.timeout)
+		raws, err := m.jq.backupList(cctx, q)
 		cancel()
 		if err != nil {
 			return err
@@ -282,13 +298,13 @@ func (m *manager) reconcile(ctx context.Context) error {
 		if len(orphans) == 0 {
 			continue
 		}
-		cctx, cancel = context.WithTimeout(ctx, m.e.opts.RedisTimeout)
-		moved, err := m.e.jq.requeue(cctx, q, orphans)
+		cctx, cancel = context.WithTimeout(ctx, m.timeout)
+		moved, err := m.jq.requeue(cctx, q, orphans)
 		cancel()
 		if err != nil {
 			return err
 		}
-		m.e.log.Warn("exq: put back jobs a failed fetch had taken", "queue", q, "jobs", moved)
+		m.log.Warn("exq: put back jobs a failed fetch had taken", "queue", q, "jobs", moved)
 	}
 	return nil
 }
@@ -334,10 +350,10 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	var runs []*run
 	for i, jobs := range res {
 		q := reqs[i].queue
-		now := m.e.opts.now()
+		now := m.now()
 		for _, raw := range jobs {
 			m.seq++
-			ctx, cancel := context.WithCancelCause(m.e.jobsCtx)
+			ctx, cancel := context.WithCancelCause(m.jobsCtx)
 			r := &run{queue: q, raw: raw, seq: m.seq, id: strconv.FormatUint(m.seq, 36), started: now, ctx: ctx, cancel: cancel}
 			m.busy[q]++
 			m.running[r] = struct{}{}
@@ -372,7 +388,7 @@ func (m *manager) worker(r *run) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		m.e.process(r)
+		m.perform(r)
 		idle.Reset(workerIdle)
 		select {
 		case r = <-m.work:
@@ -429,7 +445,7 @@ func (m *manager) busyJobs() map[string]string {
 	defer m.mu.Unlock()
 	out := make(map[string]string, len(m.running))
 	for r := range m.running {
-		out[r.id] = wire.Busy(r.queue, r.raw, r.started, m.e.opts.NodeID, r.id)
+		out[r.id] = wire.Busy(r.queue, r.raw, r.started, m.jq.node, r.id)
 	}
 	return out
 }
@@ -470,13 +486,13 @@ func (m *manager) handBackAll(ctx context.Context) {
 		for i, r := range runs {
 			raws[i] = r.raw
 		}
-		moved, err := m.e.jq.requeue(ctx, q, raws)
+		moved, err := m.jq.requeue(ctx, q, raws)
 		if err != nil {
-			m.e.log.Error("exq: stop: could not hand unfinished jobs back to their queue; they stay in this node's backup list until it is recovered",
+			m.log.Error("exq: stop: could not hand unfinished jobs back to their queue; they stay in this node's backup list until it is recovered",
 				"queue", q, "jobs", len(raws), "error", err)
 			continue
 		}
-		m.e.log.Info("exq: stop: handed unfinished jobs back to the front of their queue", "queue", q, "jobs", moved)
+		m.log.Info("exq: stop: handed unfinished jobs back to the front of their queue", "queue", q, "jobs", moved)
 	}
 }
 
@@ -501,11 +517,11 @@ func (m *manager) sweep(ctx context.Context) bool {
 	m.mu.Unlock()
 	empty := true
 	for _, q := range queues {
-		if n, err := m.e.jq.recoverBackup(ctx, q); err != nil {
-			m.e.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
+		if n, err := m.jq.recoverBackup(ctx, q); err != nil {
+			m.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
 			empty = false
 		} else if n > 0 {
-			m.e.log.Warn("exq: stop: moved jobs left in the backup list back to their queue", "queue", q, "jobs", n)
+			m.log.Warn("exq: stop: moved jobs left in the backup list back to their queue", "queue", q, "jobs", n)
 		}
 	}
 	return empty

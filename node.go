@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -154,13 +153,12 @@ func (p *pinger) changedCheaply() bool {
 // harmless: TSTP and TERM are idempotent, and a CANCEL for a job no longer running does nothing.
 func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error {
 	e := p.e
-	keys := e.jq.keys
 	node := e.opts.NodeID
 	var sigs []string
 	if kind != tickChange {
 		// The oldest signals are at the right end (senders LPUSH).
 		var err error
-		if sigs, err = e.rdb.LRange(ctx, keys.Signals(node), -maxSignalsPerPing, -1).Result(); err != nil {
+		if sigs, err = e.jq.signals(ctx, maxSignalsPerPing); err != nil {
 			return err
 		}
 		for i := len(sigs) - 1; i >= 0; i-- {
@@ -192,30 +190,16 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		Busy:        state.count,
 		Quiet:       state.quiet,
 	}
+	w := nodeWrite{info: info.Encode(), busy: state.count, beat: wire.FormatTime(e.opts.now()), quiet: state.quiet,
+		rtt: p.rtt, rssKB: rssKB(), handled: sigs}
+	if writeBusyList {
+		w.busyList = state.busy
+		if w.busyList == nil {
+			w.busyList = map[string]string{}
+		}
+	}
 	begin := time.Now()
-	_, err := e.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
-		pl.SAdd(ctx, keys.Processes(), node)
-		pl.HSet(ctx, keys.Node(node),
-			"info", info.Encode(),
-			"busy", state.count,
-			"beat", wire.FormatTime(e.opts.now()),
-			"quiet", strconv.FormatBool(state.quiet),
-			"rtt_us", p.rtt.Microseconds(),
-			"rss", rssKB())
-		pl.Expire(ctx, keys.Node(node), nodeTTL)
-		if writeBusyList {
-			writeBusy(ctx, pl, keys.Workers(node), state.busy)
-		}
-		if len(sigs) > 0 {
-			// EVAL, not EVALSHA: inside MULTI a NOSCRIPT could not fall back. Signals are rare.
-			args := make([]any, len(sigs))
-			for i, s := range sigs {
-				args[i] = s
-			}
-			scripts.SignalsDone.Eval(ctx, pl, []string{keys.Signals(node)}, args...)
-		}
-		return nil
-	})
+	err := e.jq.writeNode(ctx, w)
 	p.rtt = time.Since(begin)
 	if err != nil {
 		p.pending = true
@@ -263,72 +247,17 @@ func (p *pinger) quiet(subs []Queue) bool {
 	return p.e.mgr.quiet.Load() || len(subs) == 0 || p.e.stopping.Load()
 }
 
-// writeBusy replaces the workers hash with busy (run id → WIRE §4 JSON).
-func writeBusy(ctx context.Context, p redis.Pipeliner, key string, busy map[string]string) {
-	p.Del(ctx, key)
-	if len(busy) == 0 {
-		return
-	}
-	fields := make([]any, 0, 2*len(busy))
-	for id, v := range busy {
-		fields = append(fields, id, v)
-	}
-	p.HSet(ctx, key, fields...)
-	p.Expire(ctx, key, nodeTTL)
-}
-
 // unregister removes this node from the processes set and deletes its busy list (clean stop).
 // The node hash is left to expire, as Sidekiq does.
-func (p *pinger) unregister(ctx context.Context) error {
-	keys := p.e.jq.keys
-	_, err := p.e.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
-		pl.SRem(ctx, keys.Processes(), p.e.opts.NodeID)
-		pl.Del(ctx, keys.Workers(p.e.opts.NodeID))
-		return nil
-	})
-	return err
-}
+func (p *pinger) unregister(ctx context.Context) error { return p.e.jq.unregister(ctx) }
 
 // prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs.
-func (e *Exq) prune(ctx context.Context) error { return prune(ctx, e.rdb, e.jq.keys, e.log) }
+func (e *Exq) prune(ctx context.Context) error { return e.jq.prune(ctx, e.log) }
 
+// prune is jobQueue.prune for callers that hold a client and keys.
 func prune(ctx context.Context, rdb redis.UniversalClient, keys wire.Keys, log *slog.Logger) error {
-	members, err := rdb.SMembers(ctx, keys.Processes()).Result()
-	if err != nil || len(members) == 0 {
-		return err
-	}
-	exists := make([]*redis.BoolCmd, len(members))
-	if _, err := rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		for i, m := range members {
-			exists[i] = pl.HExists(ctx, keys.Node(m), "info")
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	var gone []string
-	for i, m := range members {
-		if !exists[i].Val() {
-			gone = append(gone, m)
-		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	_, err = rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
-		args := make([]any, len(gone))
-		for i, g := range gone {
-			args[i] = g
-			pl.Del(ctx, keys.Workers(g))
-		}
-		pl.SRem(ctx, keys.Processes(), args...)
-		return nil
-	})
-	if err == nil && log != nil {
-		log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
-	}
-	return err
+	return (&jobQueue{rdb: rdb, keys: keys}).prune(ctx, log)
 }
 
 // rssKB is this process' resident set size in KB (Linux), or 0 where it cannot be read.

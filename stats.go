@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/exqgo/exq/internal/scripts"
 )
 
 // Stat key lifetimes, as Sidekiq sets them.
@@ -126,28 +124,21 @@ func (s *stats) flush(ctx context.Context) error {
 func (s *stats) send(ctx context.Context, b *statBatch) error {
 	keys := s.jq.keys
 	now := s.now()
-	ks := make([]string, 0, 1+len(b.counts))
-	args := make([]any, 0, 2+2*len(b.counts))
-	ks = append(ks, keys.StatFlush(s.jq.node))
-	args = append(args, b.id, int64(statFlushMarkerTTL/time.Second))
+	counters := make([]counter, 0, len(b.counts))
 	for k, n := range b.counts {
-		var key string
-		var ttl time.Duration
 		switch k.span {
 		case 't':
-			key = keys.Stat(k.kind)
+			counters = append(counters, counter{keys.Stat(k.kind), n, 0})
 		case 'd':
-			key, ttl = keys.StatDay(k.kind, time.Unix(k.at, 0)), statDayTTL
+			counters = append(counters, counter{keys.StatDay(k.kind, time.Unix(k.at, 0)), n, statDayTTL})
 		case 's':
 			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
 				// Already expired had it been written in time: writing it late would only
 				// distort the realtime graph.
 				continue
 			}
-			key, ttl = keys.StatSecond(k.kind, time.Unix(k.at, 0)), statSecondTTL
+			counters = append(counters, counter{keys.StatSecond(k.kind, time.Unix(k.at, 0)), n, statSecondTTL})
 		}
-		ks = append(ks, key)
-		args = append(args, n, int64(ttl/time.Second))
 	}
-	return scripts.StatsFlush.Run(ctx, s.jq.rdb, ks, args...).Err()
+	return s.jq.addCounters(ctx, b.id, statFlushMarkerTTL, counters)
 }
