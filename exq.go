@@ -49,7 +49,7 @@ import (
 // Exq is a running node: it fetches and runs jobs of its queues and enqueues new ones. It is
 // safe for concurrent use. Create it with Start; end it with Stop.
 type Exq struct {
-	opts      Options
+	opts      settings
 	rdb       redis.UniversalClient
 	ownClient bool
 	log       *slog.Logger
@@ -85,15 +85,18 @@ type Exq struct {
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
 // (naming the field) or ErrRedisUnavailable (naming the address, never the password).
-func Start(ctx context.Context, opts Options) (*Exq, error) {
+func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
+
+// start is Start with the knobs only tests turn.
+func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	fixedNode := opts.NodeID != ""
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(hooks)
 	if err != nil {
 		return nil, err
 	}
 	e := &Exq{opts: o, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
 		done: make(chan struct{})}
-	e.rdb, e.ownClient, err = connect(ctx, o)
+	e.rdb, e.ownClient, err = connect(ctx, o.ClientOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +117,8 @@ func Start(ctx context.Context, opts Options) (*Exq, error) {
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, jobsCtx: e.jobsCtx,
 		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, now: o.now, log: e.log}, o.Queues)
-	e.pinger = newPinger(e)
+	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
+		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
 
 	if fixedNode {
 		if err := e.recoverOwnBackups(ctx); err != nil {

@@ -34,7 +34,7 @@ const maxSignalsPerPing = 100
 // of changes once a second. Signals are read at every refresh, so a UI's Quiet button shows
 // within a second or two.
 type pinger struct {
-	e         *Exq
+	pingerParts
 	hostname  string
 	started   time.Time
 	rtt       time.Duration // of the previous write
@@ -58,12 +58,26 @@ func (s *nodeState) sameAs(o *nodeState) bool {
 		slices.Equal(s.queues, o.queues) && sameRuns(s.busy, o)
 }
 
-func newPinger(e *Exq) *pinger {
+// pingerParts are what a pinger is built from.
+type pingerParts struct {
+	jq            *jobQueue
+	mgr           *manager         // its view of subscriptions and running jobs
+	handle        func(sig string) // acts on one signal
+	stopping      func() bool      // the node is stopping (it shows as quiet)
+	tag           string           // Options.Tag
+	labels        []string         // Options.Labels
+	statsDisabled bool             // no busy list
+	refresh       time.Duration    // how soon a change reaches Redis (1 s)
+	now           func() time.Time
+	log           *slog.Logger
+}
+
+func newPinger(parts pingerParts) *pinger {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "localhost"
 	}
-	return &pinger{e: e, hostname: host, started: e.opts.now()}
+	return &pinger{pingerParts: parts, hostname: host, started: parts.now()}
 }
 
 // What a tick does: a ping writes everything and prunes; a refresh reads the signals and
@@ -79,7 +93,7 @@ const (
 // changes that cost nothing to see (the number of running jobs, quiet, subscriptions) every
 // tenth of that, writing them as soon as the rate limit allows. Until ctx ends.
 func (p *pinger) run(ctx context.Context, pingEvery time.Duration) {
-	refresh := min(p.e.opts.statsInterval, pingEvery)
+	refresh := min(p.refresh, pingEvery)
 	step := max(refresh/10, time.Millisecond)
 	t := time.NewTicker(step)
 	defer t.Stop()
@@ -93,7 +107,7 @@ func (p *pinger) run(ctx context.Context, pingEvery time.Duration) {
 		case now.Sub(lastPing) >= pingEvery-step/2:
 			lastPing, lastRefresh = now, now
 			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
-				err = p.e.prune(ctx)
+				err = p.jq.prune(ctx, p.log)
 			}
 		case now.Sub(lastRefresh) >= refresh-step/2:
 			lastRefresh = now
@@ -106,10 +120,10 @@ func (p *pinger) run(ctx context.Context, pingEvery time.Duration) {
 		switch {
 		case !ran:
 		case err != nil && ctx.Err() == nil && !failing:
-			p.e.log.Warn("exq: node ping failed; will retry", "error", err)
+			p.log.Warn("exq: node ping failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			p.e.log.Info("exq: node ping works again")
+			p.log.Info("exq: node ping works again")
 			failing = false
 		}
 		select {
@@ -128,9 +142,8 @@ func (p *pinger) changedCheaply() bool {
 	if w == nil {
 		return true
 	}
-	e := p.e
-	subs := e.mgr.subscriptions()
-	if e.mgr.inFlight() != w.count || p.quiet(subs) != w.quiet || len(subs) != len(w.queues) || e.mgr.concurrency() != w.concurrency {
+	subs := p.mgr.subscriptions()
+	if p.mgr.inFlight() != w.count || p.quiet(subs) != w.quiet || len(subs) != len(w.queues) || p.mgr.concurrency() != w.concurrency {
 		return true
 	}
 	for i, q := range subs {
@@ -152,17 +165,15 @@ func (p *pinger) changedCheaply() bool {
 // one. If the removal is lost, the next refresh handles the same signals again, which is
 // harmless: TSTP and TERM are idempotent, and a CANCEL for a job no longer running does nothing.
 func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error {
-	e := p.e
-	node := e.opts.NodeID
 	var sigs []string
 	if kind != tickChange {
 		// The oldest signals are at the right end (senders LPUSH).
 		var err error
-		if sigs, err = e.jq.signals(ctx, maxSignalsPerPing); err != nil {
+		if sigs, err = p.jq.signals(ctx, maxSignalsPerPing); err != nil {
 			return err
 		}
 		for i := len(sigs) - 1; i >= 0; i-- {
-			e.handleSignal(sigs[i])
+			p.handle(sigs[i])
 		}
 	}
 	state := p.state()
@@ -177,20 +188,20 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 			return nil
 		}
 	}
-	writeBusyList := !e.opts.DisableStats && (kind == tickPing || !sameRuns(state.busy, p.written))
+	writeBusyList := !p.statsDisabled && (kind == tickPing || !sameRuns(state.busy, p.written))
 	info := wire.NodeInfo{
 		Hostname:    p.hostname,
-		Identity:    node,
+		Identity:    p.jq.node,
 		StartedAt:   float64(p.started.UnixMicro()) / 1e6,
 		PID:         os.Getpid(),
-		Tag:         e.opts.Tag,
-		Labels:      e.opts.Labels,
+		Tag:         p.tag,
+		Labels:      p.labels,
 		Queues:      state.queues,
 		Concurrency: state.concurrency,
 		Busy:        state.count,
 		Quiet:       state.quiet,
 	}
-	w := nodeWrite{info: info.Encode(), busy: state.count, beat: wire.FormatTime(e.opts.now()), quiet: state.quiet,
+	w := nodeWrite{info: info.Encode(), busy: state.count, beat: wire.FormatTime(p.now()), quiet: state.quiet,
 		rtt: p.rtt, rssKB: rssKB(), handled: sigs}
 	if writeBusyList {
 		w.busyList = state.busy
@@ -199,7 +210,7 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		}
 	}
 	begin := time.Now()
-	err := e.jq.writeNode(ctx, w)
+	err := p.jq.writeNode(ctx, w)
 	p.rtt = time.Since(begin)
 	if err != nil {
 		p.pending = true
@@ -225,16 +236,15 @@ func sameRuns(busy map[string]string, o *nodeState) bool {
 // state reads what the node hash and busy list should say now. Busy count and busy list come
 // from one snapshot of the running jobs, so they cannot disagree.
 func (p *pinger) state() *nodeState {
-	e := p.e
-	subs := e.mgr.subscriptions()
-	s := &nodeState{queues: make([]string, len(subs)), concurrency: e.mgr.concurrency()}
+	subs := p.mgr.subscriptions()
+	s := &nodeState{queues: make([]string, len(subs)), concurrency: p.mgr.concurrency()}
 	for i, q := range subs {
 		s.queues[i] = q.Name
 	}
-	if e.opts.DisableStats {
-		s.count = e.mgr.inFlight()
+	if p.statsDisabled {
+		s.count = p.mgr.inFlight()
 	} else {
-		s.busy = e.mgr.busyJobs()
+		s.busy = p.mgr.busyJobs()
 		s.count = len(s.busy)
 	}
 	s.quiet = p.quiet(subs)
@@ -244,12 +254,12 @@ func (p *pinger) state() *nodeState {
 // quiet reports whether the node fetches no more jobs: quieted (Quiet, TSTP, TERM), without
 // subscriptions, or stopping (Sidekiq's UI shows a Ruby process quiet in its shutdown too).
 func (p *pinger) quiet(subs []Queue) bool {
-	return p.e.mgr.quiet.Load() || len(subs) == 0 || p.e.stopping.Load()
+	return p.mgr.quiet.Load() || len(subs) == 0 || p.stopping()
 }
 
 // unregister removes this node from the processes set and deletes its busy list (clean stop).
 // The node hash is left to expire, as Sidekiq does.
-func (p *pinger) unregister(ctx context.Context) error { return p.e.jq.unregister(ctx) }
+func (p *pinger) unregister(ctx context.Context) error { return p.jq.unregister(ctx) }
 
 // prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs.
