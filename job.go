@@ -1,7 +1,6 @@
 package exq
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -50,6 +49,12 @@ func (j *Job) Raw() string { return j.raw }
 // rules: Bind(&userID, &template) for args [42,"welcome"]. A nil pointer skips its arg. The
 // number of pointers must equal the number of args, so a job from an older or newer producer
 // fails clearly instead of running with zero values.
+//
+// A number decoded into an interface{} (an `any` arg, or inside a map[string]any or []any)
+// is a json.Number, not encoding/json's float64: Ruby and Elixir push integers of any size,
+// and a float64 would silently round an id like 12345678901234567890. Call its Int64,
+// Float64 or String method, or bind into a typed destination (int64, float64, a struct),
+// which decodes as usual.
 func (j *Job) Bind(dst ...any) error {
 	var args []json.RawMessage
 	if err := json.Unmarshal(j.Args, &args); err != nil {
@@ -62,9 +67,7 @@ func (j *Job) Bind(dst ...any) error {
 		if d == nil {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(args[i]))
-		dec.UseNumber()
-		if err := dec.Decode(d); err != nil {
+		if err := decodeArg(args[i], d); err != nil {
 			return fmt.Errorf("exq: bind %s: arg %d (%s): %w", j.Class, i, args[i], err)
 		}
 	}

@@ -8,24 +8,25 @@ import (
 )
 
 // Typed adapts a function of one typed argument to a Worker. The rule: the job has exactly
-// one arg, and it is decoded into A with encoding/json; for a struct A that arg is a JSON
-// object. The wire format stays plain JSON, so a Ruby or Elixir producer enqueues
-// [{"user_id": 42, "template": "welcome"}] and a Go one enqueues []any{SignupArgs{...}}.
-// A job whose args do not fit fails with an error naming A (and is retried or dead like any
-// failure); it never panics. JobFromContext(ctx) gives the rest of the job.
+// one arg, and it is decoded into A with encoding/json (as Job.Bind does: a number in an
+// interface{} becomes a json.Number); for a struct A that arg is a JSON object. The wire
+// format stays plain JSON, so a Ruby or Elixir producer enqueues
+// [{"user_id": 42, "template": "welcome"}] and a Go one calls EnqueueArgs. A job whose args do
+// not fit fails with an error naming A (and is retried or dead like any failure); it never
+// panics.
 //
-//	type SignupArgs struct {
-//		UserID   int    `json:"user_id"`
-//		Template string `json:"template"`
-//	}
-//	e.Register("MyApp.Signup", exq.Typed(func(ctx context.Context, a SignupArgs) error { … }))
-//	e.Enqueue(ctx, "default", "MyApp.Signup", []any{SignupArgs{UserID: 42, Template: "welcome"}})
-func Typed[A any](f func(ctx context.Context, args A) error) Worker {
+// For an args type that names its class (JobArgs), AddWorker registers the function under
+// that class. Typed is for the other cases: a worker in Options.Workers or an exqtest double,
+// or a class string chosen elsewhere (a Ruby or Elixir producer's) for a type that is not a
+// JobArgs:
+//
+//	e.Register("Billing::Invoice", exq.Typed(func(ctx context.Context, job *exq.Job, a Invoice) error { … }))
+func Typed[A any](f func(ctx context.Context, job *Job, args A) error) Worker {
 	return typedWorker[A]{f: f}
 }
 
 type typedWorker[A any] struct {
-	f func(context.Context, A) error
+	f func(context.Context, *Job, A) error
 }
 
 func (t typedWorker[A]) Perform(ctx context.Context, job *Job) error {
@@ -37,10 +38,18 @@ func (t typedWorker[A]) Perform(ctx context.Context, job *Job) error {
 	if len(args) != 1 {
 		return fmt.Errorf("exq: %s: a Typed worker takes exactly one arg (the JSON of a %T), the job has %d", job.Class, a, len(args))
 	}
-	dec := json.NewDecoder(bytes.NewReader(args[0]))
-	dec.UseNumber()
-	if err := dec.Decode(&a); err != nil {
+	if err := decodeArg(args[0], &a); err != nil {
 		return fmt.Errorf("exq: %s: arg %s is not a %T: %w", job.Class, args[0], a, err)
 	}
-	return t.f(ctx, a)
+	return t.f(ctx, job, a)
+}
+
+// decodeArg decodes one JSON arg into dst. Numbers that land in an interface{} become
+// json.Number, not float64: an integer beyond 2^53 (a Ruby or Elixir bignum id such as
+// 12345678901234567890) stays exact instead of being silently rounded. Typed destinations
+// (int64, float64, a struct field) are decoded as encoding/json always does.
+func decodeArg(raw json.RawMessage, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(dst)
 }

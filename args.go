@@ -1,0 +1,125 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// JobArgs is the args of one kind of job, as a type that names its class, so that the class
+// string is written once and the enqueue side and the worker side agree on the type:
+//
+//	type Signup struct {
+//		UserID   int    `json:"user_id"`
+//		Template string `json:"template"`
+//	}
+//
+//	func (Signup) Class() string { return "MyApp.Signup" }
+//
+//	exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error { … })
+//	exq.EnqueueArgs(ctx, e, Signup{UserID: 42, Template: "welcome"})
+//
+// On the wire the job is {"class":"MyApp.Signup","args":[{"user_id":42,"template":"welcome"}],…}:
+// args is a one-element array holding the JSON of the value, so Ruby and Elixir producers
+// and consumers of the class see an ordinary job. Class is free-form ("MyApp::Signup" for a
+// Sidekiq worker); it must not depend on the value, since AddWorker reads it from A's zero
+// value. The value's JSON is encoding/json's, with its struct tags.
+//
+// A JobArgs may also have a Queue() string method naming the queue its jobs go to when the
+// enqueue does not say (OnQueue); without one they go to "default".
+type JobArgs interface {
+	Class() string
+}
+
+// EnqueueArgs enqueues args as a job of args.Class() to run now, on the queue args names
+// (its Queue method, "default" without one) or the one OnQueue gives, and returns its jid. It
+// works with every Enqueuer: *Exq, *Client and the doubles of package exqtest.
+func EnqueueArgs[A JobArgs](ctx context.Context, enq Enqueuer, args A, opts ...EnqueueOption) (string, error) {
+	queue, class, list, opts, err := argsJob("enqueue", args, opts)
+	if err != nil {
+		return "", err
+	}
+	return enq.Enqueue(ctx, queue, class, list, opts...)
+}
+
+// EnqueueArgsIn is EnqueueArgs for a job that runs after d (as Enqueuer.EnqueueIn).
+func EnqueueArgsIn[A JobArgs](ctx context.Context, enq Enqueuer, d time.Duration, args A, opts ...EnqueueOption) (string, error) {
+	queue, class, list, opts, err := argsJob("enqueue in", args, opts)
+	if err != nil {
+		return "", err
+	}
+	return enq.EnqueueIn(ctx, queue, class, d, list, opts...)
+}
+
+// EnqueueArgsAt is EnqueueArgs for a job that runs at t (as Enqueuer.EnqueueAt).
+func EnqueueArgsAt[A JobArgs](ctx context.Context, enq Enqueuer, t time.Time, args A, opts ...EnqueueOption) (string, error) {
+	queue, class, list, opts, err := argsJob("enqueue at", args, opts)
+	if err != nil {
+		return "", err
+	}
+	return enq.EnqueueAt(ctx, queue, class, t, list, opts...)
+}
+
+// OnQueue puts a job enqueued with EnqueueArgs (In, At) on queue, whatever the args' Queue
+// method says. The other enqueue calls take the queue as an argument and refuse it.
+func OnQueue(queue string) EnqueueOption { return onQueue(queue) }
+
+type onQueue string
+
+func (q onQueue) apply(*enqueueConfig) error {
+	return fmt.Errorf("OnQueue(%q) is for EnqueueArgs; this call takes the queue as its argument", string(q))
+}
+
+func (q onQueue) String() string { return fmt.Sprintf("OnQueue(%q)", string(q)) }
+
+// argsJob turns args into what Enqueuer takes: the queue (taken out of opts), the class and
+// the one-element args list.
+func argsJob[A JobArgs](op string, args A, opts []EnqueueOption) (queue, class string, list []any, rest []EnqueueOption, err error) {
+	class, err = classOf(args)
+	if err != nil {
+		return "", "", nil, nil, fmt.Errorf("exq: %s: %w", op, err)
+	}
+	queue = DefaultQueue
+	if q, ok := any(args).(interface{ Queue() string }); ok {
+		queue = q.Queue()
+	}
+	rest = make([]EnqueueOption, 0, len(opts))
+	for _, o := range opts {
+		if q, ok := o.(onQueue); ok {
+			queue = string(q)
+			continue
+		}
+		rest = append(rest, o)
+	}
+	return queue, class, []any{args}, rest, nil
+}
+
+// classOf calls args.Class(), turning a panic (a method on a nil pointer) into an error.
+func classOf[A JobArgs](args A) (class string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%T.Class() panicked: %v (give Class a value receiver)", args, v)
+		}
+	}()
+	return args.Class(), nil
+}
+
+// AddWorker registers fn as the worker of A's class (A's Class method, on its zero value):
+// each job's one arg is decoded into an A as Typed does, and fn gets it with the job. It may be
+// called before or while the node runs. A worker that is a struct registers its method:
+//
+//	exq.AddWorker(e, mailer.Signup) // func (m *Mailer) Signup(ctx context.Context, job *exq.Job, a Signup) error
+func AddWorker[A JobArgs](e *Exq, fn func(ctx context.Context, job *Job, args A) error) error {
+	var zero A
+	class, err := classOf(zero)
+	if err != nil {
+		return fmt.Errorf("exq: add worker: %w", err)
+	}
+	if fn == nil {
+		return fmt.Errorf("exq: add worker %q: func is nil", class)
+	}
+	if class == "" {
+		return fmt.Errorf("exq: add worker: %T.Class() is empty", zero)
+	}
+	return e.Register(class, Typed(fn))
+}
