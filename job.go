@@ -36,10 +36,11 @@ type Job struct {
 	// ErrorMessage and ErrorClass describe the latest failure, if any.
 	ErrorMessage, ErrorClass string
 
-	raw         string
-	worker      Worker // nil when no worker is registered for Class
-	uniqueToken string
-	uniqueUntil UniqueUntilMode
+	raw          string
+	worker       Worker          // nil when no worker is registered for Class
+	outcomeHooks []func(outcome) // called once the run's outcome is stored (middleware.go)
+	uniqueToken  string
+	uniqueUntil  UniqueUntilMode
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.

@@ -2,7 +2,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 )
@@ -33,10 +32,12 @@ type logConfig struct{ args bool }
 // often carry personal data.
 func LogArgs() LogOption { return func(c *logConfig) { c.args = true } }
 
-// LogJobs returns a Middleware that writes one line per job when it ends, with its class,
-// queue, jid, retry count, duration and outcome ("done", "snoozed", "failed", "timeout" or
-// "canceled", with the error). Failures log at Warn, the rest at Info. A nil logger means
-// slog.Default().
+// LogJobs returns a Middleware that writes one line per job once its outcome is stored, with
+// its class, queue, jid, how long the run took, and what was written: the outcome ("done";
+// "retry" with the time it runs again; "dead"; "snoozed" with the time; "handed back" to its
+// queue by a stopping node; "left in backup" when a stopping node could not store it), and the
+// job's retry_count, error and error_class as stored. Failures log at Warn, the rest at Info.
+// A nil logger means slog.Default().
 //
 //	exq.Options{Middleware: []exq.Middleware{exq.LogJobs(logger)}}
 func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
@@ -45,52 +46,74 @@ func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
 		o(&cfg)
 	}
 	return func(next Handler) Handler {
-		return func(ctx context.Context, job *Job) (err error) {
+		return func(ctx context.Context, job *Job) error {
 			start := time.Now()
-			defer func() {
-				// Log even when the worker panics; the engine recovers the panic after us.
-				v := recover()
-				if v != nil {
-					err = newPanicError(v) // here, where the panicking frames still are
-				}
+			var took time.Duration
+			// The outcome is decided after the middleware returns (a timeout, a CANCEL, retries
+			// left), so the line is written when the engine reports what it stored.
+			job.onOutcome(func(o outcome) {
 				l := logger
 				if l == nil {
 					l = slog.Default()
 				}
-				outcome, level := jobOutcome(ctx, err)
 				attrs := []slog.Attr{
 					slog.String("class", job.Class), slog.String("queue", job.Queue), slog.String("jid", job.JID),
-					slog.Int("retry_count", job.RetryCount), slog.Duration("duration", time.Since(start)),
-					slog.String("outcome", outcome),
+					slog.String("outcome", o.name), slog.Int("retry_count", o.retryCount), slog.Duration("duration", took),
 				}
-				if err != nil && outcome != "snoozed" {
-					attrs = append(attrs, slog.String("error", err.Error()))
+				if !o.at.IsZero() {
+					attrs = append(attrs, slog.Time("at", o.at))
+				}
+				if o.err != nil {
+					attrs = append(attrs, slog.String("error", o.err.Error()), slog.String("error_class", o.errorClass))
 				}
 				if cfg.args {
 					attrs = append(attrs, slog.String("args", string(job.Args)))
 				}
-				l.LogAttrs(ctx, level, "exq: job "+outcome, attrs...)
-				if v != nil {
-					panic(v)
+				level := slog.LevelInfo
+				if o.err != nil || o.name == "left in backup" {
+					level = slog.LevelWarn
 				}
-			}()
+				l.LogAttrs(context.WithoutCancel(ctx), level, "exq: job "+o.name, attrs...)
+			})
+			defer func() { took = time.Since(start) }() // also when next panics
 			return next(ctx, job)
 		}
 	}
 }
 
-// jobOutcome names how a run ended, as the engine will treat it.
-func jobOutcome(ctx context.Context, err error) (string, slog.Level) {
-	var snooze *SnoozeError
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errCanceled):
-		return "canceled", slog.LevelWarn
-	case errors.Is(cause, errTimeout):
-		return "timeout", slog.LevelWarn
-	case err == nil:
-		return "done", slog.LevelInfo
-	case errors.As(err, &snooze):
-		return "snoozed", slog.LevelInfo
+// outcome is what the engine stored for one run of a job, reported to the functions that
+// middleware registered with Job.onOutcome (LogJobs).
+type outcome struct {
+	name       string    // done, retry, dead, snoozed, handed back, left in backup
+	retryCount int       // the job's retry_count as stored
+	at         time.Time // when it runs again (retry, snoozed)
+	err        error     // the failure (retry, dead, left in backup); nil otherwise
+	errorClass string    // error_class as stored, with err
+}
+
+// storedIf is o when its write succeeded (ok), else "left in backup": the document in the
+// backup list, unchanged, keeps the retry_count it had before the run.
+func (o outcome) storedIf(ok bool, before int) outcome {
+	if !ok {
+		o.name, o.retryCount, o.at = "left in backup", before, time.Time{}
 	}
-	return "failed", slog.LevelWarn
+	return o
+}
+
+// onOutcome registers f to be called once the run's outcome is stored.
+func (j *Job) onOutcome(f func(outcome)) { j.outcomeHooks = append(j.outcomeHooks, f) }
+
+// reportOutcome calls the job's outcome functions. One that panics is logged and skipped: it
+// cannot kill the node, and the outcome is already stored.
+func (e *Exq) reportOutcome(job *Job, o outcome) {
+	for _, f := range job.outcomeHooks {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					e.log.Error("exq: a middleware's outcome function panicked", "class", job.Class, "jid", job.JID, "panic", v)
+				}
+			}()
+			f(o)
+		}()
+	}
 }

@@ -93,38 +93,44 @@ func (e *Exq) process(r *run) {
 	}
 	err = e.perform(ctx, job)
 	if !r.claim() {
-		return // handed back to its queue at shutdown: not an outcome
+		// Handed back to its queue at shutdown: not an outcome.
+		e.reportOutcome(job, outcome{name: "handed back", retryCount: job.RetryCount})
+		return
 	}
 	var snooze *SnoozeError
+	var out outcome
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
 		e.stats.record(false, e.opts.now())
-		e.bury(r, job, "Canceled", "exq.Canceled")
+		out = e.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
 		e.stats.record(false, e.opts.now())
-		e.fail(r, job, &TimeoutError{After: timeout, Err: err})
+		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
 		e.stats.record(true, e.opts.now())
+		out = outcome{name: "done", retryCount: job.RetryCount}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken
 		}
 		if token == "" {
 			e.acker.submit(r.queue, r.raw)
-			return
+			break
 		}
-		e.persist(r, "acknowledge", func(ctx context.Context) error {
+		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
 			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
 		})
+		out = out.storedIf(ok, job.RetryCount)
 	case errors.As(err, &snooze):
 		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
-		e.snooze(r, job, snooze.Delay)
+		out = e.snooze(r, job, snooze.Delay)
 	default:
 		e.stats.record(false, e.opts.now())
-		e.fail(r, job, err)
+		out = e.fail(r, job, err)
 	}
+	e.reportOutcome(job, out)
 }
 
 // timeoutFor is the run time allowed to w's jobs: its Timeout method when it has one (a
@@ -185,70 +191,77 @@ func (e *Exq) unlock(job *Job) {
 
 // snooze puts the job in the retry set to run again after d, as Exq's Snooze: retry_count
 // unchanged, a success lock kept.
-func (e *Exq) snooze(r *run, job *Job, d time.Duration) {
+func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 	now := e.opts.now()
 	obj, err := wire.ParseObject(r.raw)
 	if err != nil {
 		e.deadLetterPoison(r, err)
-		return
+		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
 	doc := obj.String()
 	at := now.Add(d)
-	e.persist(r, "snooze", func(ctx context.Context) error {
+	ok := e.persist(r, "snooze", func(ctx context.Context) error {
 		_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
 		return err
 	})
+	return outcome{name: "snoozed", retryCount: job.RetryCount, at: at}.storedIf(ok, job.RetryCount)
 }
 
 // fail writes a failed job to the retry set, or to the dead set when its retries are used up,
 // keeping every field of the document it does not own.
-func (e *Exq) fail(r *run, job *Job, cause error) {
+func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 	now := e.opts.now()
+	before := job.RetryCount
 	obj, err := wire.ParseObject(r.raw)
 	if err != nil { // DecodeHeader accepted it, so this cannot happen; never lose the job anyway
 		e.deadLetterPoison(r, err)
-		return
+		return outcome{name: "dead", retryCount: before, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	count := job.RetryCount + 1
-	doc := failedDoc(obj, r.queue, count, errorMessage(cause), errorClass(cause), cause, now)
+	class := errorClass(cause)
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now)
+	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
 	if count <= job.MaxRetries {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
-		e.persist(r, "retry", func(ctx context.Context) error {
+		ok := e.persist(r, "retry", func(ctx context.Context) error {
 			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
 			return err
 		})
-		return
+		out.name, out.at = "retry", at
+		return out.storedIf(ok, before)
 	}
 	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
-	e.deadLetter(r, job, doc, now)
+	return out.storedIf(e.deadLetter(r, job, doc, now), before)
 }
 
-// deadLetter writes a dead job and, for a success lock, releases it.
-func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) {
+// deadLetter writes a dead job and, for a success lock, releases it. It reports whether the
+// job was stored.
+func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 	token := ""
 	if job.uniqueUntil == UntilSuccess {
 		token = job.uniqueToken
 	}
-	e.persist(r, "dead-letter", func(ctx context.Context) error {
+	return e.persist(r, "dead-letter", func(ctx context.Context) error {
 		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID)
 		return err
 	})
 }
 
 // bury moves a job to the dead set whatever its retries (a cancelled job).
-func (e *Exq) bury(r *run, job *Job, message, class string) {
+func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 	now := e.opts.now()
 	obj, err := wire.ParseObject(r.raw)
 	if err != nil {
 		e.deadLetterPoison(r, err)
-		return
+		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
 	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
-	e.deadLetter(r, job, doc, now)
+	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}
+	return out.storedIf(e.deadLetter(r, job, doc, now), job.RetryCount)
 }
 
 // failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
@@ -324,8 +337,9 @@ func (e *Exq) deadLetterPoison(r *run, cause error) {
 
 // persist writes a job's outcome, retrying while Redis fails, until it is stored or the
 // shutdown grace period is over. In that case the job stays in the backup list, from which a
-// restart with the same NodeID or a live node's rescue runs it again: never lost.
-func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error) {
+// restart with the same NodeID or a live node's rescue runs it again: never lost. It reports
+// whether the outcome was stored.
+func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error) bool {
 	backoff := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		// Each attempt runs to its end even during shutdown: a cancelled write could have
@@ -337,7 +351,7 @@ func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error
 			if attempt > 1 {
 				e.log.Info(fmt.Sprintf("exq: %s succeeded after %d attempts", what, attempt), "queue", r.queue)
 			}
-			return
+			return true
 		}
 		if attempt == 1 || attempt%50 == 0 {
 			e.log.Warn(fmt.Sprintf("exq: %s failed; retrying until Redis answers", what), "queue", r.queue, "attempt", attempt, "error", err)
@@ -346,7 +360,7 @@ func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error
 		case <-e.graceOver:
 			e.log.Error(fmt.Sprintf("exq: %s failed and the node is stopping; the job stays in the backup list", what),
 				"queue", r.queue, "backup", e.jq.keys.Backup(e.jq.node, r.queue), "error", err)
-			return
+			return false
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, time.Second)
