@@ -13,8 +13,12 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// ErrJobNotFound is returned by the API's Find calls when no job has the jid.
+// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
 var ErrJobNotFound = errors.New("exq: job not found")
+
+// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job: not
+// JSON, not an object, no class, or args that are not a list (written by some other program).
+var ErrUndecodableJob = errors.New("exq: stored document is not a job")
 
 // API reads and changes what is stored in Redis: queues, scheduled, retry and dead jobs,
 // processes, stats, and signals to nodes (Exq.Api). It runs no goroutines. Every listing is
@@ -24,22 +28,22 @@ type API struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	jq        *jobQueue
-	opts      Options
 }
 
-// NewAPI connects to Redis (RedisURL or Redis, Namespace, RedisTimeout) and returns an API that
-// needs no running node (Exq's api mode). Close it when done.
-func NewAPI(ctx context.Context, opts Options) (*API, error) {
+// NewAPI connects to Redis and returns an API that needs no running node (Exq's api mode);
+// opts.MaxRetries is not used. A program that also starts a node passes the node's options:
+// NewAPI(ctx, opts.ClientOptions()). Close it when done.
+func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	o, rdb, own, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}, opts: o}, nil
+	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, opts: e.opts}
+	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
@@ -72,28 +76,40 @@ func (a *API) setKey(s Set) (string, error) {
 	return "", fmt.Errorf("exq: api: unknown set %q (want retry, schedule or dead)", s)
 }
 
-// JobRecord is a stored job: decoded (Job is nil, and DecodeErr says why, for a document
-// that cannot be decoded), its exact raw string, and for a sorted set its score as a time
-// (due time for retry and schedule, time of death for dead).
+// JobRecord is a stored document: its exact raw string (what Remove and Requeue take), for a
+// sorted set its score as a time (due time for retry and schedule, time of death for dead),
+// and the job decoded from it, which Job returns with the error that a document some other
+// program wrote may bring.
 type JobRecord struct {
-	Job       *Job
-	Raw       string
-	At        time.Time
-	Score     float64
-	DecodeErr error
+	Raw   string
+	At    time.Time
+	Score float64
+
+	job *Job
+	err error
+}
+
+// Job returns the decoded job. Its error, matching ErrUndecodableJob, says why a document
+// cannot be decoded (not JSON, no class, args not a list); the record's Raw is still right,
+// so the document can be removed or inspected.
+func (r JobRecord) Job() (*Job, error) {
+	if r.job == nil && r.err == nil {
+		return nil, fmt.Errorf("%w: empty JobRecord", ErrUndecodableJob)
+	}
+	return r.job, r.err
 }
 
 func record(raw string, score float64, queue string) JobRecord {
 	r := JobRecord{Raw: raw, Score: score, At: wire.ParseTime(score)}
 	h, err := wire.DecodeHeader(raw)
 	if err != nil {
-		r.DecodeErr = err
+		r.err = fmt.Errorf("%w: %v", ErrUndecodableJob, err)
 		return r
 	}
 	if queue == "" {
 		queue = h.Queue
 	}
-	r.Job = newJob(h, raw, queue, DefaultMaxRetries)
+	r.job = newJob(h, raw, queue, DefaultMaxRetries)
 	return r
 }
 
@@ -249,8 +265,9 @@ func hasJID(raw, jid string) bool {
 	return err == nil && h.JID == jid
 }
 
-// FindJob finds job jid waiting in queue q, scanning the list in pages.
-func (a *API) FindJob(ctx context.Context, q, jid string) (JobRecord, error) {
+// FindInQueue finds job jid waiting in queue q, scanning the list in pages. No job with that
+// jid is ErrJobNotFound.
+func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error) {
 	key := a.jq.keys.Queue(q)
 	for start := int64(0); ; start += findPage {
 		raws, err := a.rdb.LRange(ctx, key, start, start+findPage-1).Result()
@@ -268,7 +285,8 @@ func (a *API) FindJob(ctx context.Context, q, jid string) (JobRecord, error) {
 	}
 }
 
-// Find finds job jid in a sorted set, scanning it in pages.
+// Find finds job jid in a sorted set (RetrySet, ScheduledSet or DeadSet), scanning it in
+// pages. No job with that jid is ErrJobNotFound.
 func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 	key, err := a.setKey(s)
 	if err != nil {
@@ -288,19 +306,4 @@ func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 			return JobRecord{}, fmt.Errorf("%w: %s in %s", ErrJobNotFound, jid, s)
 		}
 	}
-}
-
-// FindRetry finds job jid in the retry set.
-func (a *API) FindRetry(ctx context.Context, jid string) (JobRecord, error) {
-	return a.Find(ctx, RetrySet, jid)
-}
-
-// FindScheduled finds job jid in the schedule set.
-func (a *API) FindScheduled(ctx context.Context, jid string) (JobRecord, error) {
-	return a.Find(ctx, ScheduledSet, jid)
-}
-
-// FindDead finds job jid in the dead set.
-func (a *API) FindDead(ctx context.Context, jid string) (JobRecord, error) {
-	return a.Find(ctx, DeadSet, jid)
 }

@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"strconv"
@@ -80,6 +81,26 @@ func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 		args := append([]any{a.jq.keys.Prefix, a.jq.keys.Wake()}, batch...)
 		return scripts.RequeueSet.Run(ctx, a.rdb, []string{key}, args...).Int()
 	})
+}
+
+// RequeueJob moves job jid from a sorted set (retry, schedule or dead) to its queue now, byte
+// for byte, and returns the record it moved. The job is found by a paged scan and moved by its
+// exact raw string in one script, so a job that left the set meanwhile (run by the scheduler,
+// moved by another call) is not moved twice: calling again, or for a jid that is not there,
+// changes nothing and returns ErrJobNotFound. Unique locks are neither taken nor checked.
+func (a *API) RequeueJob(ctx context.Context, s Set, jid string) (JobRecord, error) {
+	rec, err := a.Find(ctx, s, jid)
+	if err != nil {
+		return JobRecord{}, err
+	}
+	n, err := a.Requeue(ctx, s, []string{rec.Raw})
+	if err != nil {
+		return JobRecord{}, err
+	}
+	if n == 0 {
+		return JobRecord{}, fmt.Errorf("%w: %s left %s before it could be moved", ErrJobNotFound, jid, s)
+	}
+	return rec, nil
 }
 
 // RequeueAll moves every job that is in a sorted set when it starts to its queue now, a page

@@ -291,7 +291,7 @@ func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
 		return "", err
 	}
 	for _, b := range busy {
-		if b.Job != nil && b.Job.JID == jid {
+		if j, err := b.Job(); err == nil && j.JID == jid {
 			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
 			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
 		}

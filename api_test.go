@@ -18,9 +18,9 @@ import (
 func (v *env) api() (*API, *Client) {
 	v.t.Helper()
 	ctx := context.Background()
-	a, err := NewAPI(ctx, Options{Redis: v.rdb, Namespace: v.ns})
+	a, err := NewAPI(ctx, ClientOptions{Redis: v.rdb, Namespace: v.ns})
 	require.NoError(v.t, err)
-	c, err := NewEnqueuer(ctx, Options{Redis: v.rdb, Namespace: v.ns})
+	c, err := NewClient(ctx, ClientOptions{Redis: v.rdb, Namespace: v.ns})
 	require.NoError(v.t, err)
 	return a, c
 }
@@ -28,9 +28,19 @@ func (v *env) api() (*API, *Client) {
 func jidsOf(recs []JobRecord) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
-		out[i] = r.Job.JID
+		if j, err := r.Job(); err == nil {
+			out[i] = j.JID
+		}
 	}
 	return out
+}
+
+// jobOf is the job of r; the test fails if r does not decode.
+func jobOf(t *testing.T, r JobRecord) *Job {
+	t.Helper()
+	j, err := r.Job()
+	require.NoError(t, err)
+	return j
 }
 
 func TestAPIQueuesSizesAndRemoval(t *testing.T) {
@@ -82,16 +92,16 @@ func TestAPIJobsInAQueueArePaginatedNewestFirst(t *testing.T) {
 	_, err = a.Jobs(ctx, "q", ListOptions{Offset: -1})
 	assert.Error(t, err)
 
-	rec, err := a.FindJob(ctx, "q", jids[2])
+	rec, err := a.FindInQueue(ctx, "q", jids[2])
 	require.NoError(t, err)
-	assert.Equal(t, jids[2], rec.Job.JID)
-	_, err = a.FindJob(ctx, "q", "missing")
+	assert.Equal(t, jids[2], jobOf(t, rec).JID)
+	_, err = a.FindInQueue(ctx, "q", "missing")
 	assert.ErrorIs(t, err, ErrJobNotFound)
 
 	removed, err := a.RemoveJobs(ctx, "q", []string{rec.Raw, rec.Raw}, RemoveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, removed)
-	_, err = a.FindJob(ctx, "q", jids[2])
+	_, err = a.FindInQueue(ctx, "q", jids[2])
 	assert.ErrorIs(t, err, ErrJobNotFound)
 }
 
@@ -105,9 +115,9 @@ func TestAPIFindScansPastOnePage(t *testing.T) {
 	}
 	res, err := c.EnqueueAll(ctx, specs)
 	require.NoError(t, err)
-	rec, err := a.FindScheduled(ctx, res[1100].JID)
+	rec, err := a.Find(ctx, ScheduledSet, res[1100].JID)
 	require.NoError(t, err)
-	assert.Equal(t, res[1100].JID, rec.Job.JID)
+	assert.Equal(t, res[1100].JID, jobOf(t, rec).JID)
 	assert.False(t, rec.At.IsZero())
 }
 
@@ -144,7 +154,7 @@ func TestAPISortedSetsListInTheirOrderWithScores(t *testing.T) {
 	for _, s := range []Set{RetrySet, DeadSet} {
 		rec, err := a.Find(ctx, s, "2")
 		require.NoError(t, err, s)
-		assert.Equal(t, "2", rec.Job.JID)
+		assert.Equal(t, "2", jobOf(t, rec).JID)
 		_, err = a.Find(ctx, s, "nope")
 		assert.ErrorIs(t, err, ErrJobNotFound)
 	}
@@ -156,9 +166,10 @@ func TestAPISortedSetsListInTheirOrderWithScores(t *testing.T) {
 	// An undecodable member is listed with its raw string and the reason.
 	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Dead(), redisZ(now.Add(time.Hour), "garbage")).Err())
 	dead, _ = a.Dead(ctx, ListOptions{Size: 1})
-	assert.Nil(t, dead[0].Job)
+	j, err := dead[0].Job()
+	assert.Nil(t, j)
+	assert.ErrorIs(t, err, ErrUndecodableJob)
 	assert.Equal(t, "garbage", dead[0].Raw)
-	assert.Error(t, dead[0].DecodeErr)
 }
 
 func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
@@ -285,7 +296,7 @@ func TestAPIRemoveAndClearWithAndWithoutUniqueLocks(t *testing.T) {
 			for i, tok := range []string{"t1", "t2", ""} {
 				opts := []EnqueueOption{JID(fmt.Sprintf("j%d", i))}
 				if tok != "" {
-					opts = append(opts, UniqueFor(time.Hour), UniqueToken(tok))
+					opts = append(opts, Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour, Token: tok}))
 				}
 				_, err := c.Enqueue(ctx, "custom", "W", []any{i}, opts...)
 				require.NoError(t, err)
@@ -308,7 +319,7 @@ func TestAPIRemoveAndClearWithAndWithoutUniqueLocks(t *testing.T) {
 			n, err := remove(raws[:1], RemoveOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, 1, n)
-			jid, err := c.Enqueue(ctx, "other", "W", nil, UniqueFor(time.Hour), UniqueToken(tokenOf(t, raws[0])))
+			jid, err := c.Enqueue(ctx, "other", "W", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour, Token: tokenOf(t, raws[0])}))
 			assert.ErrorIs(t, err, ErrUniqueConflict)
 			assert.NotEmpty(t, jid)
 			// With clearing: the rest go and their locks are released.
@@ -317,7 +328,7 @@ func TestAPIRemoveAndClearWithAndWithoutUniqueLocks(t *testing.T) {
 			assert.Equal(t, 2, n)
 			for _, r := range raws[1:] {
 				if tok := tokenOf(t, r); tok != "" {
-					_, err := c.Enqueue(ctx, "other", "W", nil, UniqueFor(time.Hour), UniqueToken(tok))
+					_, err := c.Enqueue(ctx, "other", "W", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour, Token: tok}))
 					assert.NoError(t, err, "lock %s released", tok)
 				}
 			}
@@ -354,7 +365,7 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 		}
 		return nil
 	}}
-	e := v.start(Options{pingInterval: 10 * time.Millisecond, statsInterval: 10 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	e := v.start(Options{Workers: map[string]Worker{"W": rec}}, testHooks{pingInterval: 10 * time.Millisecond, statsInterval: 10 * time.Millisecond})
 	a := e.API()
 	st, err := a.Stats(ctx)
 	require.NoError(t, err)
@@ -386,7 +397,7 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	})
 	busy, _ := a.BusyJobs(ctx)
 	assert.Equal(t, e.NodeID(), busy[0].Node)
-	assert.Equal(t, "slow", busy[0].Job.JID)
+	assert.Equal(t, "slow", jobOf(t, busy[0].JobRecord).JID)
 	assert.Equal(t, "default", busy[0].Queue)
 	procs, err := a.Processes(ctx)
 	require.NoError(t, err)
@@ -403,7 +414,7 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, e.NodeID(), node)
 	testutil.WaitFor(t, "the cancelled job is dead", func() bool {
-		_, err := a.FindDead(ctx, "slow")
+		_, err := a.Find(ctx, DeadSet, "slow")
 		return err == nil
 	})
 	testutil.WaitFor(t, "the busy list is empty", func() bool {
@@ -431,26 +442,26 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	close(release)
 }
 
-func TestNewAPIAndNewEnqueuerFailClearlyWithoutRedis(t *testing.T) {
+func TestNewAPIAndNewClientFailClearlyWithoutRedis(t *testing.T) {
 	ctx := context.Background()
-	_, err := NewAPI(ctx, Options{RedisURL: "redis://:pw@127.0.0.1:1/0", RedisTimeout: time.Second})
+	_, err := NewAPI(ctx, ClientOptions{RedisURL: "redis://:pw@127.0.0.1:1/0", RedisTimeout: time.Second})
 	assert.ErrorIs(t, err, ErrRedisUnavailable)
 	assert.NotContains(t, err.Error(), ":pw@")
-	_, err = NewEnqueuer(ctx, Options{RedisURL: "redis://127.0.0.1:1/0", RedisTimeout: time.Second})
+	_, err = NewClient(ctx, ClientOptions{RedisURL: "redis://127.0.0.1:1/0", RedisTimeout: time.Second})
 	assert.ErrorIs(t, err, ErrRedisUnavailable)
 }
 
 func TestPrepareJobIsWhatEnqueueWrites(t *testing.T) {
-	j, err := PrepareJob("mail", "W", time.Time{}, []any{1, "a"}, JID("p1"), MaxRetries(2))
+	j, err := PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", Args: []any{1, "a"}, Options: []EnqueueOption{JID("p1"), MaxRetries(2)}})
 	require.NoError(t, err)
 	assert.Equal(t, "p1", j.JID)
 	assert.Equal(t, 2, j.MaxRetries)
 	assert.JSONEq(t, `[1,"a"]`, string(j.Args))
 	assert.Contains(t, j.Raw(), `{"class":"W","args":[1,"a"],"queue":"mail","jid":"p1","enqueued_at":`)
-	_, err = PrepareJob("mail", "", time.Time{}, nil)
+	_, err = PrepareJob(time.Now(), JobSpec{Queue: "mail"})
 	assert.ErrorIs(t, err, ErrInvalidJob)
 	at := time.Now().Add(time.Hour)
-	j, err = PrepareJob("mail", "W", at, nil)
+	j, err = PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", At: at})
 	require.NoError(t, err)
 	assert.WithinDuration(t, at, j.EnqueuedAt, time.Millisecond)
 }

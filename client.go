@@ -26,22 +26,22 @@ var (
 
 // Client enqueues jobs and runs nothing: no goroutines, no fetching, no scheduler (Exq's
 // enqueuer mode). Scheduled jobs and retries come due only where some node runs the
-// scheduler. Create it with NewEnqueuer; Close it when done.
+// scheduler. Create it with NewClient; Close it when done.
 type Client struct {
 	enq       *enqueuer
 	rdb       redis.UniversalClient
 	ownClient bool
 }
 
-// NewEnqueuer connects to Redis (opts.RedisURL or opts.Redis, Namespace, MaxRetries and
-// RedisTimeout are used; the worker options are ignored) and returns an enqueue-only Client.
-func NewEnqueuer(ctx context.Context, opts Options) (*Client, error) {
+// NewClient connects to Redis and returns an enqueue-only Client. A program that also starts
+// a node passes the node's options: NewClient(ctx, opts.ClientOptions()).
+func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	o, rdb, own, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), node: o.NodeID}
-	return &Client{enq: &enqueuer{jq: jq, now: o.now, maxRetries: o.MaxRetries}, rdb: rdb, ownClient: own}, nil
+	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}
+	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries}, rdb: rdb, ownClient: own}, nil
 }
 
 // Enqueue pushes a job onto queue now; see Exq.Enqueue.
@@ -72,17 +72,21 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// PrepareJob validates a job and returns it as Enqueue would write it (at zero) or as
-// EnqueueAt would (at set), with the node defaults (MaxRetries 25), without touching Redis.
-// Its Raw() is the exact JSON document. Test doubles (package exqtest) use it so that they
-// accept and refuse exactly what a real enqueue does.
-func PrepareJob(queue, class string, at time.Time, args any, opts ...EnqueueOption) (*Job, error) {
-	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: time.Now, maxRetries: DefaultMaxRetries}
+// PrepareJob validates a job and returns it as an enqueue at time now would write it (with
+// the node defaults: MaxRetries 25), without touching Redis: spec.At or spec.In make it a
+// scheduled job, as EnqueueAt and EnqueueIn do. Its Raw() is the exact JSON document, unique
+// fields included. Test doubles (package exqtest) use it so that they accept and refuse exactly
+// what a real enqueue does.
+func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
+	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
 	op := "enqueue"
-	if !at.IsZero() {
+	switch {
+	case !spec.At.IsZero():
 		op = "enqueue at"
+	case spec.In != 0:
+		op = "enqueue in"
 	}
-	b, err := en.build(op, queue, class, args, at, opts)
+	b, err := en.buildSpec(now, op, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +94,7 @@ func PrepareJob(queue, class string, at time.Time, args any, opts ...EnqueueOpti
 	if err != nil {
 		return nil, err // cannot happen: build writes valid documents
 	}
-	return newJob(h, b.doc, queue, DefaultMaxRetries), nil
+	return newJob(h, b.doc, spec.Queue, DefaultMaxRetries), nil
 }
 
 // WithJob returns a context that carries job, for code that runs a worker outside a node

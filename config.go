@@ -52,6 +52,72 @@ type Queue struct {
 	Concurrency int
 }
 
+// ClientOptions configures what connects to Redis and writes jobs without running any:
+// NewClient (enqueue only) and NewAPI (admin). The zero value of every field means its default.
+// A node's Options has the same fields; Options.ClientOptions returns them.
+type ClientOptions struct {
+	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
+	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
+	// logs or errors.
+	RedisURL string
+	// Redis is a client of the caller's (Cluster, Sentinel, custom TLS…). exq uses it and leaves
+	// it open on Close or Stop. For Cluster, give a namespace with a hash tag ("{exq}") so that
+	// every key lands in one slot.
+	Redis redis.UniversalClient
+	// RedisTimeout bounds each Redis command when exq builds the client from RedisURL.
+	// Default 5 s.
+	RedisTimeout time.Duration
+
+	// Namespace prefixes every key ("exq" gives "exq:queue:default"). Default "exq". Use
+	// NoNamespace for keys without any prefix.
+	Namespace string
+	// NoNamespace stores keys without a prefix ("queue:default"), as a Sidekiq without
+	// redis-namespace does. Namespace must then be empty.
+	NoNamespace bool
+
+	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries. Default 25;
+	// NoRetries for none. NewAPI does not use it.
+	MaxRetries int
+
+	// Logger receives exq's own log lines. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults validates c and fills in its defaults. Errors name the field.
+func (c ClientOptions) withDefaults() (ClientOptions, error) {
+	bad := func(field, format string, args ...any) (ClientOptions, error) {
+		return c, fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	if c.Redis == nil && c.RedisURL == "" {
+		c.RedisURL = DefaultRedisURL
+	}
+	if c.RedisTimeout < 0 {
+		return bad("RedisTimeout", "must not be negative, got %s", c.RedisTimeout)
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = DefaultRedisTimeout
+	}
+	if c.NoNamespace && c.Namespace != "" {
+		return bad("Namespace", "must be empty when NoNamespace is set, got %q", c.Namespace)
+	}
+	if !c.NoNamespace && c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	// Zero means the default, so "none" is spelled with a negative sentinel.
+	switch {
+	case c.MaxRetries == NoRetries:
+		c.MaxRetries = 0
+	case c.MaxRetries < 0:
+		return bad("MaxRetries", "must be NoRetries or not negative, got %d", c.MaxRetries)
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
 // Options configures a node started with Start. The zero value of every field means its
 // default, so Options{} runs the "default" queue against Redis on localhost.
 type Options struct {
@@ -150,36 +216,62 @@ type Options struct {
 
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
+}
 
-	// now replaces the clock in tests.
+// ClientOptions returns the fields of o that NewClient and NewAPI use, so that a program
+// that starts a node can open an API or an enqueue-only client on the same Redis:
+// exq.NewAPI(ctx, opts.ClientOptions()).
+func (o Options) ClientOptions() ClientOptions {
+	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
+		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, Logger: o.Logger}
+}
+
+// testHooks are the knobs only tests turn. They are not options: Start uses the zero value
+// (the defaults below), and tests pass their own to start.
+type testHooks struct {
+	// now replaces the clock. Default time.Now.
 	now func() time.Time
-	// schedulerPage is the scheduler's page size (tests use a small one).
+	// schedulerPage is the scheduler's page size. Default 100.
 	schedulerPage int
 	// pingInterval and statsInterval pace the node ping (5 s, as Exq and Sidekiq) and the
-	// stats flush (1 s); tests shorten them.
+	// stats flush (1 s).
 	pingInterval, statsInterval time.Duration
 }
 
-// withDefaults validates o and fills in its defaults. Errors name the field.
-func (o Options) withDefaults() (Options, error) {
-	bad := func(field, format string, args ...any) (Options, error) {
-		return o, fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+func (h testHooks) withDefaults() testHooks {
+	if h.now == nil {
+		h.now = time.Now
 	}
-	if o.Redis == nil && o.RedisURL == "" {
-		o.RedisURL = DefaultRedisURL
+	if h.schedulerPage <= 0 {
+		h.schedulerPage = 100
 	}
-	if o.RedisTimeout < 0 {
-		return bad("RedisTimeout", "must not be negative, got %s", o.RedisTimeout)
+	if h.pingInterval <= 0 {
+		h.pingInterval = 5 * time.Second
 	}
-	if o.RedisTimeout == 0 {
-		o.RedisTimeout = DefaultRedisTimeout
+	if h.statsInterval <= 0 {
+		h.statsInterval = time.Second
 	}
-	if o.NoNamespace && o.Namespace != "" {
-		return bad("Namespace", "must be empty when NoNamespace is set, got %q", o.Namespace)
+	return h
+}
+
+// settings is what a node runs with: its validated Options and the test hooks.
+type settings struct {
+	Options
+	testHooks
+}
+
+// withDefaults validates o and fills in its defaults, and adds the test hooks (the zero value
+// outside tests). Errors name the field.
+func (o Options) withDefaults(h testHooks) (settings, error) {
+	bad := func(field, format string, args ...any) (settings, error) {
+		return settings{}, fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
 	}
-	if !o.NoNamespace && o.Namespace == "" {
-		o.Namespace = DefaultNamespace
+	c, err := o.ClientOptions().withDefaults()
+	if err != nil {
+		return settings{}, err
 	}
+	o.RedisURL, o.Redis, o.RedisTimeout, o.Namespace, o.NoNamespace, o.MaxRetries, o.Logger =
+		c.RedisURL, c.Redis, c.RedisTimeout, c.Namespace, c.NoNamespace, c.MaxRetries, c.Logger
 	if o.Concurrency < 0 {
 		return bad("Concurrency", "must not be negative, got %d", o.Concurrency)
 	}
@@ -242,34 +334,19 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	// Zero means the default, so "none" is spelled with a negative sentinel.
-	for _, c := range []struct {
-		field, none string
-		v           *int
-		def         int
-	}{
-		{"MaxRetries", "NoRetries", &o.MaxRetries, DefaultMaxRetries},
-		{"DeadMaxJobs", "KeepNoDeadJobs", &o.DeadMaxJobs, DefaultDeadMaxJobs},
-	} {
-		switch {
-		case *c.v == -1:
-			*c.v = 0
-		case *c.v < 0:
-			return bad(c.field, "must be %s or not negative, got %d", c.none, *c.v)
-		case *c.v == 0:
-			*c.v = c.def
-		}
+	switch {
+	case o.DeadMaxJobs == KeepNoDeadJobs:
+		o.DeadMaxJobs = 0
+	case o.DeadMaxJobs < 0:
+		return bad("DeadMaxJobs", "must be KeepNoDeadJobs or not negative, got %d", o.DeadMaxJobs)
+	case o.DeadMaxJobs == 0:
+		o.DeadMaxJobs = DefaultDeadMaxJobs
 	}
 	if o.MissedHeartbeatsAllowed < 0 {
 		return bad("MissedHeartbeatsAllowed", "must not be negative, got %d", o.MissedHeartbeatsAllowed)
 	}
 	if o.MissedHeartbeatsAllowed == 0 {
 		o.MissedHeartbeatsAllowed = DefaultMissedHeartbeats
-	}
-	if o.pingInterval <= 0 {
-		o.pingInterval = 5 * time.Second
-	}
-	if o.statsInterval <= 0 {
-		o.statsInterval = time.Second
 	}
 	if o.Backoff == nil {
 		o.Backoff = ExqBackoff
@@ -295,25 +372,32 @@ func (o Options) withDefaults() (Options, error) {
 		labels = append(labels, l)
 	}
 	o.Labels = labels
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.now == nil {
-		o.now = time.Now
-	}
-	if o.schedulerPage <= 0 {
-		o.schedulerPage = 100
-	}
-	return o, nil
+	return settings{Options: o, testHooks: h.withDefaults()}, nil
 }
 
-// checkQueueName rejects names that would make ambiguous keys.
+// checkQueueName refuses queue names that would make keys other runtimes and tools misread,
+// or that Sidekiq's Web UI cannot open. A single ':' inside a name is allowed: Sidekiq and Exq
+// accept any string, and Sidekiq applications name queues "namespace:queue" (GitLab does), so
+// refusing it would stop exq from sharing their queues. What is refused, and why:
+//   - "::", and ':' at either end: "::" separates node and queue in backup list keys
+//     (queue:backup::<node>::<queue>), so a name containing it, or starting with ':' (node
+//     "n:" and queue "q" would read like node "n" and queue ":q"), could be split wrongly;
+//   - '/' and '$': Sidekiq Web routes /queues/<name> with the pattern [^$/]+, so it could
+//     not show or clear such a queue;
+//   - control characters and leading or trailing space: invisible in every UI and log.
 func checkQueueName(q string) error {
 	switch {
 	case q == "":
 		return errors.New("queue name is empty")
 	case strings.Contains(q, "::"):
-		return fmt.Errorf("queue name %q contains \"::\", which separates the parts of backup list keys", q)
+		return fmt.Errorf("queue name %q contains \"::\", which separates node and queue in backup list keys", q)
+	case q[0] == ':' || q[len(q)-1] == ':':
+		return fmt.Errorf("queue name %q starts or ends with ':' (a ':' must sit between other characters, as in \"mail:high\"): "+
+			"backup list keys (queue:backup::<node>::<queue>) could not be split", q)
+	case strings.ContainsAny(q, "/$"):
+		return fmt.Errorf("queue name %q contains '/' or '$', which Sidekiq's Web UI cannot route to", q)
+	case strings.IndexFunc(q, unicode.IsControl) >= 0:
+		return fmt.Errorf("queue name %q contains a control character", q)
 	case strings.TrimSpace(q) != q:
 		return fmt.Errorf("queue name %q has leading or trailing space", q)
 	}
@@ -368,7 +452,7 @@ func defaultNodeID() string {
 }
 
 // openRedis validates opts and connects, for the constructors that run no node.
-func openRedis(ctx context.Context, opts Options) (Options, redis.UniversalClient, bool, error) {
+func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.UniversalClient, bool, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return o, nil, false, err
@@ -379,7 +463,7 @@ func openRedis(ctx context.Context, opts Options) (Options, redis.UniversalClien
 
 // connect returns the caller's client, or one built from RedisURL (own reports that), after a
 // PING. The error names the address, never the password.
-func connect(ctx context.Context, o Options) (rdb redis.UniversalClient, own bool, err error) {
+func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
 	rdb, where := o.Redis, "the given client"
 	if rdb == nil {
 		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)

@@ -14,7 +14,7 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// EnqueueOption changes one enqueued job: MaxRetries, JID.
+// EnqueueOption changes one enqueued job: MaxRetries, JID, Unique.
 type EnqueueOption interface {
 	apply(*enqueueConfig) error
 	// String describes the option, for logs and test failures.
@@ -22,11 +22,9 @@ type EnqueueOption interface {
 }
 
 type enqueueConfig struct {
-	maxRetries  *int
-	jid         string
-	uniqueFor   time.Duration
-	uniqueUntil UniqueUntilMode
-	uniqueToken string
+	maxRetries *int
+	jid        string
+	unique     *UniqueOpts
 }
 
 type optionFunc struct {
@@ -67,56 +65,63 @@ type UniqueUntilMode string
 // The release points of a unique lock (Exq's unique_until).
 const (
 	// UntilSuccess releases the lock when the job succeeds or dies; retries and snoozes keep
-	// it. The default.
+	// it. A duplicate is refused while the job waits, runs and retries.
 	UntilSuccess UniqueUntilMode = "success"
 	// UntilStart releases the lock just before the job's first run, so a duplicate may be
-	// enqueued while it runs.
+	// enqueued while it runs. A duplicate is refused while the job waits.
 	UntilStart UniqueUntilMode = "start"
-	// UntilExpiry never releases the lock: it expires after UniqueFor.
+	// UntilExpiry never releases the lock: it expires UniqueOpts.For after the job's enqueue
+	// (or due) time. At most one such job per For: "once per hour" is UntilExpiry.
 	UntilExpiry UniqueUntilMode = "expiry"
 )
 
-// UniqueFor makes the job unique for d: while its lock is held, enqueueing a job with the same
-// token writes nothing and returns the holder's jid with an error matching ErrUniqueConflict.
-// The lock expires d after the job's enqueue time (its due time for a scheduled job) at the
-// latest. Retries, snoozes and recoveries of a job never take or check locks.
-func UniqueFor(d time.Duration) EnqueueOption {
-	return optionFunc{fmt.Sprintf("UniqueFor(%s)", d), func(c *enqueueConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("UniqueFor must be positive, got %s", d)
-		}
-		c.uniqueFor = d
-		return nil
-	}}
+// UniqueOpts say how a job is unique; see Unique.
+type UniqueOpts struct {
+	// Until is when the lock is released: UntilSuccess, UntilStart or UntilExpiry. Required,
+	// so that every call site says it.
+	Until UniqueUntilMode
+	// For is the longest the lock lives: it expires For after the job's enqueue time (its due
+	// time for a scheduled job) even if Until never came, so a lost job cannot block its
+	// duplicates for ever. Required; Exq's unique_for.
+	For time.Duration
+	// Token names the lock: jobs with the same token conflict whatever their queue, class or
+	// args. Default DefaultUniqueToken (a hash of queue, class and args). Exq's default tokens
+	// hash Erlang terms and cannot be reproduced outside Erlang, so jobs that must be unique
+	// across Exq and exq need a Token.
+	Token string
 }
 
-// UniqueUntil sets when the lock of a UniqueFor job is released. Default UntilSuccess.
-func UniqueUntil(m UniqueUntilMode) EnqueueOption {
-	return optionFunc{fmt.Sprintf("UniqueUntil(%s)", m), func(c *enqueueConfig) error {
-		switch m {
+// Unique makes the job unique (Exq's unique jobs): the enqueue takes a lock named by the job's
+// token in the same script that writes the job; while another job holds it, the enqueue writes
+// nothing and returns the holder's jid with a *UniqueConflictError (errors.Is(err,
+// ErrUniqueConflict)). The lock is released per o.Until (by compare-and-delete on the jid), and
+// expires o.For after the job's enqueue (or due) time at the latest. Retries, snoozes and
+// recoveries of a job never take or check locks.
+//
+//	exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Hour}) // one pending at a time
+//	exq.Unique(exq.UniqueOpts{Until: exq.UntilExpiry, For: time.Hour})  // at most one per hour
+func Unique(o UniqueOpts) EnqueueOption {
+	name := fmt.Sprintf("Unique(until %s, for %s", o.Until, o.For)
+	if o.Token != "" {
+		name += fmt.Sprintf(", token %q", o.Token)
+	}
+	return optionFunc{name + ")", func(c *enqueueConfig) error {
+		switch o.Until {
 		case UntilSuccess, UntilStart, UntilExpiry:
-			c.uniqueUntil = m
-			return nil
+		case "":
+			return fmt.Errorf("UniqueOpts.Until is not set (UntilSuccess, UntilStart or UntilExpiry)")
+		default:
+			return fmt.Errorf("UniqueOpts.Until must be UntilSuccess, UntilStart or UntilExpiry, got %q", o.Until)
 		}
-		return fmt.Errorf("UniqueUntil must be UntilSuccess, UntilStart or UntilExpiry, got %q", m)
-	}}
-}
-
-// UniqueToken names the lock of a UniqueFor job. Jobs with the same token conflict whatever
-// their queue, class or args. Without it the token is a hash of the queue, the class and the
-// args (see DefaultUniqueToken); Exq's default tokens hash Erlang terms and cannot be
-// reproduced outside Erlang, so jobs that must be unique across Exq and exq need a token.
-func UniqueToken(token string) EnqueueOption {
-	return optionFunc{fmt.Sprintf("UniqueToken(%q)", token), func(c *enqueueConfig) error {
-		if token == "" {
-			return fmt.Errorf("UniqueToken is empty")
+		if o.For <= 0 {
+			return fmt.Errorf("UniqueOpts.For must be positive, got %s", o.For)
 		}
-		c.uniqueToken = token
+		c.unique = &o
 		return nil
 	}}
 }
 
-// DefaultUniqueToken is the token of a unique job enqueued without UniqueToken: the base64 of
+// DefaultUniqueToken is the token of a unique job enqueued without UniqueOpts.Token: the base64 of
 // the SHA-256 of queue, class and the canonical JSON of args (object keys sorted, numbers
 // kept as written), joined by ":". The same args give the same token in any key order.
 func DefaultUniqueToken(queue, class string, args json.RawMessage) (string, error) {
@@ -227,9 +232,6 @@ func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at
 			return bad("%v", err)
 		}
 	}
-	if cfg.uniqueFor == 0 && (cfg.uniqueUntil != "" || cfg.uniqueToken != "") {
-		return bad("UniqueUntil and UniqueToken need UniqueFor")
-	}
 	j := wire.NewJob{
 		Class:      class,
 		Args:       rawArgs,
@@ -252,24 +254,32 @@ func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at
 		j.Retry = *cfg.maxRetries
 	}
 	b := built{jid: j.JID, at: at}
-	if cfg.uniqueFor > 0 {
-		token := cfg.uniqueToken
+	if u := cfg.unique; u != nil {
+		token := u.Token
 		if token == "" {
 			if token, err = DefaultUniqueToken(queue, class, rawArgs); err != nil {
 				return bad("%v", err)
 			}
 		}
-		until := cfg.uniqueUntil
-		if until == "" {
-			until = UntilSuccess
-		}
-		unlocksAt := j.EnqueuedAt.Add(cfg.uniqueFor)
-		j.Unique = &wire.Unique{For: cfg.uniqueFor, Until: string(until), Token: token, UnlocksAt: unlocksAt}
+		unlocksAt := j.EnqueuedAt.Add(u.For)
+		j.Unique = &wire.Unique{For: u.For, Until: string(u.Until), Token: token, UnlocksAt: unlocksAt}
 		b.token = token
 		b.lock = &lock{key: en.jq.keys.Unique(token), jid: j.JID, ttl: unlocksAt.Sub(now)}
 	}
 	b.doc = j.Encode()
 	return b, nil
+}
+
+// buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
+func (en *enqueuer) buildSpec(now time.Time, op string, s JobSpec) (built, error) {
+	if !s.At.IsZero() && s.In != 0 {
+		return built{}, &invalidJobError{op, "both At and In are set"}
+	}
+	at := s.At
+	if s.In != 0 {
+		at = now.Add(s.In)
+	}
+	return en.buildAt(now, op, s.Queue, s.Class, s.Args, at, s.Options)
 }
 
 // encodeArgs renders args as a JSON array. nil is the empty list.
@@ -382,15 +392,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	jids := make([]string, len(specs))
 	now := en.now()
 	for i, s := range specs {
-		op := fmt.Sprintf("enqueue all: job %d", i)
-		if !s.At.IsZero() && s.In != 0 {
-			return nil, &invalidJobError{op, "both At and In are set"}
-		}
-		at := s.At
-		if s.In != 0 {
-			at = now.Add(s.In)
-		}
-		b, err := en.buildAt(now, op, s.Queue, s.Class, s.Args, at, s.Options)
+		b, err := en.buildSpec(now, fmt.Sprintf("enqueue all: job %d", i), s)
 		if err != nil {
 			return nil, err
 		}

@@ -214,7 +214,7 @@ func TestEnqueueAtAPastTimeEnqueuesNow(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			en := v.enqueuer(func() time.Time { return now })
-			jid, err := en.enqueueAt(ctx, "enqueue at", "mail", "W", tc.at, []any{1}, []EnqueueOption{UniqueFor(time.Minute)})
+			jid, err := en.enqueueAt(ctx, "enqueue at", "mail", "W", tc.at, []any{1}, []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})})
 			require.NoError(t, err)
 			assert.Zero(t, v.zcard(v.keys.Schedule()))
 			assert.Equal(t, []string{`{"class":"W","args":[1],"queue":"mail","jid":"` + jid + `","enqueued_at":1796010415.667948,"created_at":1796010415.667948,"retry":25,` +

@@ -201,7 +201,7 @@ func ExampleEnqueueArgs() {
 	defer stopRedis()
 	ctx := context.Background()
 	// An enqueue-only client; *exq.Exq and the exqtest doubles work the same way.
-	c, err := exq.NewEnqueuer(ctx, exq.Options{RedisURL: url})
+	c, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: url})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -255,7 +255,7 @@ func ExampleTyped() {
 	// Output: invoice 7 (retry 0)
 }
 
-func ExampleUniqueFor() {
+func ExampleUnique() {
 	url, stopRedis := exampleRedis()
 	defer stopRedis()
 	ctx := context.Background()
@@ -266,9 +266,12 @@ func ExampleUniqueFor() {
 	}
 	defer e.Stop(ctx)
 
-	first, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, exq.UniqueFor(time.Hour), exq.JID("sync-1"))
+	// One pending sync per account: the lock is released when the job succeeds (or dies), and
+	// expires after an hour at the latest.
+	unique := exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Hour})
+	first, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, unique, exq.JID("sync-1"))
 	fmt.Println(first, err)
-	holder, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, exq.UniqueFor(time.Hour))
+	holder, err := e.Enqueue(ctx, "default", "MyApp.SyncAccount", []any{42}, unique)
 	fmt.Println(holder, errors.Is(err, exq.ErrUniqueConflict))
 	// Output:
 	// sync-1 <nil>
@@ -326,7 +329,7 @@ func ExampleNewAPI() {
 	}
 
 	// The API needs no running node (here the node's would do too: e.API()).
-	api, err := exq.NewAPI(ctx, exq.Options{RedisURL: url})
+	api, err := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: url})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -337,16 +340,21 @@ func ExampleNewAPI() {
 		dead, _ = api.Dead(ctx, exq.ListOptions{Size: 10})
 		time.Sleep(time.Millisecond)
 	}
-	fmt.Println(dead[0].Job.JID, dead[0].Job.ErrorMessage)
+	job, err := dead[0].Job() // an error for a document some other program wrote
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(job.JID, job.ErrorMessage)
 	e.Stop(ctx) // stop the node so the job is not retried while we look
 
 	// Run it again: it moves, byte for byte, to its queue.
-	moved, err := api.Requeue(ctx, exq.DeadSet, []string{dead[0].Raw})
-	fmt.Println(moved, err)
+	rec, err := api.RequeueJob(ctx, exq.DeadSet, "charge-42")
+	fmt.Println(rec.Raw == dead[0].Raw, err)
 	n, _ := api.QueueSize(ctx, "default")
 	fmt.Println(n)
 	// Output:
 	// charge-42 card declined
-	// 1 <nil>
+	// true <nil>
 	// 1
 }

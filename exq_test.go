@@ -50,7 +50,7 @@ func TestStartValidatesOptionsNamingTheField(t *testing.T) {
 }
 
 func TestDefaultsFollowExq(t *testing.T) {
-	o, err := Options{}.withDefaults()
+	o, err := Options{}.withDefaults(testHooks{})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultRedisURL, o.RedisURL)
 	assert.Equal(t, "exq", o.Namespace)
@@ -62,10 +62,10 @@ func TestDefaultsFollowExq(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, o.PollTimeout)
 	assert.Equal(t, 200*time.Millisecond, o.SchedulerPollTimeout)
 	assert.Regexp(t, `^.+:\d+:[0-9a-f]{12}$`, o.NodeID, "<hostname>:<pid>:<random>")
-	o2, _ := Options{}.withDefaults()
+	o2, _ := Options{}.withDefaults(testHooks{})
 	assert.NotEqual(t, o.NodeID, o2.NodeID, "two nodes in one process never share backup lists")
 
-	o, err = Options{NoNamespace: true, MaxRetries: NoRetries, DeadMaxJobs: KeepNoDeadJobs}.withDefaults()
+	o, err = Options{NoNamespace: true, MaxRetries: NoRetries, DeadMaxJobs: KeepNoDeadJobs}.withDefaults(testHooks{})
 	require.NoError(t, err)
 	assert.Equal(t, "", o.Namespace)
 	assert.Equal(t, 0, o.MaxRetries)

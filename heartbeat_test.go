@@ -215,7 +215,7 @@ func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
 	ctx := context.Background()
 	// A node whose own clock is a year behind still beats "now".
 	behind := func() time.Time { return time.Now().Add(-365 * 24 * time.Hour) }
-	e := v.start(Options{now: behind})
+	e := v.start(Options{}, testHooks{now: behind})
 	score, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
 	require.NoError(t, err)
 	server, err := v.rdb.Time(ctx).Result()

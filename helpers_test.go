@@ -41,8 +41,9 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns)}
 }
 
-// start starts a node on the env's Redis and namespace, stopped when the test ends.
-func (v *env) start(o Options) *Exq {
+// start starts a node on the env's Redis and namespace, stopped when the test ends, with the
+// test hooks given (at most one).
+func (v *env) start(o Options, hooks ...testHooks) *Exq {
 	v.t.Helper()
 	if o.Redis == nil && o.RedisURL == "" {
 		o.Redis = v.rdb
@@ -57,7 +58,11 @@ func (v *env) start(o Options) *Exq {
 	if o.SchedulerPollTimeout == 0 {
 		o.SchedulerPollTimeout = 20 * time.Millisecond
 	}
-	e, err := Start(context.Background(), o)
+	var h testHooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
+	e, err := start(context.Background(), o, h)
 	require.NoError(v.t, err)
 	v.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -113,7 +113,7 @@ func TestBackoffOptionReturningNegativeHugeOrPanickingGivesAFutureDueTime(t *tes
 			time.Duration(309*309*309*309+15) * time.Second, time.Duration(309*309*309*309+15+30*310) * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Exq{opts: Options{Backoff: tc.backoff}, log: testLogger()}
+			e := &Exq{opts: settings{Options: Options{Backoff: tc.backoff}}, log: testLogger()}
 			d := e.backoff(tc.n, &Job{})
 			assert.GreaterOrEqual(t, d, tc.lo)
 			assert.LessOrEqual(t, d, tc.hi)
@@ -137,8 +137,9 @@ func TestJobRetryCountFromHostileDocuments(t *testing.T) {
 		t.Run(tc.count, func(t *testing.T) {
 			raw := `{"class":"W","args":[],"queue":"q","jid":"j","retry_count":` + tc.count + `}`
 			r := record(raw, 0, "")
-			require.NoError(t, r.DecodeErr)
-			assert.Equal(t, tc.want, r.Job.RetryCount)
+			j, err := r.Job()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, j.RetryCount)
 			assert.Equal(t, raw, r.Raw, "reading a count never changes the document")
 		})
 	}

@@ -32,8 +32,8 @@ func (v *env) hash(key string) map[string]string {
 func TestNodeRegistersItsHashWithInfoAndTTL(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
-	e := v.start(Options{pingInterval: 20 * time.Millisecond,
-		Queues: []Queue{{Name: "default", Concurrency: 7}, {Name: "mail", Concurrency: 3}}})
+	e := v.start(Options{
+		Queues: []Queue{{Name: "default", Concurrency: 7}, {Name: "mail", Concurrency: 3}}}, testHooks{pingInterval: 20 * time.Millisecond})
 	node := e.NodeID()
 	testutil.WaitFor(t, "the node hash", func() bool { return v.rdb.Exists(ctx, v.keys.Node(node)).Val() == 1 })
 	assert.True(t, v.rdb.SIsMember(ctx, v.keys.Processes(), node).Val())
@@ -72,7 +72,7 @@ func TestBusyJobsAreVisibleWhileTheyRunAndGoneAfter(t *testing.T) {
 	v := newEnv(t)
 	release := make(chan struct{})
 	rec := &recorder{fn: func(context.Context, *Job) error { <-release; return nil }}
-	e := v.start(Options{pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond, Workers: map[string]Worker{"Slow": rec}})
+	e := v.start(Options{Workers: map[string]Worker{"Slow": rec}}, testHooks{pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond})
 	raw := `{"class":"Slow","args":["slow"],"queue":"default","jid":"busy-1","bid":"x"}`
 	v.push("default", raw)
 	workers := v.keys.Workers(e.NodeID())
@@ -103,7 +103,7 @@ func TestBusyJobsAreVisibleWhileTheyRunAndGoneAfter(t *testing.T) {
 func TestStopRemovesTheNodeFromProcessesAndHeartbeats(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
-	e, err := Start(ctx, Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(), pingInterval: 10 * time.Millisecond})
+	e, err := start(ctx, Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger()}, testHooks{pingInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	testutil.WaitFor(t, "registered", func() bool { return v.rdb.SIsMember(ctx, v.keys.Processes(), e.NodeID()).Val() })
 	_, err = v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
@@ -163,7 +163,7 @@ func TestTagAndLabelsAreValidated(t *testing.T) {
 		{name: "exq-go given again", opts: Options{Labels: []string{"exq-go"}}, field: "Labels[0]: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := tc.opts.withDefaults()
+			o, err := tc.opts.withDefaults(testHooks{})
 			if tc.field != "" {
 				require.ErrorIs(t, err, ErrInvalidOptions)
 				assert.Contains(t, err.Error(), tc.field)
@@ -216,7 +216,7 @@ func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
 		<-release
 		return nil
 	})
-	e := v.start(Options{pingInterval: time.Hour, Workers: map[string]Worker{"Slow": w}})
+	e := v.start(Options{Workers: map[string]Worker{"Slow": w}}, testHooks{pingInterval: time.Hour})
 	node := e.NodeID()
 	testutil.WaitFor(t, "the first ping", func() bool { b, _, _ := v.nodeView(node); return b == "0" })
 
@@ -263,7 +263,7 @@ func TestQuietReachesRedisWithinASecond(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newEnv(t)
-			e := v.start(Options{pingInterval: time.Hour})
+			e := v.start(Options{}, testHooks{pingInterval: time.Hour})
 			node := e.NodeID()
 			testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(node); return q == "false" })
 			at := time.Now()
@@ -323,8 +323,8 @@ func faultyNode(t *testing.T, v *env, node string, fault func(ctx context.Contex
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	e := v.start(Options{Redis: c, NodeID: node, pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond,
-		Workers: map[string]Worker{"Long": w}})
+	e := v.start(Options{Redis: c, NodeID: node,
+		Workers: map[string]Worker{"Long": w}}, testHooks{pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond})
 	return e, started
 }
 
@@ -418,7 +418,7 @@ func TestProcessesReadsAPIDWrittenAsAString(t *testing.T) {
 // interval), not at the next refresh.
 func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
 	v := newEnv(t)
-	e := v.start(Options{pingInterval: time.Hour})
+	e := v.start(Options{}, testHooks{pingInterval: time.Hour})
 	node := e.NodeID()
 	testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(node); return q == "false" })
 	time.Sleep(1200 * time.Millisecond) // a calm spell longer than the refresh interval
@@ -439,8 +439,8 @@ func TestNodeStateIsWrittenAtMostOnceASecond(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
 		return nil
 	})
-	e := v.start(Options{Redis: client, pingInterval: time.Hour, DisableScheduler: true, DisableHeartbeat: true,
-		Workers: map[string]Worker{"W": w}})
+	e := v.start(Options{Redis: client, DisableScheduler: true, DisableHeartbeat: true,
+		Workers: map[string]Worker{"W": w}}, testHooks{pingInterval: time.Hour})
 	testutil.WaitFor(t, "the first ping", func() bool { _, q, _ := v.nodeView(e.NodeID()); return q == "false" })
 	before := counter.Count("sadd") // one per write of the node state
 	start := time.Now()

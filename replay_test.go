@@ -145,7 +145,7 @@ func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
 }
 
 func TestEnqueueWhoseReplyIsLost(t *testing.T) {
-	unique := []EnqueueOption{UniqueFor(time.Hour)}
+	unique := []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour})}
 	for _, tc := range []struct {
 		name      string
 		ownClient bool
@@ -189,13 +189,13 @@ func TestEnqueueWhoseReplyIsLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			ctx := context.Background()
-			o := Options{Namespace: c.ns, Logger: testLogger(), RedisTimeout: time.Second}
+			o := ClientOptions{Namespace: c.ns, Logger: testLogger(), RedisTimeout: time.Second}
 			if tc.ownClient {
 				o.RedisURL = c.url()
 			} else {
 				o.Redis = c.retrying()
 			}
-			cl, err := NewEnqueuer(ctx, o)
+			cl, err := NewClient(ctx, o)
 			require.NoError(t, err)
 			defer cl.Close()
 			cut := c.cutScript(tc.script, 1)
@@ -227,7 +227,7 @@ func TestACallerClientThatRepeatsCommandsIsWarnedAbout(t *testing.T) {
 			var logs bytes.Buffer
 			var mu sync.Mutex
 			log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-			e, err := NewEnqueuer(context.Background(), Options{Redis: cl, Namespace: v.ns, Logger: log})
+			e, err := NewClient(context.Background(), ClientOptions{Redis: cl, Namespace: v.ns, Logger: log})
 			require.NoError(t, err)
 			require.NoError(t, e.Close())
 			mu.Lock()
@@ -376,14 +376,14 @@ func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
 			}
 			cut := c.cutScript(scripts.StatsFlush, 1)
 			rec := &recorder{}
-			o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second,
-				statsInterval: 20 * time.Millisecond}
+			o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second}
+			hooks := testHooks{statsInterval: 20 * time.Millisecond}
 			if client == "exq's" {
 				o.RedisURL = c.url()
 			} else {
 				o.Redis = c.retrying()
 			}
-			c.start(o)
+			c.start(o, hooks)
 			testutil.WaitFor(t, "every job ran", func() bool { return rec.count() == jobs })
 			waitCut(t, cut)
 			testutil.WaitFor(t, "the counter reaches 5", func() bool { return c.get(c.keys.Stat("processed")) == "5" })
@@ -411,14 +411,14 @@ func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
 			// The removal of handled signals runs in a MULTI with the node's state; its source
 			// is sent with EVAL.
 			cut := c.proxy.CutReplyTo(1, "-- signals_done:")
-			o := Options{Workers: map[string]Worker{"W": block}, DisableScheduler: true, RedisTimeout: time.Second,
-				pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond}
+			o := Options{Workers: map[string]Worker{"W": block}, DisableScheduler: true, RedisTimeout: time.Second}
+			hooks := testHooks{pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond}
 			if client == "exq's" {
 				o.RedisURL = c.url()
 			} else {
 				o.Redis = c.retrying()
 			}
-			e := c.start(o)
+			e := c.start(o, hooks)
 			testutil.WaitFor(t, "both jobs run", func() bool { return e.mgr.inFlight() == 2 })
 			c.signal(e.NodeID(), `CANCEL:{"jid":"c1"}`)
 			waitCut(t, cut)

@@ -30,7 +30,7 @@ func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
 		}
 		return nil
 	})
-	e := v.start(Options{MaxRetries: NoRetries, statsInterval: 10 * time.Millisecond, Workers: map[string]Worker{"S": w}})
+	e := v.start(Options{MaxRetries: NoRetries, Workers: map[string]Worker{"S": w}}, testHooks{statsInterval: 10 * time.Millisecond})
 	_, err := e.Enqueue(ctx, "default", "S", nil)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "three runs", func() bool {
@@ -66,12 +66,12 @@ func TestSnoozeKeepsASuccessLock(t *testing.T) { // Exq 44
 		return nil
 	})
 	e := v.start(Options{Workers: map[string]Worker{"S": w}})
-	j1, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	j1, err := e.Enqueue(ctx, "default", "S", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	require.NoError(t, err)
-	j2, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	j2, err := e.Enqueue(ctx, "default", "S", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	conflictWith(t, j1, j2, err)
 	testutil.WaitFor(t, "the job runs again after its snooze", func() bool { return runs.Load() == 2 })
-	j3, err := e.Enqueue(ctx, "default", "S", nil, UniqueFor(time.Minute), UniqueToken("t1"))
+	j3, err := e.Enqueue(ctx, "default", "S", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	conflictWith(t, j1, j3, err)
 	close(release)
 	testutil.WaitFor(t, "the lock is released on success", v.lockGone("t1"))
@@ -119,7 +119,7 @@ func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
 }
 
 func TestTimeoutForPrefersTheWorkersOwn(t *testing.T) {
-	e := &Exq{opts: Options{JobTimeout: time.Minute}}
+	e := &Exq{opts: settings{Options: Options{JobTimeout: time.Minute}}}
 	assert.Equal(t, time.Minute, e.timeoutFor(WorkerFunc(nil)))
 	assert.Equal(t, time.Second, e.timeoutFor(slowWorker{timeout: time.Second}))
 	assert.Equal(t, time.Minute, e.timeoutFor(slowWorker{timeout: 0}), "0 means the node's default")

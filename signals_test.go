@@ -19,7 +19,7 @@ func (v *env) signal(node, sig string) {
 func TestTSTPSignalQuietsTheNode(t *testing.T) {
 	v := newEnv(t)
 	rec := &recorder{}
-	e := v.start(Options{pingInterval: 10 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	e := v.start(Options{Workers: map[string]Worker{"W": rec}}, testHooks{pingInterval: 10 * time.Millisecond})
 	v.signal(e.NodeID(), "TSTP")
 	testutil.WaitFor(t, "the node reports quiet", func() bool { return v.hash(v.keys.Node(e.NodeID()))["quiet"] == "true" })
 	_, err := e.Enqueue(context.Background(), "default", "W", nil)
@@ -44,7 +44,7 @@ func TestTSTPSignalQuietsTheNode(t *testing.T) {
 
 func TestTERMSignalQuietsTheNodeAndClosesDone(t *testing.T) {
 	v := newEnv(t)
-	e := v.start(Options{pingInterval: 10 * time.Millisecond})
+	e := v.start(Options{}, testHooks{pingInterval: 10 * time.Millisecond})
 	v.signal(e.NodeID(), "TERM")
 	testutil.WaitFor(t, "Done is closed", func() bool {
 		select {
@@ -65,7 +65,7 @@ func TestCancelSignalSendsTheRunningJobToDead(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	e := v.start(Options{pingInterval: 10 * time.Millisecond, statsInterval: 10 * time.Millisecond, Workers: map[string]Worker{"Long": w}})
+	e := v.start(Options{Workers: map[string]Worker{"Long": w}}, testHooks{pingInterval: 10 * time.Millisecond, statsInterval: 10 * time.Millisecond})
 	v.push("default", `{"class":"Long","args":[],"queue":"default","jid":"c1","retry":25,"bid":"keep"}`)
 	<-started
 	v.signal(e.NodeID(), `CANCEL:{"jid":"c1","pid":"whatever"}`)
@@ -83,7 +83,7 @@ func TestCancelSignalSendsTheRunningJobToDead(t *testing.T) {
 func TestUnknownAndMalformedSignalsAreIgnored(t *testing.T) {
 	v := newEnv(t)
 	rec := &recorder{}
-	e := v.start(Options{pingInterval: 10 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	e := v.start(Options{Workers: map[string]Worker{"W": rec}}, testHooks{pingInterval: 10 * time.Millisecond})
 	v.signal(e.NodeID(), "USR2")
 	v.signal(e.NodeID(), "CANCEL:not json")
 	v.signal(e.NodeID(), `CANCEL:{"jid":"nobody"}`)

@@ -29,8 +29,8 @@ func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
 		}
 		return nil
 	})
-	v.start(Options{now: clock.now, statsInterval: 10 * time.Millisecond, DisableScheduler: true,
-		Workers: map[string]Worker{"Ok": w, "Fail": w}})
+	v.start(Options{DisableScheduler: true,
+		Workers: map[string]Worker{"Ok": w, "Fail": w}}, testHooks{now: clock.now, statsInterval: 10 * time.Millisecond})
 	for i := 0; i < 3; i++ {
 		v.push("default", fmt.Sprintf(`{"class":"Ok","args":[],"queue":"default","jid":"ok%d"}`, i))
 	}
@@ -68,7 +68,7 @@ func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
 		_, err := en.enqueue(context.Background(), "default", "W", nil, nil)
 		require.NoError(t, err)
 	}
-	v.start(Options{Redis: client, statsInterval: 50 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	v.start(Options{Redis: client, Workers: map[string]Worker{"W": rec}}, testHooks{statsInterval: 50 * time.Millisecond})
 	testutil.WaitFor(t, "all counted", func() bool { return v.get(v.keys.Stat("processed")) == fmt.Sprint(n) })
 	assert.Less(t, counter.Count("incrby"), n/10, "INCRBY commands for %d jobs", n)
 	assert.Zero(t, counter.Count("incr"))
@@ -78,8 +78,8 @@ func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
 func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
-	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 300 * time.Millisecond, statsInterval: 10 * time.Millisecond,
-		DisableHeartbeat: true, DisableScheduler: true})
+	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 300 * time.Millisecond,
+		DisableHeartbeat: true, DisableScheduler: true}, testHooks{statsInterval: 10 * time.Millisecond})
 	proxy.Down()
 	// Counting is in memory only, so a worker finishing now is never held up by Redis.
 	for i := 0; i < 5; i++ {
@@ -97,8 +97,8 @@ func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 func TestStopWritesTheLastCounts(t *testing.T) {
 	v := newEnv(t)
 	rec := &recorder{}
-	e, err := Start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(), statsInterval: time.Hour,
-		Workers: map[string]Worker{"W": rec}})
+	e, err := start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(),
+		Workers: map[string]Worker{"W": rec}}, testHooks{statsInterval: time.Hour})
 	require.NoError(t, err)
 	for i := 0; i < 4; i++ {
 		_, err := e.Enqueue(context.Background(), "default", "W", nil)
@@ -113,7 +113,7 @@ func TestStopWritesTheLastCounts(t *testing.T) {
 func TestDisableStatsWritesNoCounters(t *testing.T) {
 	v := newEnv(t)
 	rec := &recorder{}
-	e := v.start(Options{DisableStats: true, statsInterval: 10 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	e := v.start(Options{DisableStats: true, Workers: map[string]Worker{"W": rec}}, testHooks{statsInterval: 10 * time.Millisecond})
 	_, err := e.Enqueue(context.Background(), "default", "W", nil)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job ran", func() bool { return rec.count() == 1 })

@@ -83,11 +83,11 @@ func TestUniqueJobConflictsUntilItSucceeds(t *testing.T) { // Exq 33
 	now := time.Unix(1796010415, 0)
 	en := v.enqueuer(func() time.Time { return now })
 	args := []any{map[string]any{"b": 2, "a": 1}}
-	j1, err := en.enqueue(ctx, "default", "U", args, []EnqueueOption{UniqueFor(time.Minute)})
+	j1, err := en.enqueue(ctx, "default", "U", args, []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})})
 	require.NoError(t, err)
-	j2, err := en.enqueue(ctx, "default", "U", []any{map[string]any{"a": 1, "b": 2}}, []EnqueueOption{UniqueFor(time.Minute)})
+	j2, err := en.enqueue(ctx, "default", "U", []any{map[string]any{"a": 1, "b": 2}}, []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})})
 	conflictWith(t, j1, j2, err)
-	_, err = en.enqueueAt(ctx, "enqueue at", "default", "U", now.Add(time.Hour), args, []EnqueueOption{UniqueFor(time.Minute)})
+	_, err = en.enqueueAt(ctx, "enqueue at", "default", "U", now.Add(time.Hour), args, []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})})
 	assert.ErrorIs(t, err, ErrUniqueConflict)
 	require.Len(t, v.list(v.keys.Queue("default")), 1, "nothing written on a conflict")
 	assert.Zero(t, v.zcard(v.keys.Schedule()))
@@ -105,7 +105,7 @@ func TestUniqueJobConflictsUntilItSucceeds(t *testing.T) { // Exq 33
 	g.release(j1)
 	v.start(Options{Workers: map[string]Worker{"U": g}})
 	testutil.WaitFor(t, "the lock is released after success", v.lockGone(token))
-	_, err = en.enqueue(ctx, "default", "U", args, []EnqueueOption{UniqueFor(time.Minute)})
+	_, err = en.enqueue(ctx, "default", "U", args, []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})})
 	assert.NoError(t, err)
 }
 
@@ -114,13 +114,13 @@ func TestUniqueTokenConflictsAcrossQueues(t *testing.T) { // Exq 34
 	ctx := context.Background()
 	g := newGate()
 	e := v.start(Options{Queues: []Queue{{Name: "q1"}, {Name: "q2"}}, Workers: map[string]Worker{"U": g}})
-	j1, err := e.Enqueue(ctx, "q1", "U", []any{1}, UniqueFor(time.Minute), UniqueToken("t1"))
+	j1, err := e.Enqueue(ctx, "q1", "U", []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	require.NoError(t, err)
-	j2, err := e.Enqueue(ctx, "q2", "Other", []any{2}, UniqueFor(time.Minute), UniqueToken("t1"))
+	j2, err := e.Enqueue(ctx, "q2", "Other", []any{2}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	conflictWith(t, j1, j2, err)
 	g.release(j1)
 	testutil.WaitFor(t, "the lock is released", v.lockGone("t1"))
-	_, err = e.Enqueue(ctx, "q2", "U", []any{2}, UniqueFor(time.Minute), UniqueToken("t1"))
+	_, err = e.Enqueue(ctx, "q2", "U", []any{2}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "t1"}))
 	assert.NoError(t, err)
 }
 
@@ -129,7 +129,7 @@ func TestUniqueUntilStartLetsADuplicateInWhileTheFirstRuns(t *testing.T) { // Ex
 	ctx := context.Background()
 	g := newGate()
 	e := v.start(Options{Queues: []Queue{{Name: "default", Concurrency: 1}}, Workers: map[string]Worker{"U": g}})
-	opts := []EnqueueOption{UniqueFor(time.Minute), UniqueUntil(UntilStart), UniqueToken("s")}
+	opts := []EnqueueOption{Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "s"})}
 	a, err := e.Enqueue(ctx, "default", "U", nil, opts...)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "A runs", func() bool { return g.ran(a) == 1 })
@@ -151,15 +151,15 @@ func TestAnExpiredLockIsNeverDeletedByItsOldHolder(t *testing.T) { // Exq 36
 	ctx := context.Background()
 	g := newGate()
 	e := v.start(Options{Workers: map[string]Worker{"U": g}})
-	j1, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(200*time.Millisecond), UniqueToken("exp"))
+	j1, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: 200 * time.Millisecond, Token: "exp"}))
 	require.NoError(t, err)
 	testutil.WaitFor(t, "j1 runs", func() bool { return g.ran(j1) == 1 })
 	testutil.WaitFor(t, "j1's lock expired", v.lockGone("exp"))
-	j2, err := e.Enqueue(ctx, "parked", "U", nil, UniqueFor(time.Minute), UniqueToken("exp"))
+	j2, err := e.Enqueue(ctx, "parked", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "exp"}))
 	require.NoError(t, err)
 	g.release(j1)
 	testutil.WaitFor(t, "j1 finished", func() bool { return len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0 })
-	j3, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueToken("exp"))
+	j3, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "exp"}))
 	conflictWith(t, j2, j3, err)
 }
 
@@ -168,18 +168,18 @@ func TestRetriesOfAStartJobNeverReleaseAnotherJobsLock(t *testing.T) { // Exq 37
 	ctx := context.Background()
 	g := newGate()
 	e := v.start(Options{Workers: map[string]Worker{"U": g}, Backoff: func(int, *Job) time.Duration { return 0 }})
-	a, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueUntil(UntilStart), UniqueToken("st"), MaxRetries(5))
+	a, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "st"}), MaxRetries(5))
 	require.NoError(t, err)
 	g.mu.Lock()
 	g.fails[a] = 1
 	g.mu.Unlock()
 	testutil.WaitFor(t, "A's first run released the lock", v.lockGone("st"))
-	b, err := e.Enqueue(ctx, "parked", "U", nil, UniqueFor(time.Minute), UniqueUntil(UntilStart), UniqueToken("st"))
+	b, err := e.Enqueue(ctx, "parked", "U", nil, Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "st"}))
 	require.NoError(t, err)
 	g.release(a) // fails once, then its retry runs and succeeds
 	testutil.WaitFor(t, "A ran twice", func() bool { return g.ran(a) == 2 && v.zcard(v.keys.Retry()) == 0 })
 	testutil.WaitFor(t, "A is done", func() bool { return len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0 })
-	c, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueToken("st"))
+	c, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "st"}))
 	conflictWith(t, b, c, err)
 }
 
@@ -188,7 +188,7 @@ func TestUniqueUntilExpiryOnlyExpires(t *testing.T) { // Exq 38
 	ctx := context.Background()
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
-	opts := []EnqueueOption{UniqueFor(500 * time.Millisecond), UniqueUntil(UntilExpiry), UniqueToken("ex")}
+	opts := []EnqueueOption{Unique(UniqueOpts{Until: UntilExpiry, For: 500 * time.Millisecond, Token: "ex"})}
 	j1, err := e.Enqueue(ctx, "default", "U", nil, opts...)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job ran", func() bool {
@@ -208,10 +208,10 @@ func TestSuccessLockIsKeptWhileTheJobWaitsInRetry(t *testing.T) { // Exq 39
 	ctx := context.Background()
 	fail := WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })
 	e := v.start(Options{Workers: map[string]Worker{"U": fail}, Backoff: func(int, *Job) time.Duration { return time.Hour }})
-	j1, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueToken("sr"), MaxRetries(5))
+	j1, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "sr"}), MaxRetries(5))
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
-	j2, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueToken("sr"))
+	j2, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "sr"}))
 	conflictWith(t, j1, j2, err)
 }
 
@@ -220,11 +220,11 @@ func TestSuccessLockIsReleasedWhenTheJobDies(t *testing.T) { // Exq 40
 	ctx := context.Background()
 	fail := WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })
 	e := v.start(Options{Workers: map[string]Worker{"U": fail}, Backoff: func(int, *Job) time.Duration { return 0 }})
-	_, err := e.Enqueue(ctx, "default", "U", nil, UniqueFor(time.Minute), UniqueToken("sd"), MaxRetries(1))
+	_, err := e.Enqueue(ctx, "default", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "sd"}), MaxRetries(1))
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job died", func() bool { return v.zcard(v.keys.Dead()) == 1 })
 	assert.True(t, v.lockGone("sd")())
-	_, err = e.Enqueue(ctx, "parked", "U", nil, UniqueFor(time.Minute), UniqueToken("sd"))
+	_, err = e.Enqueue(ctx, "parked", "U", nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute, Token: "sd"}))
 	assert.NoError(t, err)
 }
 
@@ -233,13 +233,13 @@ func TestScheduledUniqueJobsHoldTheirLockUntilTheyRun(t *testing.T) { // Exq 41
 	ctx := context.Background()
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
-	j1, err := e.EnqueueIn(ctx, "default", "U", 100*time.Millisecond, []any{1}, UniqueFor(time.Minute))
+	j1, err := e.EnqueueIn(ctx, "default", "U", 100*time.Millisecond, []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	require.NoError(t, err)
-	j2, err := e.Enqueue(ctx, "default", "U", []any{1}, UniqueFor(time.Minute))
+	j2, err := e.Enqueue(ctx, "default", "U", []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	conflictWith(t, j1, j2, err)
 	testutil.WaitFor(t, "the scheduled job ran", func() bool { return rec.count() == 1 })
 	testutil.WaitFor(t, "its lock is released", func() bool { return len(v.rdb.Keys(ctx, v.ns+":unique:*").Val()) == 0 })
-	j3, err := e.EnqueueAt(ctx, "default", "U", time.Now(), []any{1}, UniqueFor(time.Minute))
+	j3, err := e.EnqueueAt(ctx, "default", "U", time.Now(), []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the new job ran", func() bool { return rec.count() == 2 })
 	assert.Equal(t, []string{j1, j3}, rec.jids())
@@ -251,8 +251,8 @@ func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
 	batch := []JobSpec{
-		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{UniqueFor(time.Minute)}},
-		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{UniqueFor(time.Minute)}},
+		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})}},
+		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})}},
 		{Queue: "default", Class: "U", Args: []any{2}},
 	}
 	res, err := e.EnqueueAll(ctx, batch)
@@ -277,10 +277,9 @@ func TestUniqueOptionsAreValidated(t *testing.T) {
 		opts []EnqueueOption
 		want string
 	}{
-		{[]EnqueueOption{UniqueFor(0)}, "UniqueFor must be positive, got 0s"},
-		{[]EnqueueOption{UniqueToken("t")}, "UniqueUntil and UniqueToken need UniqueFor"},
-		{[]EnqueueOption{UniqueFor(time.Second), UniqueUntil("later")}, `UniqueUntil must be UntilSuccess, UntilStart or UntilExpiry, got "later"`},
-		{[]EnqueueOption{UniqueFor(time.Second), UniqueToken("")}, "UniqueToken is empty"},
+		{[]EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: 0})}, "UniqueOpts.For must be positive, got 0s"},
+		{[]EnqueueOption{Unique(UniqueOpts{For: time.Second})}, "UniqueOpts.Until is not set (UntilSuccess, UntilStart or UntilExpiry)"},
+		{[]EnqueueOption{Unique(UniqueOpts{Until: "later", For: time.Second})}, `UniqueOpts.Until must be UntilSuccess, UntilStart or UntilExpiry, got "later"`},
 	} {
 		_, err := en.enqueue(context.Background(), "default", "U", nil, tc.opts)
 		assert.ErrorIs(t, err, ErrInvalidJob)

@@ -63,10 +63,9 @@ func TestRegisterAddsWorkersAtRunTime(t *testing.T) {
 // failingNode starts a node whose clock is fixed, so retry scores can be checked exactly.
 func failingNode(t *testing.T, v *env, o Options, w Worker) (*Exq, *fixedClock) {
 	clock := &fixedClock{t: time.Unix(1796010415, 0)}
-	o.now = clock.now
 	o.DisableScheduler = true
 	o.Workers = map[string]Worker{"W": w}
-	return v.start(o), clock
+	return v.start(o, testHooks{now: clock.now}), clock
 }
 
 func TestFailedJobMovesToRetryWithBackoffKeepingUnknownFields(t *testing.T) {

@@ -7,12 +7,19 @@
 //	jobs := fake.JobsOfClass("MyApp.SendEmail")  // what it enqueued, as exq would write it
 //
 // Both accept and refuse exactly what a real enqueue does (exq.PrepareJob), so a test cannot
-// pass with arguments production would reject.
+// pass with arguments production would reject, and both honour exq.Unique as Redis does: the
+// same token (exq.DefaultUniqueToken unless UniqueOpts.Token is set), the same
+// *exq.UniqueConflictError carrying the holder's jid, and a lock that lasts until its release
+// point or its expiry. Their clock is the real one plus whatever Advance added, so a test can
+// let locks expire without sleeping.
 package exqtest
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -26,33 +33,48 @@ var (
 )
 
 // Fake records enqueued jobs and runs nothing. It is safe for concurrent use.
+//
+// Unique jobs: an enqueue whose lock is held records nothing and returns the holder's jid with
+// an error matching exq.ErrUniqueConflict, as exq does. Since the Fake runs nothing, the test
+// says when a job has run: Complete(jid) releases the lock of an UntilSuccess or UntilStart
+// job (what a node does once the job succeeded or died); every lock also expires at its
+// UniqueOpts.For, on the Fake's clock (see Advance). Clear forgets jobs and locks.
 type Fake struct {
-	mu   sync.Mutex
-	jobs []*exq.Job
+	mu    sync.Mutex
+	jobs  []*exq.Job
+	locks locks
 }
 
 // NewFake returns an empty Fake.
-func NewFake() *Fake { return &Fake{} }
+func NewFake() *Fake { return &Fake{locks: newLocks()} }
 
-func (f *Fake) add(queue, class string, at time.Time, args any, opts []exq.EnqueueOption) (string, error) {
-	job, err := exq.PrepareJob(queue, class, at, args, opts...)
+// record takes job's lock, if any, and records the job; f.mu is held.
+func (f *Fake) record(job *exq.Job) (string, error) {
+	jid, written, err := f.locks.take(job)
+	if written {
+		f.jobs = append(f.jobs, job)
+	}
+	return jid, err
+}
+
+func (f *Fake) add(spec exq.JobSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	job, err := exq.PrepareJob(f.locks.now(), spec)
 	if err != nil {
 		return "", err
 	}
-	f.mu.Lock()
-	f.jobs = append(f.jobs, job)
-	f.mu.Unlock()
-	return job.JID, nil
+	return f.record(job)
 }
 
 // Enqueue records a job to run now.
 func (f *Fake) Enqueue(_ context.Context, queue, class string, args any, opts ...exq.EnqueueOption) (string, error) {
-	return f.add(queue, class, time.Time{}, args, opts)
+	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, Options: opts})
 }
 
 // EnqueueIn records a job due after d (its EnqueuedAt is the due time, as exq writes it).
 func (f *Fake) EnqueueIn(_ context.Context, queue, class string, d time.Duration, args any, opts ...exq.EnqueueOption) (string, error) {
-	return f.add(queue, class, time.Now().Add(d), args, opts)
+	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, In: d, Options: opts})
 }
 
 // EnqueueAt records a job due at t.
@@ -60,43 +82,55 @@ func (f *Fake) EnqueueAt(_ context.Context, queue, class string, t time.Time, ar
 	if t.IsZero() {
 		return "", fmt.Errorf("exq: enqueue at: time is zero: %w", exq.ErrInvalidJob)
 	}
-	return f.add(queue, class, t, args, opts)
+	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, At: t, Options: opts})
 }
 
-// EnqueueAll records every job of the batch, or none if one is invalid. Unique options are
-// recorded but never conflict (as in Exq.Mock).
+// EnqueueAll records every job of the batch, or none if one is invalid. A unique job whose
+// lock is held (also by an earlier job of the same batch) is not recorded: its result carries
+// the holder's jid and the conflict, as exq's EnqueueAll reports it.
 func (f *Fake) EnqueueAll(_ context.Context, specs []exq.JobSpec) ([]exq.EnqueueResult, error) {
-	jobs, err := prepareAll(specs)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	jobs, err := prepareAll(f.locks.now(), specs)
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	res := make([]exq.EnqueueResult, len(jobs))
 	for i, j := range jobs {
-		f.jobs = append(f.jobs, j)
-		res[i] = exq.EnqueueResult{JID: j.JID}
+		jid, err := f.record(j)
+		res[i] = exq.EnqueueResult{JID: jid, Err: err}
 	}
 	return res, nil
 }
 
-func prepareAll(specs []exq.JobSpec) ([]*exq.Job, error) {
+func prepareAll(now time.Time, specs []exq.JobSpec) ([]*exq.Job, error) {
 	jobs := make([]*exq.Job, len(specs))
 	for i, s := range specs {
-		if !s.At.IsZero() && s.In != 0 {
-			return nil, fmt.Errorf("exq: enqueue all: job %d: both At and In are set: %w", i, exq.ErrInvalidJob)
-		}
-		at := s.At
-		if s.In != 0 {
-			at = time.Now().Add(s.In)
-		}
-		j, err := exq.PrepareJob(s.Queue, s.Class, at, s.Args, s.Options...)
+		j, err := exq.PrepareJob(now, s)
 		if err != nil {
 			return nil, fmt.Errorf("exq: enqueue all: job %d: %w", i, err)
 		}
 		jobs[i] = j
 	}
 	return jobs, nil
+}
+
+// Complete tells the Fake that job jid ran and succeeded (or died): its unique lock is released
+// if its mode is UntilSuccess or UntilStart, as a node releases it, so the same job can be
+// enqueued again. An UntilExpiry lock stays until it expires (Advance). It reports whether a
+// lock was released.
+func (f *Fake) Complete(jid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.locks.release(jid, exq.UntilSuccess, exq.UntilStart)
+}
+
+// Advance moves the Fake's clock forward by d: locks whose expiry it passes are released, and
+// later jobs carry the new time.
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.locks.offset += d
 }
 
 // Jobs returns the recorded jobs in enqueue order.
@@ -125,19 +159,30 @@ func (f *Fake) Filter(keep func(*exq.Job) bool) []*exq.Job {
 	return out
 }
 
-// Clear forgets the recorded jobs.
+// Clear forgets the recorded jobs and every unique lock.
 func (f *Fake) Clear() {
 	f.mu.Lock()
 	f.jobs = nil
+	f.locks.held = map[string]heldLock{}
 	f.mu.Unlock()
 }
 
 // Inline runs each job's worker at once, in the caller's goroutine, and returns the worker's
 // error (or re-panics its panic) to the caller. Scheduled jobs run at once too. The worker sees
 // the job as it would come out of Redis: its args went through JSON. No middleware runs.
+//
+// Unique jobs: a job whose lock is held does not run; the enqueue returns the holder's jid with
+// an error matching exq.ErrUniqueConflict. After a run the lock is released as a node would
+// release it: an UntilStart lock before the worker runs; an UntilSuccess lock when the worker
+// succeeds, or when it fails with no retries left (MaxRetries 0: the job would die). A failed
+// job that would be retried, or a snoozed one, keeps its lock, as it does in Redis while it
+// waits in the retry set, until its expiry (see Advance). UntilExpiry locks only expire.
 type Inline struct {
 	mu      sync.RWMutex
 	workers map[string]exq.Worker
+
+	lockMu sync.Mutex
+	locks  locks
 }
 
 // NewInline returns an Inline that runs workers by class.
@@ -146,7 +191,7 @@ func NewInline(workers map[string]exq.Worker) *Inline {
 	for c, wk := range workers {
 		w[c] = wk
 	}
-	return &Inline{workers: w}
+	return &Inline{workers: w, locks: newLocks()}
 }
 
 // Register adds (or replaces) the worker for class.
@@ -156,7 +201,43 @@ func (in *Inline) Register(class string, w exq.Worker) {
 	in.mu.Unlock()
 }
 
-func (in *Inline) run(ctx context.Context, job *exq.Job) (string, error) {
+// Advance moves the Inline's clock forward by d: locks whose expiry it passes are released,
+// and later jobs carry the new time.
+func (in *Inline) Advance(d time.Duration) {
+	in.lockMu.Lock()
+	defer in.lockMu.Unlock()
+	in.locks.offset += d
+}
+
+func (in *Inline) prepare(spec exq.JobSpec) (*exq.Job, error) {
+	in.lockMu.Lock()
+	defer in.lockMu.Unlock()
+	return exq.PrepareJob(in.locks.now(), spec)
+}
+
+// run takes job's lock, runs its worker and releases the lock per its mode.
+func (in *Inline) run(ctx context.Context, job *exq.Job) (_ string, err error) {
+	in.lockMu.Lock()
+	jid, written, err := in.locks.take(job)
+	if written {
+		in.locks.release(job.JID, exq.UntilStart)
+	}
+	in.lockMu.Unlock()
+	if !written {
+		return jid, err
+	}
+	released := false
+	defer func() {
+		if released {
+			return
+		}
+		// A panic or an error is a failure: the job dies (and releases) only without retries.
+		if p := recover(); p != nil {
+			in.releaseAfter(job, false)
+			panic(p)
+		}
+		in.releaseAfter(job, err == nil)
+	}()
 	class := job.Class
 	if i := strings.IndexByte(class, '/'); i >= 0 {
 		class = class[:i]
@@ -167,12 +248,26 @@ func (in *Inline) run(ctx context.Context, job *exq.Job) (string, error) {
 	if w == nil {
 		return job.JID, fmt.Errorf("%w %q", exq.ErrUnknownClass, job.Class)
 	}
-	return job.JID, w.Perform(exq.WithJob(ctx, job), job)
+	err = w.Perform(exq.WithJob(ctx, job), job)
+	if snooze := new(*exq.SnoozeError); errors.As(err, snooze) {
+		released = true // a snoozed job runs again later: it keeps its lock
+	}
+	return job.JID, err
+}
+
+// releaseAfter releases an UntilSuccess lock once the job succeeded or would die.
+func (in *Inline) releaseAfter(job *exq.Job, ok bool) {
+	if !ok && job.MaxRetries > 0 {
+		return // it would wait in the retry set, holding its lock
+	}
+	in.lockMu.Lock()
+	in.locks.release(job.JID, exq.UntilSuccess)
+	in.lockMu.Unlock()
 }
 
 // Enqueue runs the job now.
 func (in *Inline) Enqueue(ctx context.Context, queue, class string, args any, opts ...exq.EnqueueOption) (string, error) {
-	job, err := exq.PrepareJob(queue, class, time.Time{}, args, opts...)
+	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, Options: opts})
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +276,7 @@ func (in *Inline) Enqueue(ctx context.Context, queue, class string, args any, op
 
 // EnqueueIn runs the job now, without waiting for d.
 func (in *Inline) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...exq.EnqueueOption) (string, error) {
-	job, err := exq.PrepareJob(queue, class, time.Now().Add(d), args, opts...)
+	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, In: d, Options: opts})
 	if err != nil {
 		return "", err
 	}
@@ -193,27 +288,95 @@ func (in *Inline) EnqueueAt(ctx context.Context, queue, class string, t time.Tim
 	if t.IsZero() {
 		return "", fmt.Errorf("exq: enqueue at: time is zero: %w", exq.ErrInvalidJob)
 	}
-	job, err := exq.PrepareJob(queue, class, t, args, opts...)
+	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, At: t, Options: opts})
 	if err != nil {
 		return "", err
 	}
 	return in.run(ctx, job)
 }
 
-// EnqueueAll validates the whole batch, then runs the jobs in order; it stops at the first
-// worker error and returns it with the results so far.
+// EnqueueAll validates the whole batch, then runs the jobs in order. A unique job whose lock is
+// held does not run and its result carries the conflict; the first worker error stops the
+// batch and is returned with the results so far.
 func (in *Inline) EnqueueAll(ctx context.Context, specs []exq.JobSpec) ([]exq.EnqueueResult, error) {
-	jobs, err := prepareAll(specs)
+	in.lockMu.Lock()
+	jobs, err := prepareAll(in.locks.now(), specs)
+	in.lockMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	res := make([]exq.EnqueueResult, 0, len(jobs))
 	for _, j := range jobs {
 		jid, err := in.run(ctx, j)
+		if errors.Is(err, exq.ErrUniqueConflict) {
+			res = append(res, exq.EnqueueResult{JID: jid, Err: err})
+			continue
+		}
 		res = append(res, exq.EnqueueResult{JID: jid})
 		if err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// locks is the unique-lock table of a double: what <ns>:unique:<token> keys hold in Redis.
+// Its owner guards it.
+type locks struct {
+	held   map[string]heldLock // by token
+	offset time.Duration       // added to the real clock by Advance
+}
+
+type heldLock struct {
+	jid     string
+	until   exq.UniqueUntilMode
+	expires time.Time
+}
+
+func newLocks() locks { return locks{held: map[string]heldLock{}} }
+
+func (l *locks) now() time.Time { return time.Now().Add(l.offset) }
+
+// uniqueFields are the unique fields of a job document, as exq writes them (WIRE.md §2).
+type uniqueFields struct {
+	Token     string  `json:"unique_token"`
+	Until     string  `json:"unique_until"`
+	UnlocksAt float64 `json:"unlocks_at"`
+}
+
+// take takes job's lock, as exq's enqueue script does: written reports whether the job is to
+// be written (jid is then its own); otherwise jid is the holder's and err the conflict. A lock
+// held by the job's own jid means the same job again: it reads as written once, so nothing more
+// is written (written false, err nil).
+func (l *locks) take(job *exq.Job) (jid string, written bool, err error) {
+	var u uniqueFields
+	if err := json.Unmarshal([]byte(job.Raw()), &u); err != nil || u.Token == "" {
+		return job.JID, true, nil // not unique
+	}
+	now := l.now()
+	if h, ok := l.held[u.Token]; ok && now.Before(h.expires) {
+		if h.jid == job.JID {
+			return job.JID, false, nil
+		}
+		return h.jid, false, &exq.UniqueConflictError{JID: h.jid, Token: u.Token}
+	}
+	sec, frac := math.Modf(u.UnlocksAt)
+	l.held[u.Token] = heldLock{jid: job.JID, until: exq.UniqueUntilMode(u.Until), expires: time.Unix(int64(sec), int64(frac*1e9))}
+	return job.JID, true, nil
+}
+
+// release deletes the lock held by jid if its mode is one of modes (compare-and-delete).
+func (l *locks) release(jid string, modes ...exq.UniqueUntilMode) bool {
+	for token, h := range l.held {
+		if h.jid != jid {
+			continue
+		}
+		for _, m := range modes {
+			if h.until == m {
+				delete(l.held, token)
+				return true
+			}
+		}
+	}
+	return false
 }

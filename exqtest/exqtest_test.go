@@ -82,9 +82,9 @@ func TestInlineRunsTheWorkerAfterAJSONRoundTrip(t *testing.T) {
 		}),
 		"MyApp.Tips": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error { return nil }),
 	})
-	in.Register("MyApp.Typed", exq.Typed(func(ctx context.Context, a tipsArgs) error {
+	in.Register("MyApp.Typed", exq.Typed(func(ctx context.Context, job *exq.Job, a tipsArgs) error {
 		typed = a
-		jid = exq.JobFromContext(ctx).JID
+		jid = job.JID
 		return nil
 	}))
 	require.NoError(t, signup(ctx, in, 42))

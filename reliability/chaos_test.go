@@ -36,7 +36,7 @@ func TestChaosNoJobIsLost(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	defer rdb.Close()
 
-	enq, err := exq.NewEnqueuer(ctx, exq.Options{Redis: rdb, Namespace: ns})
+	enq, err := exq.NewClient(ctx, exq.ClientOptions{Redis: rdb, Namespace: ns})
 	require.NoError(t, err)
 	want := make(map[string]bool, jobs)
 	for start := 0; start < jobs; start += 1000 {

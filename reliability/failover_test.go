@@ -66,7 +66,7 @@ func TestREADONLYFailoverRecoversWithoutARestart(t *testing.T) {
 			replicaOf(t, ca, cb, b.Port)
 
 			// Jobs written to the new primary, by another producer, get run by the same node.
-			producer, err := exq.NewEnqueuer(ctx, exq.Options{Redis: cb, Namespace: "fo"})
+			producer, err := exq.NewClient(ctx, exq.ClientOptions{Redis: cb, Namespace: "fo"})
 			require.NoError(t, err)
 			var jids []string
 			for i := 0; i < 20; i++ {

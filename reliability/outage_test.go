@@ -36,7 +36,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	})
 	e := startNode(t, exq.Options{Redis: client(t, proxy.Addr()), Namespace: "outage", RedisTimeout: time.Second,
 		Queues: []exq.Queue{{Name: "default", Concurrency: 20}}, Workers: map[string]exq.Worker{"W": work}})
-	producer, err := exq.NewEnqueuer(ctx, exq.Options{Redis: direct, Namespace: "outage"})
+	producer, err := exq.NewClient(ctx, exq.ClientOptions{Redis: direct, Namespace: "outage"})
 	require.NoError(t, err)
 
 	// A steady stream of jobs, written straight to Redis, before, during and after the cut.
@@ -130,7 +130,7 @@ func TestSlowRedisHonoursTimeouts(t *testing.T) {
 	t.Logf("enqueue with 1 s latency took %s", time.Since(start).Round(time.Millisecond))
 	testutil.WaitFor(t, "the job ran", func() bool { return work.ran(jid) })
 
-	short, err := exq.NewEnqueuer(ctx, exq.Options{RedisURL: url, Namespace: "slow", RedisTimeout: 5 * time.Second})
+	short, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: url, Namespace: "slow", RedisTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer short.Close()
 	// A context deadline shorter than the latency ends the call with an error, on time.

@@ -181,13 +181,9 @@ func setCmd(s exq.Set) func(context.Context, []string, opener) error {
 
 // findAnywhere looks for jid in the given set, or in retry, schedule and dead.
 func findAnywhere(ctx context.Context, api *exq.API, jid, set string) (exq.Set, exq.JobRecord, error) {
-	sets := []exq.Set{exq.RetrySet, exq.ScheduledSet, exq.DeadSet}
-	if set != "" {
-		s, err := parseSet(set)
-		if err != nil {
-			return "", exq.JobRecord{}, err
-		}
-		sets = []exq.Set{s}
+	sets, err := setsToSearch(set)
+	if err != nil {
+		return "", exq.JobRecord{}, err
 	}
 	for _, s := range sets {
 		rec, err := api.Find(ctx, s, jid)
@@ -198,7 +194,7 @@ func findAnywhere(ctx context.Context, api *exq.API, jid, set string) (exq.Set, 
 			return "", exq.JobRecord{}, err
 		}
 	}
-	return "", exq.JobRecord{}, fmt.Errorf("%w: no job %s in %s", exq.ErrJobNotFound, jid, strings.Trim(fmt.Sprint(sets), "[]"))
+	return "", exq.JobRecord{}, notFound(jid, sets)
 }
 
 func retryCmd(ctx context.Context, args []string, open opener) error {
@@ -237,18 +233,35 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	s, rec, err := findAnywhere(ctx, c.api, pos[0], *set)
+	sets, err := setsToSearch(*set)
 	if err != nil {
 		return err
 	}
-	if _, err := c.api.Requeue(ctx, s, []string{rec.Raw}); err != nil {
-		return err
+	for _, s := range sets {
+		rec, err := c.api.RequeueJob(ctx, s, pos[0])
+		if errors.Is(err, exq.ErrJobNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		j, _ := rec.Job() // found by its jid, so it decodes
+		return c.say(map[string]any{"jid": pos[0], "from": string(s), "queue": j.Queue}, "moved %s from %s to queue %s", pos[0], s, j.Queue)
 	}
-	q := ""
-	if rec.Job != nil {
-		q = rec.Job.Queue
+	return notFound(pos[0], sets)
+}
+
+// setsToSearch is the set named by --set, or retry, schedule and dead.
+func setsToSearch(set string) ([]exq.Set, error) {
+	if set == "" {
+		return []exq.Set{exq.RetrySet, exq.ScheduledSet, exq.DeadSet}, nil
 	}
-	return c.say(map[string]any{"jid": pos[0], "from": string(s), "queue": q}, "moved %s from %s to queue %s", pos[0], s, q)
+	s, err := parseSet(set)
+	return []exq.Set{s}, err
+}
+
+func notFound(jid string, sets []exq.Set) error {
+	return fmt.Errorf("%w: no job %s in %s", exq.ErrJobNotFound, jid, strings.Trim(fmt.Sprint(sets), "[]"))
 }
 
 func deleteCmd(ctx context.Context, args []string, open opener) error {
@@ -348,14 +361,14 @@ func enqueueCmd(ctx context.Context, args []string, open opener) error {
 		when = time.Now().Add(*in)
 	}
 	// Refuse bad input before connecting, so nothing is ever written for it.
-	if _, err := exq.PrepareJob(pos[0], pos[1], when, raw, opts...); err != nil {
+	if _, err := exq.PrepareJob(time.Now(), exq.JobSpec{Queue: pos[0], Class: pos[1], Args: raw, At: when, Options: opts}); err != nil {
 		return err
 	}
 	c, err := open()
 	if err != nil {
 		return err
 	}
-	enq, err := exq.NewEnqueuer(ctx, c.opts)
+	enq, err := exq.NewClient(ctx, c.opts)
 	if err != nil {
 		return err
 	}
@@ -415,8 +428,8 @@ func busyCmd(ctx context.Context, args []string, open opener) error {
 	rows := make([][]any, len(busy))
 	for i, b := range busy {
 		jid, class := "?", "?"
-		if b.Job != nil {
-			jid, class = b.Job.JID, b.Job.Class
+		if j, err := b.Job(); err == nil {
+			jid, class = j.JID, j.Class
 		}
 		rows[i] = []any{b.Node, b.Queue, jid, class, b.RunAt.UTC().Format(time.RFC3339)}
 	}

@@ -78,7 +78,7 @@ Exit status: 0 done, 1 failed (Redis, or the job was not found), 2 bad command l
 // cli is one invocation: the API, where to print, how.
 type cli struct {
 	api    *exq.API
-	opts   exq.Options
+	opts   exq.ClientOptions
 	out    io.Writer
 	errOut io.Writer
 	json   bool
@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if url == "" {
 		url = getenv("EXQ_REDIS_URL")
 	}
-	opts := exq.Options{RedisURL: url, Namespace: *namespace}
+	opts := exq.ClientOptions{RedisURL: url, Namespace: *namespace}
 	if *namespace == "" {
 		opts.NoNamespace = true
 	}

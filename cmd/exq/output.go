@@ -45,14 +45,15 @@ func jobJSON(r exq.JobRecord) map[string]any {
 	if !r.At.IsZero() {
 		m["at"] = r.At.UTC().Format(time.RFC3339Nano)
 	}
-	if r.Job != nil {
-		m["jid"], m["class"], m["queue"], m["args"] = r.Job.JID, r.Job.Class, r.Job.Queue, r.Job.Args
-		m["retry_count"] = r.Job.RetryCount
-		if r.Job.ErrorMessage != "" {
-			m["error_message"] = r.Job.ErrorMessage
-		}
-	} else if r.DecodeErr != nil {
-		m["decode_error"] = r.DecodeErr.Error()
+	j, err := r.Job()
+	if err != nil {
+		m["decode_error"] = err.Error()
+		return m
+	}
+	m["jid"], m["class"], m["queue"], m["args"] = j.JID, j.Class, j.Queue, j.Args
+	m["retry_count"] = j.RetryCount
+	if j.ErrorMessage != "" {
+		m["error_message"] = j.ErrorMessage
 	}
 	return m
 }
@@ -73,8 +74,8 @@ func (c *cli) records(recs []exq.JobRecord, withAt bool) error {
 	rows := make([][]any, len(recs))
 	for i, r := range recs {
 		row := []any{"?", "<undecodable>", "", cut(r.Raw, 60), "", ""}
-		if r.Job != nil {
-			row = []any{r.Job.JID, r.Job.Class, r.Job.Queue, cut(string(r.Job.Args), 60), r.Job.RetryCount, cut(r.Job.ErrorMessage, 60)}
+		if j, err := r.Job(); err == nil {
+			row = []any{j.JID, j.Class, j.Queue, cut(string(j.Args), 60), j.RetryCount, cut(j.ErrorMessage, 60)}
 		}
 		if withAt {
 			row = append([]any{r.At.UTC().Format(time.RFC3339)}, row...)

@@ -84,7 +84,7 @@ func TestACLUserLimitedToTheNamespace(t *testing.T) {
 	results, err := e.EnqueueAll(ctx, []exq.JobSpec{
 		{Queue: "default", Class: "ACL.Ok", Args: []any{4}},
 		{Queue: "default", Class: "ACL.Ok", Args: []any{5}, In: 50 * time.Millisecond},
-		{Queue: "default", Class: "ACL.Ok", Args: []any{6}, Options: []exq.EnqueueOption{exq.UniqueFor(time.Minute)}},
+		{Queue: "default", Class: "ACL.Ok", Args: []any{6}, Options: []exq.EnqueueOption{exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Minute})}},
 	})
 	require.NoError(t, err)
 	for _, res := range results {
@@ -96,20 +96,20 @@ func TestACLUserLimitedToTheNamespace(t *testing.T) {
 
 	// Unique jobs, on a queue the node subscribes to only later: the lock holds while the job
 	// waits, and is released when it succeeds.
-	unique, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.UniqueFor(time.Minute))
+	unique, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Minute}))
 	require.NoError(t, err)
-	holder, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.UniqueFor(time.Minute))
+	holder, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Minute}))
 	require.ErrorIs(t, err, exq.ErrUniqueConflict)
 	assert.Equal(t, unique, holder)
 	require.NoError(t, e.Subscribe("held", 1))
 	testutil.WaitFor(t, "the unique job runs", func() bool { return r.succeeded(unique) })
 	testutil.WaitFor(t, "its lock is released", func() bool {
-		_, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.UniqueFor(time.Minute))
+		_, err := e.Enqueue(ctx, "held", "ACL.Ok", []any{"once"}, exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Minute}))
 		return err == nil
 	})
 
 	// The admin API, as the same user: a dead job is listed and requeued; processes and stats.
-	api, err := exq.NewAPI(ctx, exq.Options{RedisURL: aclURL(srv), Namespace: "acl"})
+	api, err := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: aclURL(srv), Namespace: "acl"})
 	require.NoError(t, err)
 	defer api.Close()
 	dead, err := e.Enqueue(ctx, "default", "ACL.FailOnce", []any{"dies"}, exq.MaxRetries(0))
@@ -120,7 +120,9 @@ func TestACLUserLimitedToTheNamespace(t *testing.T) {
 		require.NoError(t, err)
 		return len(deadJobs) == 1
 	})
-	require.Equal(t, dead, deadJobs[0].Job.JID)
+	deadJob, err := deadJobs[0].Job()
+	require.NoError(t, err)
+	require.Equal(t, dead, deadJob.JID)
 	n, err := api.Requeue(ctx, exq.DeadSet, []string{deadJobs[0].Raw})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -141,7 +143,7 @@ func TestACLUserLimitedToTheNamespace(t *testing.T) {
 	beat, err := admin.ZScore(ctx, "acl:heartbeats", e.NodeID()).Result()
 	require.NoError(t, err, "the node beats into acl:heartbeats")
 	assert.NotZero(t, beat)
-	orphan, err := exq.PrepareJob("default", "ACL.Ok", time.Time{}, []any{"orphan"})
+	orphan, err := exq.PrepareJob(time.Now(), exq.JobSpec{Queue: "default", Class: "ACL.Ok", Args: []any{"orphan"}})
 	require.NoError(t, err)
 	require.NoError(t, admin.LPush(ctx, "acl:queue:backup::ghost::default", orphan.Raw()).Err())
 	require.NoError(t, admin.ZAdd(ctx, "acl:heartbeats", redis.Z{Score: 1, Member: "ghost"}).Err())
@@ -194,7 +196,7 @@ func TestACLNamespaceOutsideThePattern(t *testing.T) {
 		noperm("Start", err)
 	})
 	within("enqueue", func() {
-		c, err := exq.NewEnqueuer(ctx, o) // a PING needs no key: connecting works
+		c, err := exq.NewClient(ctx, o.ClientOptions()) // a PING needs no key: connecting works
 		require.NoError(t, err)
 		defer c.Close()
 		_, err = c.Enqueue(ctx, "default", "X", nil)
@@ -205,7 +207,7 @@ func TestACLNamespaceOutsideThePattern(t *testing.T) {
 		noperm("EnqueueAll", err)
 	})
 	within("admin API", func() {
-		api, err := exq.NewAPI(ctx, o)
+		api, err := exq.NewAPI(ctx, o.ClientOptions())
 		require.NoError(t, err)
 		defer api.Close()
 		_, err = api.Queues(ctx)
@@ -243,7 +245,7 @@ func TestACLWithoutChannelPermission(t *testing.T) {
 	defer cancel()
 	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "exquser", "on", ">userpw", "~acl:*", "resetchannels", "+@all", "-@dangerous").Err())
 
-	c, err := exq.NewEnqueuer(ctx, exq.Options{RedisURL: aclURL(srv), Namespace: "acl"})
+	c, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: aclURL(srv), Namespace: "acl"})
 	require.NoError(t, err)
 	defer c.Close()
 	jid, err := c.Enqueue(ctx, "default", "X", nil)

@@ -233,12 +233,12 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		n, err := e.API().Size(ctx, exq.DeadSet)
 		return errs.got("dead size", err) == nil && n == 1
 	})
-	client, err := exq.NewEnqueuer(ctx, o)
+	client, err := exq.NewClient(ctx, o.ClientOptions())
 	require.NoError(t, errs.got("NewEnqueuer", err))
 	viaClient, err := client.Enqueue(ctx, "default", "Sec.Ok", nil)
 	require.NoError(t, errs.got("client enqueue", err))
 	require.NoError(t, client.Close())
-	api, err := exq.NewAPI(ctx, o)
+	api, err := exq.NewAPI(ctx, o.ClientOptions())
 	require.NoError(t, errs.got("NewAPI", err))
 	_, err = api.Queues(ctx)
 	require.NoError(t, errs.got("api queues", err))
@@ -258,9 +258,9 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		bad.RedisTimeout = 500 * time.Millisecond
 		_, err := exq.Start(ctx, bad)
 		errs.mustFail("Start with "+what, err, exq.ErrRedisUnavailable)
-		_, err = exq.NewAPI(ctx, bad)
+		_, err = exq.NewAPI(ctx, bad.ClientOptions())
 		errs.mustFail("NewAPI with "+what, err, exq.ErrRedisUnavailable)
-		_, err = exq.NewEnqueuer(ctx, bad)
+		_, err = exq.NewClient(ctx, bad.ClientOptions())
 		errs.mustFail("NewEnqueuer with "+what, err, exq.ErrRedisUnavailable)
 		if err != nil {
 			assert.Contains(t, err.Error(), "127.0.0.1:", "the error names the address")
@@ -275,9 +275,9 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		bad.RedisURL = u
 		_, err := exq.Start(ctx, bad)
 		errs.mustFail("Start with "+what, err, exq.ErrInvalidOptions)
-		_, err = exq.NewAPI(ctx, bad)
+		_, err = exq.NewAPI(ctx, bad.ClientOptions())
 		errs.mustFail("NewAPI with "+what, err, exq.ErrInvalidOptions)
-		_, err = exq.NewEnqueuer(ctx, bad)
+		_, err = exq.NewClient(ctx, bad.ClientOptions())
 		errs.mustFail("NewEnqueuer with "+what, err, exq.ErrInvalidOptions)
 	}
 
@@ -359,9 +359,9 @@ func TestPasswordNeverInInvalidURLErrors(t *testing.T) {
 		o := exq.Options{RedisURL: u, RedisTimeout: 200 * time.Millisecond}
 		_, err := exq.Start(ctx, o)
 		checkInvalidURL(t, "Start", u, err)
-		_, err = exq.NewAPI(ctx, o)
+		_, err = exq.NewAPI(ctx, o.ClientOptions())
 		checkInvalidURL(t, "NewAPI", u, err)
-		_, err = exq.NewEnqueuer(ctx, o)
+		_, err = exq.NewClient(ctx, o.ClientOptions())
 		checkInvalidURL(t, "NewEnqueuer", u, err)
 	}
 }

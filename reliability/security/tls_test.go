@@ -137,7 +137,7 @@ func TestTLS(t *testing.T) {
 		testutil.WaitFor(t, "the job runs over TLS", func() bool { return r.succeeded(jid) })
 
 		// An enqueue-only client on the same connection settings.
-		c, err := exq.NewEnqueuer(ctx, o)
+		c, err := exq.NewClient(ctx, o.ClientOptions())
 		require.NoError(t, err)
 		defer c.Close()
 		jid, err = c.Enqueue(ctx, "default", "TLS.Job", nil)
