@@ -194,6 +194,34 @@ func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
 	}
 }
 
+func TestAPIRequeueJobMovesOneJobByJIDByteForByteOnce(t *testing.T) {
+	for _, s := range []Set{RetrySet, ScheduledSet, DeadSet} {
+		t.Run(string(s), func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			a, _ := v.api()
+			key, _ := a.setKey(s)
+			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"r1","bid":"keep","retry_count":3}`
+			other := `{"class":"W","args":[],"queue":"custom","jid":"r2"}`
+			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now(), other)).Err())
+			rec, err := a.RequeueJob(ctx, s, "r1")
+			require.NoError(t, err)
+			assert.Equal(t, raw, rec.Raw)
+			assert.Equal(t, "custom", jobOf(t, rec).Queue)
+			assert.Equal(t, []string{raw}, v.list(v.keys.Queue("custom")), "byte for byte")
+			assert.Equal(t, 1, v.zcard(key), "only that job moved")
+
+			_, err = a.RequeueJob(ctx, s, "r1")
+			assert.ErrorIs(t, err, ErrJobNotFound, "a second call finds nothing")
+			assert.Len(t, v.list(v.keys.Queue("custom")), 1, "and moves nothing")
+			_, err = a.RequeueJob(ctx, s, "nope")
+			assert.ErrorIs(t, err, ErrJobNotFound)
+			_, err = a.RequeueJob(ctx, Set("bogus"), "r2")
+			assert.Error(t, err)
+		})
+	}
+}
+
 func TestAPIRequeueAllReportsProgressAndLeavesUnroutableJobs(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
