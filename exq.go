@@ -2,30 +2,36 @@
 // so a Go service can share queues with them: a job pushed by Sidekiq or Exq runs on a Go
 // worker, and the other way round.
 //
-// Start a node with the queues it works on and the workers it knows, enqueue from anywhere,
-// and stop it when the program ends:
+// A job's args can be a type that names its class; the worker and the enqueue side then share
+// it. Start a node with the queues it works on, add workers, enqueue from anywhere, and let
+// the node stop when the program is told to:
 //
-//	e, err := exq.Start(ctx, exq.Options{
+//	type Signup struct {
+//		UserID int `json:"user_id"`
+//	}
+//
+//	func (Signup) Class() string { return "MyApp.Signup" } // any class string, "MyApp::Signup" too
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the node
 //		RedisURL: "redis://127.0.0.1:6379/0",
 //		Queues:   []exq.Queue{{Name: "default", Concurrency: 50}},
-//		Workers: map[string]exq.Worker{
-//			"MyApp.SendEmail": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
-//				var userID int
-//				var template string
-//				if err := job.Bind(&userID, &template); err != nil {
-//					return err
-//				}
-//				return sendEmail(ctx, userID, template)
-//			}),
-//		},
 //	})
 //	if err != nil {
 //		return err
 //	}
-//	defer e.Stop(context.Background()) // lets running jobs finish, up to ShutdownTimeout
+//	exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error {
+//		return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
+//	})
 //
-//	jid, err := e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"})
+//	jid, err := exq.EnqueueArgs(ctx, e, Signup{UserID: 42}) // args on the wire: [{"user_id":42}]
 //
+//	<-e.Done()                          // ctx ended, or a TERM from Sidekiq's or Exq's UI
+//	return e.Stop(context.Background()) // running jobs get ShutdownTimeout to finish
+//
+// Jobs of other runtimes, with positional args, run on a WorkerFunc that reads them with
+// job.Bind, and are enqueued with e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"}).
 // A worker that returns an error (or panics) is retried with Exq's backoff, up to MaxRetries
 // times, then moved to the dead set. Jobs are never lost: a job leaves Redis only after its
 // outcome is stored, and a node that dies leaves its jobs in a backup list from which they
@@ -85,6 +91,13 @@ type Exq struct {
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
 // (naming the field) or ErrRedisUnavailable (naming the address, never the password).
+//
+// ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
+// signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
+// no more, running jobs get ShutdownTimeout to finish, the rest go back to their queues) and
+// Done is closed. Stop then waits for that stop to end (and returns nil once it has), so a
+// program waits on Done and calls Stop. Pass context.Background() for a node that only Stop
+// ends; a start-up deadline now bounds the node's life too.
 func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
 
 // start is Start with the knobs only tests turn.
@@ -155,8 +168,28 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		s := &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout}
 		e.goLoop(func() { s.run(runCtx) })
 	}
+	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
 	return e, nil
+}
+
+// stopWhenDone stops the node, as Stop does, once ctx (Start's) ends. Its goroutine ends when
+// the node has stopped, whoever stopped it.
+func (e *Exq) stopWhenDone(ctx context.Context) {
+	if ctx.Done() == nil {
+		return // never ends (context.Background)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			e.log.Info("exq: the context given to Start ended; stopping", "node", e.opts.NodeID, "cause", context.Cause(ctx))
+			// Without ctx's end, or Stop would skip the grace period at once.
+			if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+				e.log.Error("exq: stop", "error", err)
+			}
+		case <-e.stopDone:
+		}
+	}()
 }
 
 func (e *Exq) goLoop(f func()) { goIn(&e.loops, f) }

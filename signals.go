@@ -46,12 +46,13 @@ func (e *Exq) Quiet() {
 	e.mgr.quiet.Store(true)
 }
 
-// Done is closed when this node has been asked to stop: by a TERM signal (from Sidekiq's Web
-// UI, Exq's UI or the admin API) or by a call to Stop. An application that wants those
-// signals to stop it waits on Done and then calls Stop:
+// Done is closed when this node has been asked to stop: by the end of the ctx given to Start
+// (which also stops it), by a TERM signal (from Sidekiq's Web UI, Exq's UI or the admin API)
+// or by a call to Stop. A program waits on Done and then calls Stop, which stops the node or
+// waits for the stop already under way to end:
 //
 //	<-e.Done()
-//	e.Stop(ctx)
+//	return e.Stop(context.Background())
 func (e *Exq) Done() <-chan struct{} { return e.done }
 
 func (e *Exq) requestStop() { e.doneOnce.Do(func() { close(e.done) }) }
