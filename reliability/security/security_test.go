@@ -145,9 +145,8 @@ func fast(o exq.Options) exq.Options {
 // startNode starts a node that the test stops when it ends (Stop is safe to call twice).
 func startNode(t *testing.T, o exq.Options) *exq.Exq {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
-	defer cancel()
-	e, err := exq.Start(ctx, o)
+	// Not a bounded ctx: the end of Start's ctx stops the node.
+	e, err := exq.Start(context.Background(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stopNode(e) })
 	return e
