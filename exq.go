@@ -342,6 +342,13 @@ func (e *Exq) Stop(ctx context.Context) error {
 	defer close(e.stopDone)
 	e.requestStop()
 
+	// The phases, in this order, each waiting for the one before:
+	//  1. stop fetching and scheduling (the loops end; no job enters a backup list any more);
+	//  2. drain: running jobs finish within the grace period, the rest are handed back;
+	//  3. clean up: every worker has returned, the acker has written what they finished, and
+	//     what is left in the backup lists goes back to its queue (proof: emptyBackups);
+	//  4. end the background parts (stats, pings, heartbeat, acker);
+	//  5. sign off: the last counters, and leave the heartbeats only with that proof.
 	e.cancelRun()
 	_ = e.pubsub.Close()
 	e.loops.Wait()
@@ -351,11 +358,11 @@ func (e *Exq) Stop(ctx context.Context) error {
 		close(e.jobsDone)
 	}()
 	e.drainJobs(ctx)
-	backupEmpty, stopErr := e.cleanUpBackups(ctx)
+	empty, stopErr := e.cleanUpBackups(ctx)
 	e.cancelJobs(errShutdown)
 	e.cancelOps()
 	e.ops.Wait()
-	e.signOff(context.WithoutCancel(ctx), backupEmpty)
+	e.signOff(context.WithoutCancel(ctx), empty)
 	e.stopped.Store(true)
 	if e.ownClient {
 		_ = e.rdb.Close()
@@ -387,28 +394,30 @@ func (e *Exq) drainJobs(ctx context.Context) {
 }
 
 // cleanUpBackups waits for every worker to return, for the acker to write what they finished,
-// and then moves whatever is left in this node's backup lists back to their queues. It reports
-// whether the backup lists are empty, or ctx's error if workers outlived it.
-func (e *Exq) cleanUpBackups(ctx context.Context) (bool, error) {
+// and then moves whatever is left in this node's backup lists back to their queues. It returns
+// the proof that the backup lists are empty (nil when they may not be), or ctx's error if
+// workers outlived it.
+func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	select {
 	case <-e.jobsDone:
 		e.mgr.stopWorkers()
 	case <-ctx.Done():
-		return false, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
+		return nil, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
 	// Finished jobs must be acknowledged before the sweep, or it would run them again.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
 	if !e.acker.drain(sctx) {
 		e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
-		return false, nil
+		return nil, nil
 	}
 	return e.mgr.sweep(sctx), nil
 }
 
-// signOff writes the last counters and removes this node from the processes set and, when
-// its backup lists are empty, from the heartbeats (otherwise other nodes rescue what is left).
-func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
+// signOff writes the last counters and removes this node from the processes set and, with
+// the proof that its backup lists are empty, from the heartbeats (otherwise other nodes
+// rescue what is left).
+func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
 	if err := e.stats.flush(ctx); err != nil {
@@ -417,7 +426,7 @@ func (e *Exq) signOff(ctx context.Context, backupEmpty bool) {
 	if err := e.pinger.unregister(ctx); err != nil {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
-	if e.hb != nil && backupEmpty {
+	if e.hb != nil && empty != nil {
 		if err := e.jq.forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
 		}

@@ -88,14 +88,14 @@ type managerParts struct {
 func newManager(parts managerParts, queues []Queue) *manager {
 	return &manager{
 		managerParts: parts,
-		subs:      append([]Queue(nil), queues...),
-		busy:      map[string]int{},
-		asked:     map[string]bool{},
-		running:   map[*run]struct{}{},
-		wake:      make(chan struct{}, 1),
-		slotFreed: make(chan struct{}, 1),
-		work:      make(chan *run),
-		idleStop:  make(chan struct{}),
+		subs:         append([]Queue(nil), queues...),
+		busy:         map[string]int{},
+		asked:        map[string]bool{},
+		running:      map[*run]struct{}{},
+		wake:         make(chan struct{}, 1),
+		slotFreed:    make(chan struct{}, 1),
+		work:         make(chan *run),
+		idleStop:     make(chan struct{}),
 	}
 }
 
@@ -506,12 +506,17 @@ func (m *manager) askedQueues() []string {
 	return queues
 }
 
+// emptyBackups is the proof that this node's backup lists were seen empty after its last job
+// ended: only sweep makes one, and only with one may a stopping node leave the heartbeats
+// (a node that signed off with jobs in its backup lists would strand them forever).
+type emptyBackups struct{}
+
 // sweep moves whatever is left in this node's backup lists back to their queues. It runs at
 // the end of Stop, when no job of this node runs any more, so what is left there was fetched
 // but never dispatched (a fetch whose reply was lost). It covers every queue a fetch ever
 // asked for, whether or not jobs came back: a fetch whose reply was lost may have taken some.
-// It reports whether every backup list of this node is now empty.
-func (m *manager) sweep(ctx context.Context) bool {
+// It returns the proof that every backup list of this node is now empty, or nil.
+func (m *manager) sweep(ctx context.Context) *emptyBackups {
 	m.mu.Lock()
 	queues := m.askedQueues()
 	m.mu.Unlock()
@@ -524,7 +529,10 @@ func (m *manager) sweep(ctx context.Context) bool {
 			m.log.Warn("exq: stop: moved jobs left in the backup list back to their queue", "queue", q, "jobs", n)
 		}
 	}
-	return empty
+	if !empty {
+		return nil
+	}
+	return &emptyBackups{}
 }
 
 // listen wakes the poll loop when an enqueue announces jobs in a subscribed queue. go-redis
