@@ -12,6 +12,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,14 @@ import (
 	"github.com/exqgo/exq"
 )
 
+// Greet is the args of Quickstart.Greet jobs. The type names its class, so the worker and the
+// enqueue calls share both; on the wire the job's args are [{"name":"Ada"}].
+type Greet struct {
+	Name string `json:"name"`
+}
+
+func (Greet) Class() string { return "Quickstart.Greet" }
+
 func main() {
 	if err := run(); err != nil {
 		log.Fatal(err)
@@ -27,7 +36,9 @@ func main() {
 }
 
 func run() error {
-	ctx := context.Background()
+	// Ctrl-C ends ctx, and with it the node (gracefully).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		m, err := miniredis.Run()
@@ -50,14 +61,6 @@ func run() error {
 		Backoff:              func(int, *exq.Job) time.Duration { return time.Second },
 		SchedulerPollTimeout: 50 * time.Millisecond,
 		Workers: map[string]exq.Worker{
-			"Quickstart.Greet": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
-				var name string
-				if err := job.Bind(&name); err != nil {
-					return err
-				}
-				done <- fmt.Sprintf("Quickstart.Greet    jid=%s  hello, %s", job.JID, name)
-				return nil
-			}),
 			"Quickstart.Flaky": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
 				if flakyRuns.Add(1) == 1 {
 					fmt.Printf("Quickstart.Flaky    jid=%s  attempt 1 fails (it goes to the retry set)\n", job.JID)
@@ -73,17 +76,24 @@ func run() error {
 		return err
 	}
 	defer func() {
-		if err := e.Stop(ctx); err != nil {
+		if err := e.Stop(context.Background()); err != nil {
 			log.Print(err)
 		}
 	}()
+	err = exq.AddWorker(e, func(ctx context.Context, job *exq.Job, g Greet) error {
+		done <- fmt.Sprintf("Quickstart.Greet    jid=%s  hello, %s", job.JID, g.Name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 
 	for _, name := range []string{"Ada", "Grace", "Linus"} {
-		if _, err := e.Enqueue(ctx, "default", "Quickstart.Greet", []any{name}); err != nil {
+		if _, err := exq.EnqueueArgs(ctx, e, Greet{Name: name}); err != nil {
 			return err
 		}
 	}
-	if _, err := e.EnqueueIn(ctx, "default", "Quickstart.Greet", 200*time.Millisecond, []any{"scheduled job"}); err != nil {
+	if _, err := exq.EnqueueArgsIn(ctx, e, 200*time.Millisecond, Greet{Name: "scheduled job"}); err != nil {
 		return err
 	}
 	if _, err := e.Enqueue(ctx, "default", "Quickstart.Flaky", nil); err != nil {
@@ -97,6 +107,8 @@ func run() error {
 			fmt.Println(line)
 		case <-timeout:
 			return fmt.Errorf("quickstart: only %d of 5 jobs ran within 30 s", i)
+		case <-e.Done():
+			return fmt.Errorf("quickstart: stopped after %d of 5 jobs", i)
 		}
 	}
 	fmt.Println("all 5 jobs ran; one failed once and succeeded through the retry set")
