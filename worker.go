@@ -147,8 +147,8 @@ func (e *Exq) timeoutFor(w Worker) time.Duration {
 // jobKey is the context key of the running job.
 type jobKey struct{}
 
-// JobFromContext returns the job whose run ctx belongs to, or nil outside a job. Workers
-// that take typed args (Typed) use it to reach the jid, the retry count and so on.
+// JobFromContext returns the job whose run ctx belongs to, or nil outside a job, for code
+// below a worker that has only its ctx (a worker itself gets the *Job).
 func JobFromContext(ctx context.Context) *Job {
 	j, _ := ctx.Value(jobKey{}).(*Job)
 	return j
