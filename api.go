@@ -2,7 +2,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,13 +11,6 @@ import (
 
 	"github.com/exqgo/exq/internal/wire"
 )
-
-// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
-var ErrJobNotFound = errors.New("exq: job not found")
-
-// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job: not
-// JSON, not an object, no class, or args that are not a list (written by some other program).
-var ErrUndecodableJob = errors.New("exq: stored document is not a job")
 
 // API reads and changes what is stored in Redis: queues, scheduled, retry and dead jobs,
 // processes, stats, and signals to nodes (Exq.Api). It runs no goroutines. Every listing is

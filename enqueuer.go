@@ -33,7 +33,8 @@ type optionFunc struct {
 }
 
 func (o optionFunc) apply(c *enqueueConfig) error { return o.f(c) }
-func (o optionFunc) String() string               { return o.name }
+
+func (o optionFunc) String() string { return o.name }
 
 // MaxRetries sets how many times the job is retried before it goes to the dead set, instead of
 // Options.MaxRetries. MaxRetries(0) sends it to the dead set at its first failure.
@@ -139,22 +140,6 @@ func DefaultUniqueToken(queue, class string, args json.RawMessage) (string, erro
 	return base64.StdEncoding.EncodeToString(sum[:]), nil
 }
 
-// UniqueConflictError is returned when a unique job's lock is held by another job. It
-// matches ErrUniqueConflict.
-type UniqueConflictError struct {
-	// JID is the job that holds the lock.
-	JID string
-	// Token is the lock's token.
-	Token string
-}
-
-func (u *UniqueConflictError) Error() string {
-	return fmt.Sprintf("exq: unique conflict: job %s holds the lock %q", u.JID, u.Token)
-}
-
-// Is makes errors.Is(err, ErrUniqueConflict) hold.
-func (u *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }
-
 // JobSpec is one job of an EnqueueAll batch. With neither At nor In set, it is enqueued now.
 type JobSpec struct {
 	// Queue and Class are as for Enqueue.
@@ -179,12 +164,6 @@ type EnqueueResult struct {
 	// (by an earlier job, or by an earlier job of the same batch).
 	Err error
 }
-
-// invalidJobError is the error of an enqueue whose input is unacceptable.
-type invalidJobError struct{ op, msg string }
-
-func (e *invalidJobError) Error() string        { return "exq: " + e.op + ": " + e.msg }
-func (e *invalidJobError) Is(target error) bool { return target == ErrInvalidJob }
 
 // enqueuer builds job documents and writes them. It holds no goroutines.
 type enqueuer struct {

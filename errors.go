@@ -1,6 +1,15 @@
 package exq
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // Sentinel errors. Errors returned by exq wrap them, so test with errors.Is.
 var (
@@ -21,3 +30,213 @@ var (
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
 )
+
+// PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
+// error_message the panic value, and its error_backtrace (README: Sidekiq's Web UI) the stack.
+type PanicError struct {
+	// Value is what was passed to panic.
+	Value any
+	// Stack is the goroutine's stack where the panic happened.
+	Stack []byte
+
+	pcs []uintptr // the same stack, for error_backtrace
+}
+
+// newPanicError records a recovered panic with the stack it happened on. Call it in the
+// deferred function that recovered v: the panicking frames are still below it.
+func newPanicError(v any) *PanicError {
+	pcs := make([]uintptr, 100)
+	return &PanicError{Value: v, Stack: debug.Stack(), pcs: pcs[:runtime.Callers(1, pcs)]}
+}
+
+// backtrace is the stack where the panic happened, one frame per line in Ruby's format
+// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
+// recovery itself are left out.
+func (p *PanicError) backtrace() []string {
+	var lines []string
+	if len(p.pcs) > 0 {
+		frames := runtime.CallersFrames(p.pcs)
+		for {
+			f, more := frames.Next()
+			lines = append(lines, fmt.Sprintf("%s:%d:in `%s'", f.File, f.Line, f.Function))
+			if f.Function == "runtime.gopanic" {
+				lines = lines[:0] // what came before is the recovery
+			}
+			if !more {
+				break
+			}
+		}
+	} else {
+		// Only the text of debug.Stack: "function(args)" then "\tfile:line +0x…".
+		text := strings.Split(string(p.Stack), "\n")
+		for i := 1; i < len(text); i++ {
+			if !strings.HasPrefix(text[i], "\t") {
+				continue
+			}
+			fn := text[i-1]
+			if j := strings.LastIndexByte(fn, '('); j > 0 {
+				fn = fn[:j]
+			}
+			loc := strings.TrimPrefix(text[i], "\t")
+			if j := strings.LastIndex(loc, " +0x"); j > 0 {
+				loc = loc[:j]
+			}
+			lines = append(lines, loc+":in `"+fn+"'")
+			if fn == "panic" {
+				lines = lines[:0]
+			}
+		}
+	}
+	// Runtime helpers between the panic and the code that caused it (a nil map write, an
+	// index out of range), and the goroutine's exit, say nothing about the job.
+	for len(lines) > 0 && strings.Contains(lines[0], ":in `runtime.") {
+		lines = lines[1:]
+	}
+	if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ":in `runtime.goexit'") {
+		lines = lines[:n-1]
+	}
+	return lines
+}
+
+// Error returns the panic value as text; it becomes the job's error_message.
+func (p *PanicError) Error() string { return fmt.Sprint(p.Value) }
+
+// ErrorClass reports "panic" as the job's error_class.
+func (p *PanicError) ErrorClass() string { return "panic" }
+
+// unknownClassError is the failure of a job whose class has no worker.
+type unknownClassError struct{ class string }
+
+func (u *unknownClassError) Error() string {
+	return fmt.Sprintf("%s %q", ErrUnknownClass.Error(), u.class)
+}
+
+func (u *unknownClassError) Is(target error) bool { return target == ErrUnknownClass }
+
+func (u *unknownClassError) ErrorClass() string { return "exq.UnknownClass" }
+
+// storedMessage leaves out what error_class already says: Sidekiq's Web UI shows
+// "exq.UnknownClass: no worker registered for class "X"".
+func (u *unknownClassError) storedMessage() string {
+	return fmt.Sprintf("no worker registered for class %q", u.class)
+}
+
+// maxErrorMessage bounds error_message (WIRE.md §2).
+const maxErrorMessage = 10000
+
+// storedMessager is a failure made by exq whose error_message should not repeat its
+// error_class or the "exq: " prefix of its Go error (the UIs show "error_class: error_message").
+type storedMessager interface{ storedMessage() string }
+
+// errorMessage is err's error_message: its message (or, for a failure exq made, the part that
+// error_class does not already say) cut to the wire limit, on a rune boundary. An error that
+// wraps one of exq's keeps its whole text: the wrapper's words are the caller's.
+func errorMessage(err error) string {
+	msg := err.Error()
+	if m, ok := err.(storedMessager); ok {
+		msg = m.storedMessage()
+	}
+	if len(msg) <= maxErrorMessage {
+		return msg
+	}
+	msg = msg[:maxErrorMessage]
+	for !utf8.ValidString(msg) {
+		msg = msg[:len(msg)-1]
+	}
+	return msg
+}
+
+// errorClass is the short name of a failure for error_class: what the error reports through an
+// ErrorClass() string method, else the Go type of the first error in its chain that is not a
+// plain fmt.Errorf wrapper (so fmt.Errorf("send: %w", opErr) reports "*net.OpError").
+func errorClass(err error) string {
+	var c interface{ ErrorClass() string }
+	if errors.As(err, &c) {
+		return c.ErrorClass()
+	}
+	for {
+		t := fmt.Sprintf("%T", err)
+		if !strings.HasPrefix(t, "*fmt.wrapError") {
+			return t
+		}
+		next := errors.Unwrap(err)
+		if next == nil {
+			return t
+		}
+		err = next
+	}
+}
+
+// errTimeout is the cause of a job context whose run time (Options.JobTimeout or the worker's
+// Timeout) has passed.
+var errTimeout = errors.New("exq: job timed out")
+
+// TimeoutError is the failure of a job that ran longer than its timeout. Its error_class is
+// "exq.Timeout"; it is retried like any failure.
+type TimeoutError struct {
+	// After is the timeout that passed.
+	After time.Duration
+	// Err is what the worker returned once its context was cancelled (often nil or
+	// context.DeadlineExceeded).
+	Err error
+}
+
+func (t *TimeoutError) Error() string {
+	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("exq: job timed out after %s", t.After)
+	}
+	return fmt.Sprintf("exq: job timed out after %s: %v", t.After, t.Err)
+}
+
+// Unwrap returns what the worker returned.
+func (t *TimeoutError) Unwrap() error { return t.Err }
+
+// storedMessage leaves out what error_class "exq.Timeout" already says.
+func (t *TimeoutError) storedMessage() string {
+	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("ran longer than %s", t.After)
+	}
+	return fmt.Sprintf("ran longer than %s, then returned: %v", t.After, t.Err)
+}
+
+// ErrorClass reports "exq.Timeout" as the job's error_class.
+func (t *TimeoutError) ErrorClass() string { return "exq.Timeout" }
+
+// errShutdown is the cause of job contexts cancelled when the shutdown grace period ends. By
+// then their jobs have been handed back to their queues, so whatever the worker returns is
+// not written.
+var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
+
+// errCanceled is the cause of a job context cancelled by a CANCEL signal. Such a job goes to
+// the dead set with error_message "Canceled", whatever its retries.
+var errCanceled = errors.New("exq: job canceled by a CANCEL signal")
+
+// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
+var ErrJobNotFound = errors.New("exq: job not found")
+
+// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job: not
+// JSON, not an object, no class, or args that are not a list (written by some other program).
+var ErrUndecodableJob = errors.New("exq: stored document is not a job")
+
+// UniqueConflictError is returned when a unique job's lock is held by another job. It
+// matches ErrUniqueConflict.
+type UniqueConflictError struct {
+	// JID is the job that holds the lock.
+	JID string
+	// Token is the lock's token.
+	Token string
+}
+
+func (u *UniqueConflictError) Error() string {
+	return fmt.Sprintf("exq: unique conflict: job %s holds the lock %q", u.JID, u.Token)
+}
+
+// Is makes errors.Is(err, ErrUniqueConflict) hold.
+func (u *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }
+
+// invalidJobError is the error of an enqueue whose input is unacceptable.
+type invalidJobError struct{ op, msg string }
+
+func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg }
+
+func (e *invalidJobError) Is(target error) bool { return target == ErrInvalidJob }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"runtime/debug"
-	"strings"
+	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // ExqBackoff is the default retry delay, Exq's (and classic Sidekiq's) formula:
@@ -28,140 +29,6 @@ func ExqBackoff(retryCount int, _ *Job) time.Duration {
 // a time.Duration: 309⁴ + 15 + 30·310 s < 2⁶³ ns < 310⁴ s.
 const maxBackoffCount = 309
 
-// PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
-// error_message the panic value, and its error_backtrace (README: Sidekiq's Web UI) the stack.
-type PanicError struct {
-	// Value is what was passed to panic.
-	Value any
-	// Stack is the goroutine's stack where the panic happened.
-	Stack []byte
-
-	pcs []uintptr // the same stack, for error_backtrace
-}
-
-// newPanicError records a recovered panic with the stack it happened on. Call it in the
-// deferred function that recovered v: the panicking frames are still below it.
-func newPanicError(v any) *PanicError {
-	pcs := make([]uintptr, 100)
-	return &PanicError{Value: v, Stack: debug.Stack(), pcs: pcs[:runtime.Callers(1, pcs)]}
-}
-
-// backtrace is the stack where the panic happened, one frame per line in Ruby's format
-// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
-// recovery itself are left out.
-func (p *PanicError) backtrace() []string {
-	var lines []string
-	if len(p.pcs) > 0 {
-		frames := runtime.CallersFrames(p.pcs)
-		for {
-			f, more := frames.Next()
-			lines = append(lines, fmt.Sprintf("%s:%d:in `%s'", f.File, f.Line, f.Function))
-			if f.Function == "runtime.gopanic" {
-				lines = lines[:0] // what came before is the recovery
-			}
-			if !more {
-				break
-			}
-		}
-	} else {
-		// Only the text of debug.Stack: "function(args)" then "\tfile:line +0x…".
-		text := strings.Split(string(p.Stack), "\n")
-		for i := 1; i < len(text); i++ {
-			if !strings.HasPrefix(text[i], "\t") {
-				continue
-			}
-			fn := text[i-1]
-			if j := strings.LastIndexByte(fn, '('); j > 0 {
-				fn = fn[:j]
-			}
-			loc := strings.TrimPrefix(text[i], "\t")
-			if j := strings.LastIndex(loc, " +0x"); j > 0 {
-				loc = loc[:j]
-			}
-			lines = append(lines, loc+":in `"+fn+"'")
-			if fn == "panic" {
-				lines = lines[:0]
-			}
-		}
-	}
-	// Runtime helpers between the panic and the code that caused it (a nil map write, an
-	// index out of range), and the goroutine's exit, say nothing about the job.
-	for len(lines) > 0 && strings.Contains(lines[0], ":in `runtime.") {
-		lines = lines[1:]
-	}
-	if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ":in `runtime.goexit'") {
-		lines = lines[:n-1]
-	}
-	return lines
-}
-
-// Error returns the panic value as text; it becomes the job's error_message.
-func (p *PanicError) Error() string { return fmt.Sprint(p.Value) }
-
-// ErrorClass reports "panic" as the job's error_class.
-func (p *PanicError) ErrorClass() string { return "panic" }
-
-// unknownClassError is the failure of a job whose class has no worker.
-type unknownClassError struct{ class string }
-
-func (u *unknownClassError) Error() string {
-	return fmt.Sprintf("%s %q", ErrUnknownClass.Error(), u.class)
-}
-func (u *unknownClassError) Is(target error) bool { return target == ErrUnknownClass }
-func (u *unknownClassError) ErrorClass() string   { return "exq.UnknownClass" }
-
-// storedMessage leaves out what error_class already says: Sidekiq's Web UI shows
-// "exq.UnknownClass: no worker registered for class "X"".
-func (u *unknownClassError) storedMessage() string {
-	return fmt.Sprintf("no worker registered for class %q", u.class)
-}
-
-// maxErrorMessage bounds error_message (WIRE.md §2).
-const maxErrorMessage = 10000
-
-// storedMessager is a failure made by exq whose error_message should not repeat its
-// error_class or the "exq: " prefix of its Go error (the UIs show "error_class: error_message").
-type storedMessager interface{ storedMessage() string }
-
-// errorMessage is err's error_message: its message (or, for a failure exq made, the part that
-// error_class does not already say) cut to the wire limit, on a rune boundary. An error that
-// wraps one of exq's keeps its whole text: the wrapper's words are the caller's.
-func errorMessage(err error) string {
-	msg := err.Error()
-	if m, ok := err.(storedMessager); ok {
-		msg = m.storedMessage()
-	}
-	if len(msg) <= maxErrorMessage {
-		return msg
-	}
-	msg = msg[:maxErrorMessage]
-	for !utf8.ValidString(msg) {
-		msg = msg[:len(msg)-1]
-	}
-	return msg
-}
-
-// errorClass is the short name of a failure for error_class: what the error reports through an
-// ErrorClass() string method, else the Go type of the first error in its chain that is not a
-// plain fmt.Errorf wrapper (so fmt.Errorf("send: %w", opErr) reports "*net.OpError").
-func errorClass(err error) string {
-	var c interface{ ErrorClass() string }
-	if errors.As(err, &c) {
-		return c.ErrorClass()
-	}
-	for {
-		t := fmt.Sprintf("%T", err)
-		if !strings.HasPrefix(t, "*fmt.wrapError") {
-			return t
-		}
-		next := errors.Unwrap(err)
-		if next == nil {
-			return t
-		}
-		err = next
-	}
-}
-
 // Snooze, returned by a worker, puts its job back to run again after d (Exq's snooze). It is
 // not a failure: retry_count stays, the run counts as processed, and a unique lock held until
 // success is kept. The job waits in the retry set, with error_message "Snoozed for <d> seconds".
@@ -175,37 +42,195 @@ type SnoozeError struct {
 
 func (s *SnoozeError) Error() string { return fmt.Sprintf("exq: snoozed for %s", s.Delay) }
 
-// errTimeout is the cause of a job context whose run time (Options.JobTimeout or the worker's
-// Timeout) has passed.
-var errTimeout = errors.New("exq: job timed out")
-
-// TimeoutError is the failure of a job that ran longer than its timeout. Its error_class is
-// "exq.Timeout"; it is retried like any failure.
-type TimeoutError struct {
-	// After is the timeout that passed.
-	After time.Duration
-	// Err is what the worker returned once its context was cancelled (often nil or
-	// context.DeadlineExceeded).
-	Err error
-}
-
-func (t *TimeoutError) Error() string {
-	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
-		return fmt.Sprintf("exq: job timed out after %s", t.After)
+// snooze puts the job in the retry set to run again after d, as Exq's Snooze: retry_count
+// unchanged, a success lock kept.
+func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
+	now := e.opts.now()
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil {
+		e.deadLetterPoison(r, err)
+		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
-	return fmt.Sprintf("exq: job timed out after %s: %v", t.After, t.Err)
+	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
+	doc := obj.String()
+	at := now.Add(d)
+	ok := e.persist(r, "snooze", func(ctx context.Context) error {
+		_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
+		return err
+	})
+	return outcome{name: "snoozed", retryCount: job.RetryCount, at: at}.storedIf(ok, job.RetryCount)
 }
 
-// Unwrap returns what the worker returned.
-func (t *TimeoutError) Unwrap() error { return t.Err }
-
-// storedMessage leaves out what error_class "exq.Timeout" already says.
-func (t *TimeoutError) storedMessage() string {
-	if t.Err == nil || errors.Is(t.Err, context.DeadlineExceeded) {
-		return fmt.Sprintf("ran longer than %s", t.After)
+// fail writes a failed job to the retry set, or to the dead set when its retries are used up,
+// keeping every field of the document it does not own.
+func (e *Exq) fail(r *run, job *Job, cause error) outcome {
+	now := e.opts.now()
+	before := job.RetryCount
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil { // DecodeHeader accepted it, so this cannot happen; never lose the job anyway
+		e.deadLetterPoison(r, err)
+		return outcome{name: "dead", retryCount: before, err: err, errorClass: wire.PoisonErrorClass}
 	}
-	return fmt.Sprintf("ran longer than %s, then returned: %v", t.After, t.Err)
+	count := job.RetryCount + 1
+	class := errorClass(cause)
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now)
+	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
+	if count <= job.MaxRetries {
+		job.RetryCount = count
+		at := now.Add(e.backoff(count, job))
+		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
+		ok := e.persist(r, "retry", func(ctx context.Context) error {
+			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at)
+			return err
+		})
+		out.name, out.at = "retry", at
+		return out.storedIf(ok, before)
+	}
+	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	return out.storedIf(e.deadLetter(r, job, doc, now), before)
 }
 
-// ErrorClass reports "exq.Timeout" as the job's error_class.
-func (t *TimeoutError) ErrorClass() string { return "exq.Timeout" }
+// deadLetter writes a dead job and, for a success lock, releases it. It reports whether the
+// job was stored.
+func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
+	token := ""
+	if job.uniqueUntil == UntilSuccess {
+		token = job.uniqueToken
+	}
+	return e.persist(r, "dead-letter", func(ctx context.Context) error {
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID)
+		return err
+	})
+}
+
+// bury moves a job to the dead set whatever its retries (a cancelled job).
+func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
+	now := e.opts.now()
+	obj, err := wire.ParseObject(r.raw)
+	if err != nil {
+		e.deadLetterPoison(r, err)
+		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
+	}
+	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
+	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
+	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}
+	return out.storedIf(e.deadLetter(r, job, doc, now), job.RetryCount)
+}
+
+// failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
+// fields exq owns change.
+func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time) string {
+	obj.SetInt("retry_count", count)
+	obj.SetString("error_class", class)
+	markRetried(obj, queue, message, now)
+	setBacktrace(obj, cause)
+	return obj.String()
+}
+
+// panicBacktraceLines is how many frames of a panic's stack a job without a "backtrace" field
+// keeps in error_backtrace.
+const panicBacktraceLines = 50
+
+// setBacktrace writes error_backtrace as Sidekiq does for a job with "backtrace": true (every
+// line) or N (the first N): the failure's backtrace, base64 of the zlib-deflated JSON array.
+// Only a panic has one (a Go error carries no stack), so for any other failure of such a job
+// a stale error_backtrace, from an earlier failure, is removed. A panic in a job without the
+// field keeps its first panicBacktraceLines frames too (Sidekiq would store none: exq's
+// choice, README); "backtrace": false stores none.
+func setBacktrace(obj *wire.Object, cause error) {
+	var pe *PanicError
+	isPanic := errors.As(cause, &pe)
+	raw, present := obj.Get("backtrace")
+	limit, want := wire.BacktraceLimit(raw)
+	if !present && isPanic {
+		limit, want = panicBacktraceLines, true
+	}
+	if !want {
+		return
+	}
+	var lines []string
+	if isPanic {
+		lines = pe.backtrace()
+	}
+	if limit >= 0 && len(lines) > limit {
+		lines = lines[:limit]
+	}
+	if len(lines) == 0 {
+		obj.Delete("error_backtrace")
+		return
+	}
+	obj.SetString("error_backtrace", wire.CompressBacktrace(lines))
+}
+
+// markRetried sets the fields every failure, snooze and death rewrites: error_message,
+// failed_at (the first time only), retried_at, and queue when it is missing.
+func markRetried(obj *wire.Object, queue, message string, now time.Time) {
+	obj.SetString("error_message", message)
+	if !obj.Has("failed_at") {
+		obj.SetTime("failed_at", now)
+	}
+	obj.SetTime("retried_at", now)
+	if !obj.Has("queue") {
+		obj.SetString("queue", queue) // the scheduler routes by this field
+	}
+}
+
+// deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
+// is readable there, and takes it off the backup list.
+// The caller has claimed the run.
+func (e *Exq) deadLetterPoison(r *run, cause error) {
+	now := e.opts.now()
+	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
+	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)
+	e.persist(r, "dead-letter poison message", func(ctx context.Context) error {
+		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "")
+		return err
+	})
+}
+
+// persist writes a job's outcome, retrying while Redis fails, until it is stored or the
+// shutdown grace period is over. In that case the job stays in the backup list, from which a
+// restart with the same NodeID or a live node's rescue runs it again: never lost. It reports
+// whether the outcome was stored.
+func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error) bool {
+	backoff := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		// Each attempt runs to its end even during shutdown: a cancelled write could have
+		// happened in Redis with nobody knowing.
+		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
+		err := write(ctx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				e.log.Info(fmt.Sprintf("exq: %s succeeded after %d attempts", what, attempt), "queue", r.queue)
+			}
+			return true
+		}
+		if attempt == 1 || attempt%50 == 0 {
+			e.log.Warn(fmt.Sprintf("exq: %s failed; retrying until Redis answers", what), "queue", r.queue, "attempt", attempt, "error", err)
+		}
+		select {
+		case <-e.graceOver:
+			e.log.Error(fmt.Sprintf("exq: %s failed and the node is stopping; the job stays in the backup list", what),
+				"queue", r.queue, "backup", e.jq.keys.Backup(e.jq.node, r.queue), "error", err)
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// backoff asks Options.Backoff for the delay of retry n. A Backoff that panics or returns a
+// negative delay must not kill the node or lose the job: Exq's formula stands in for it.
+func (e *Exq) backoff(n int, job *Job) (d time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("exq: Options.Backoff panicked; using Exq's backoff", "panic", v)
+			d = ExqBackoff(n, job)
+		}
+	}()
+	if d = e.opts.Backoff(n, job); d < 0 {
+		d = 0
+	}
+	return d
+}

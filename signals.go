@@ -2,13 +2,8 @@ package exq
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 )
-
-// errCanceled is the cause of a job context cancelled by a CANCEL signal. Such a job goes to
-// the dead set with error_message "Canceled", whatever its retries.
-var errCanceled = errors.New("exq: job canceled by a CANCEL signal")
 
 // handleSignal acts on one signal from the node's signals list (WIRE.md §1): TSTP quiets the
 // node, TERM quiets it and asks the application to stop it (Done), CANCEL:{"jid":…} cancels
