@@ -23,14 +23,18 @@ func chain(h Handler, mws []Middleware) Handler {
 	return h
 }
 
-// LogOption changes what LogJobs logs.
-type LogOption func(*logConfig)
+// LogOption changes what LogJobs logs. LogArgs makes one.
+type LogOption interface{ applyLog(*logConfig) }
 
 type logConfig struct{ args bool }
 
+type logArgs struct{}
+
+func (logArgs) applyLog(c *logConfig) { c.args = true }
+
 // LogArgs makes LogJobs include each job's args. They are left out by default, since they
 // often carry personal data.
-func LogArgs() LogOption { return func(c *logConfig) { c.args = true } }
+func LogArgs() LogOption { return logArgs{} }
 
 // LogJobs returns a Middleware that writes one line per job once its outcome is stored, with
 // its class, queue, jid, how long the run took, and what was written: the outcome ("done";
@@ -43,7 +47,9 @@ func LogArgs() LogOption { return func(c *logConfig) { c.args = true } }
 func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
 	var cfg logConfig
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyLog(&cfg)
+		}
 	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, job *Job) error {
