@@ -29,6 +29,12 @@ var (
 	ErrUniqueConflict = errors.New("exq: unique conflict")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
+	ErrJobNotFound = errors.New("exq: job not found")
+	// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job:
+	// not JSON, not an object, no class, or args that are not a list (written by some other
+	// program).
+	ErrUndecodableJob = errors.New("exq: stored document is not a job")
 )
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
@@ -211,12 +217,6 @@ var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 // the dead set with error_message "Canceled", whatever its retries.
 var errCanceled = errors.New("exq: job canceled by a CANCEL signal")
 
-// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
-var ErrJobNotFound = errors.New("exq: job not found")
-
-// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job: not
-// JSON, not an object, no class, or args that are not a list (written by some other program).
-var ErrUndecodableJob = errors.New("exq: stored document is not a job")
 
 // UniqueConflictError is returned when a unique job's lock is held by another job. It
 // matches ErrUniqueConflict.
