@@ -217,7 +217,6 @@ var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 // the dead set with error_message "Canceled", whatever its retries.
 var errCanceled = errors.New("exq: job canceled by a CANCEL signal")
 
-
 // UniqueConflictError is returned when a unique job's lock is held by another job. It
 // matches ErrUniqueConflict.
 type UniqueConflictError struct {
