@@ -103,14 +103,8 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	if !c.NoNamespace && c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
-	// Zero means the default, so "none" is spelled with a negative sentinel.
-	switch {
-	case c.MaxRetries == NoRetries:
-		c.MaxRetries = 0
-	case c.MaxRetries < 0:
+	if !sentinelDefault(&c.MaxRetries, DefaultMaxRetries, NoRetries) {
 		return bad("MaxRetries", "must be NoRetries or not negative, got %d", c.MaxRetries)
-	case c.MaxRetries == 0:
-		c.MaxRetries = DefaultMaxRetries
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -333,14 +327,8 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 			*d.v = d.def
 		}
 	}
-	// Zero means the default, so "none" is spelled with a negative sentinel.
-	switch {
-	case o.DeadMaxJobs == KeepNoDeadJobs:
-		o.DeadMaxJobs = 0
-	case o.DeadMaxJobs < 0:
+	if !sentinelDefault(&o.DeadMaxJobs, DefaultDeadMaxJobs, KeepNoDeadJobs) {
 		return bad("DeadMaxJobs", "must be KeepNoDeadJobs or not negative, got %d", o.DeadMaxJobs)
-	case o.DeadMaxJobs == 0:
-		o.DeadMaxJobs = DefaultDeadMaxJobs
 	}
 	if o.MissedHeartbeatsAllowed < 0 {
 		return bad("MissedHeartbeatsAllowed", "must not be negative, got %d", o.MissedHeartbeatsAllowed)
@@ -557,4 +545,18 @@ func scrub(err error, rawURL string) string {
 		}
 	}
 	return msg
+}
+
+// sentinelDefault resolves an int option whose zero value means def, so that "none" is spelled
+// with a negative sentinel: none becomes 0. It reports false for any other negative value.
+func sentinelDefault(v *int, def, none int) bool {
+	switch {
+	case *v == none:
+		*v = 0
+	case *v < 0:
+		return false
+	case *v == 0:
+		*v = def
+	}
+	return true
 }
