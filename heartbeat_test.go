@@ -57,6 +57,55 @@ func runChildNode() {
 	select {} // until killed
 }
 
+// childNode is a node in a process of its own (runChildNode), to be killed with SIGKILL.
+type childNode struct {
+	cmd    *exec.Cmd
+	node   string
+	killed bool
+}
+
+// startChildNode starts a child node beating every heartbeat and waits until it has started
+// jobs jobs of queue "rescue". It is killed when the test ends, if the test did not kill it.
+func (v *env) startChildNode(heartbeat time.Duration, jobs int) *childNode {
+	t := v.t
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+heartbeat.String(),
+		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &childNode{cmd: cmd}
+	t.Cleanup(func() {
+		if !c.killed {
+			c.kill()
+		}
+	})
+	started := 0
+	lines := bufio.NewScanner(stdout)
+	for started < jobs && lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 2 && f[0] == "node":
+			c.node = f[1]
+		case len(f) == 2 && f[0] == "started":
+			started++
+		default:
+			t.Fatalf("child node: %s", lines.Text())
+		}
+	}
+	require.Equal(t, jobs, started, "the child started every job")
+	require.Len(t, v.list(v.keys.Backup(c.node, "rescue")), jobs)
+	return c
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (c *childNode) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.cmd.Wait()
+	c.killed = true
+}
+
 func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 	v := newEnv(t)
 	const jobs = 20
@@ -70,48 +119,19 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 		want[jid] = true
 	}
 
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+interval.String(),
-		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
-	stdout, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-		}
-	})
-	var childNode string
-	started := 0
-	lines := bufio.NewScanner(stdout)
-	for started < jobs && lines.Scan() {
-		f := strings.Fields(lines.Text())
-		switch {
-		case len(f) == 2 && f[0] == "node":
-			childNode = f[1]
-		case len(f) == 2 && f[0] == "started":
-			started++
-		default:
-			t.Fatalf("child node: %s", lines.Text())
-		}
-	}
-	require.Equal(t, jobs, started, "the child started every job")
-	require.Len(t, v.list(v.keys.Backup(childNode, "rescue")), jobs)
+	child := v.startChildNode(interval, jobs)
+	require.Len(t, v.list(v.keys.Backup(child.node, "rescue")), jobs)
 
 	// The rescuer runs the queue too, with a worker that completes.
 	rec := &recorder{}
 	v.start(Options{HeartbeatInterval: interval, MissedHeartbeatsAllowed: missed,
 		Queues: []Queue{{Name: "rescue", Concurrency: 50}}, Workers: map[string]Worker{"Slow": rec}})
 
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	child.kill()
 	killedAt := time.Now()
-	_ = child.Wait()
-	killed = true
 
 	testutil.WaitFor(t, "the dead node's backup list is empty", func() bool {
-		return len(v.list(v.keys.Backup(childNode, "rescue"))) == 0
+		return len(v.list(v.keys.Backup(child.node, "rescue"))) == 0
 	})
 	rescuedIn := time.Since(killedAt)
 	bound := interval*(missed+1) + interval
@@ -127,8 +147,8 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 		assert.Equal(t, 1, ran[jid], "job %s ran exactly once", jid)
 	}
 	ctx := context.Background()
-	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.Heartbeats(), childNode).Err(), "the dead node is forgotten")
-	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Workers(childNode)).Val(), "its busy list is gone")
+	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.Heartbeats(), child.node).Err(), "the dead node is forgotten")
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Workers(child.node)).Val(), "its busy list is gone")
 }
 
 // staleBackup prepares a dead node with n jobs in its backup list for queue q and returns

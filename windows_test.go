@@ -1,12 +1,7 @@
 package exq
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,44 +68,15 @@ func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
 		_, err := en.enqueue(context.Background(), "rescue", "Slow", []any{i}, nil)
 		require.NoError(t, err)
 	}
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+fast.String(),
-		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
-	stdout, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-		}
-	})
-	var childNode string
-	started := 0
-	lines := bufio.NewScanner(stdout)
-	for started < jobs && lines.Scan() {
-		f := strings.Fields(lines.Text())
-		switch {
-		case len(f) == 2 && f[0] == "node":
-			childNode = f[1]
-		case len(f) == 2 && f[0] == "started":
-			started++
-		default:
-			t.Fatalf("child node: %s", lines.Text())
-		}
-	}
-	require.Equal(t, jobs, started)
+	child := v.startChildNode(fast, jobs)
 
 	// The rescuer beats every 2 s (window 8 s) and checks every second.
 	const slow = 2 * time.Second
 	rec := &recorder{}
 	v.start(Options{HeartbeatInterval: slow, Queues: []Queue{{Name: "rescue", Concurrency: 10}}, Workers: map[string]Worker{"Slow": rec}})
 
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	child.kill()
 	killedAt := time.Now()
-	_ = child.Wait()
-	killed = true
 	testutil.WaitFor(t, "the killed node's jobs ran on the slow node", func() bool { return rec.count() == jobs })
 	took := time.Since(killedAt)
 	// Judged by the rescuer's own window it would take at least 8 s; by its own, 800 ms plus
@@ -119,7 +85,7 @@ func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
 	assert.Less(t, took, slow*(DefaultMissedHeartbeats+1), "rescued by the dead node's window, not the rescuer's")
 	t.Logf("a node beating every %s was rescued %s after SIGKILL by a node beating every %s (its window %s, the rescuer checks every %s)",
 		fast, took.Round(time.Millisecond), slow, ownWindow, slow/2)
-	assert.Equal(t, redis.Nil, v.rdb.ZScore(context.Background(), v.keys.HeartbeatDeadlines(), childNode).Err(), "its deadline is gone")
+	assert.Equal(t, redis.Nil, v.rdb.ZScore(context.Background(), v.keys.HeartbeatDeadlines(), child.node).Err(), "its deadline is gone")
 }
 
 func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
