@@ -126,14 +126,14 @@ func (o ListOptions) bounds() (start, stop int64, err error) {
 
 // Queues lists the known queue names, sorted.
 func (a *API) Queues(ctx context.Context) ([]string, error) {
-	qs, err := a.rdb.SMembers(ctx, a.jq.keys.Queues()).Result()
+	qs, err := a.jq.knownQueues(ctx)
 	sort.Strings(qs)
 	return qs, err
 }
 
 // QueueSize is the number of jobs waiting in queue q.
 func (a *API) QueueSize(ctx context.Context, q string) (int64, error) {
-	return a.rdb.LLen(ctx, a.jq.keys.Queue(q)).Result()
+	return a.jq.queueSize(ctx, q)
 }
 
 // QueueSizes maps every known queue to its number of waiting jobs.
@@ -142,30 +142,12 @@ func (a *API) QueueSizes(ctx context.Context) (map[string]int64, error) {
 	if err != nil || len(qs) == 0 {
 		return map[string]int64{}, err
 	}
-	cmds := make([]*redis.IntCmd, len(qs))
-	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range qs {
-			cmds[i] = p.LLen(ctx, a.jq.keys.Queue(q))
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(qs))
-	for i, q := range qs {
-		out[q] = cmds[i].Val()
-	}
-	return out, nil
+	return a.jq.queueSizes(ctx, qs)
 }
 
 // RemoveQueue deletes queue q and its waiting jobs.
 func (a *API) RemoveQueue(ctx context.Context, q string) error {
-	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.SRem(ctx, a.jq.keys.Queues(), q)
-		p.Del(ctx, a.jq.keys.Queue(q))
-		return nil
-	})
-	return err
+	return a.jq.removeQueue(ctx, q)
 }
 
 // Jobs lists the jobs waiting in queue q, newest first (the next to run is last), or oldest
@@ -178,7 +160,7 @@ func (a *API) Jobs(ctx context.Context, q string, o ListOptions) ([]JobRecord, e
 	if o.Reverse {
 		start, stop = -stop-1, -start-1
 	}
-	raws, err := a.rdb.LRange(ctx, a.jq.keys.Queue(q), start, stop).Result()
+	raws, err := a.jq.queueRange(ctx, q, start, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -218,12 +200,7 @@ func (a *API) listSet(ctx context.Context, s Set, o ListOptions, newestFirst boo
 	if err != nil {
 		return nil, err
 	}
-	var zs []redis.Z
-	if newestFirst != o.Reverse {
-		zs, err = a.rdb.ZRevRangeWithScores(ctx, key, start, stop).Result()
-	} else {
-		zs, err = a.rdb.ZRangeWithScores(ctx, key, start, stop).Result()
-	}
+	zs, err := a.jq.setRange(ctx, key, start, stop, newestFirst != o.Reverse)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +218,7 @@ func (a *API) Size(ctx context.Context, s Set) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return a.rdb.ZCard(ctx, key).Result()
+	return a.jq.setSize(ctx, key)
 }
 
 // findPage is how many entries a search reads per round trip.
@@ -260,9 +237,8 @@ func hasJID(raw, jid string) bool {
 // FindInQueue finds job jid waiting in queue q, scanning the list in pages. No job with that
 // jid is ErrJobNotFound.
 func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error) {
-	key := a.jq.keys.Queue(q)
 	for start := int64(0); ; start += findPage {
-		raws, err := a.rdb.LRange(ctx, key, start, start+findPage-1).Result()
+		raws, err := a.jq.queueRange(ctx, q, start, start+findPage-1)
 		if err != nil {
 			return JobRecord{}, err
 		}
@@ -285,7 +261,7 @@ func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 		return JobRecord{}, err
 	}
 	for start := int64(0); ; start += findPage {
-		zs, err := a.rdb.ZRangeWithScores(ctx, key, start, start+findPage-1).Result()
+		zs, err := a.jq.setRange(ctx, key, start, start+findPage-1, false)
 		if err != nil {
 			return JobRecord{}, err
 		}

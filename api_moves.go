@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/exqgo/exq/internal/scripts"
 )
 
 // moveBatch bounds the raw jobs sent in one script call, so no call blocks Redis for long.
@@ -45,8 +42,7 @@ func (a *API) remove(ctx context.Context, key, kind string, raws []string, o Rem
 		clear = "1"
 	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		args := append([]any{kind, a.jq.keys.Prefix, clear}, batch...)
-		return scripts.RemoveJobs.Run(ctx, a.rdb, []string{key}, args...).Int()
+		return a.jq.removeJobs(ctx, key, kind, clear, batch)
 	})
 }
 
@@ -78,8 +74,7 @@ func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 		return 0, err
 	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		args := append([]any{a.jq.keys.Prefix, a.jq.keys.Wake()}, batch...)
-		return scripts.RequeueSet.Run(ctx, a.rdb, []string{key}, args...).Int()
+		return a.jq.requeueSet(ctx, key, batch)
 	})
 }
 
@@ -119,7 +114,7 @@ func (a *API) RequeueAll(ctx context.Context, s Set, progress func(done, total i
 	seed := maphash.MakeSeed()
 	there := map[uint64]struct{}{}
 	newest := math.Inf(-1)
-	err = a.scanSet(ctx, key, "+inf", func(page []redis.Z) error {
+	err = a.jq.scanSet(ctx, key, "+inf", func(page []redis.Z) error {
 		for _, z := range page {
 			m, _ := z.Member.(string)
 			there[maphash.String(seed, m)] = struct{}{}
@@ -131,7 +126,7 @@ func (a *API) RequeueAll(ctx context.Context, s Set, progress func(done, total i
 		return 0, err
 	}
 	total, done := len(there), 0
-	err = a.scanSet(ctx, key, formatScore(newest), func(page []redis.Z) error {
+	err = a.jq.scanSet(ctx, key, formatScore(newest), func(page []redis.Z) error {
 		raws := make([]string, 0, len(page))
 		for _, z := range page {
 			m, _ := z.Member.(string)
@@ -167,68 +162,11 @@ func hasKey(m map[uint64]struct{}, k uint64) bool {
 // errScanDone ends a scanSet early.
 var errScanDone = errors.New("scan done")
 
-// scanSet calls visit with the members of a sorted set whose score is at most max, a page at a
-// time in score order. It pages by score, not by rank, so members that visit removes, or that
-// others add or remove below the page reached, neither shift a member out of the scan nor
-// bring one back: each member present throughout is visited once. Members sharing the last
-// score of a page are told apart by how many of them are still in the set after visit.
-func (a *API) scanSet(ctx context.Context, key, max string, visit func(page []redis.Z) error) error {
-	lo, skip := "-inf", int64(0)
-	for {
-		page, err := a.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: max, Offset: skip, Count: moveBatch}).Result()
-		if err != nil || len(page) == 0 {
-			return err
-		}
-		if err := visit(page); err != nil {
-			return err
-		}
-		if len(page) < moveBatch {
-			return nil
-		}
-		last := page[len(page)-1].Score
-		var ties []*redis.FloatCmd
-		_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, z := range page {
-				if z.Score == last {
-					m, _ := z.Member.(string)
-					ties = append(ties, p.ZScore(ctx, key, m))
-				}
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		stay := int64(0)
-		for _, c := range ties {
-			if c.Err() == nil {
-				stay++
-			}
-		}
-		if next := formatScore(last); next == lo {
-			skip += stay
-		} else {
-			lo, skip = next, stay
-		}
-	}
-}
-
-// formatScore writes a score as Redis reads it back exactly.
-func formatScore(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "+inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
 // Clear deletes every job of a sorted set.
 func (a *API) Clear(ctx context.Context, s Set) error {
 	key, err := a.setKey(s)
 	if err != nil {
 		return err
 	}
-	return a.rdb.Del(ctx, key).Err()
+	return a.jq.clearSet(ctx, key)
 }

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -31,13 +28,13 @@ type Process struct {
 
 // Processes lists the live nodes, after pruning those whose hash expired.
 func (a *API) Processes(ctx context.Context) ([]Process, error) {
-	ids, cmds, err := a.nodeHashes(ctx, a.jq.keys.Node)
+	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Node)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	var out []Process
 	for i, id := range ids {
-		h := cmds[i].Val()
+		h := hashes[i]
 		if h["info"] == "" {
 			continue
 		}
@@ -56,32 +53,6 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 	return out, nil
 }
 
-// liveNodes prunes the processes set (as Sidekiq's readers do) and returns what is left, sorted.
-func (a *API) liveNodes(ctx context.Context) ([]string, error) {
-	if err := prune(ctx, a.rdb, a.jq.keys, nil); err != nil {
-		return nil, err
-	}
-	ids, err := a.rdb.SMembers(ctx, a.jq.keys.Processes()).Result()
-	sort.Strings(ids)
-	return ids, err
-}
-
-// nodeHashes reads one hash per live node (key(id)) in one pipeline.
-func (a *API) nodeHashes(ctx context.Context, key func(id string) string) ([]string, []*redis.MapStringStringCmd, error) {
-	ids, err := a.liveNodes(ctx)
-	if err != nil || len(ids) == 0 {
-		return nil, nil, err
-	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, key(id))
-		}
-		return nil
-	})
-	return ids, cmds, err
-}
-
 // BusyJob is a job running on some node.
 type BusyJob struct {
 	Node  string
@@ -93,13 +64,13 @@ type BusyJob struct {
 
 // BusyJobs lists the jobs running on every live node.
 func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
-	ids, cmds, err := a.nodeHashes(ctx, a.jq.keys.Workers)
+	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	var out []BusyJob
 	for i, id := range ids {
-		for runID, v := range cmds[i].Val() {
+		for runID, v := range hashes[i] {
 			var w struct {
 				Queue   string          `json:"queue"`
 				Payload json.RawMessage `json:"payload"`
@@ -127,7 +98,7 @@ type Stats struct {
 
 // Stats returns the all-time counters.
 func (a *API) Stats(ctx context.Context) (Stats, error) {
-	return a.mgetStats(ctx, a.jq.keys.Stat("processed"), a.jq.keys.Stat("failed"))
+	return a.jq.stats(ctx, a.jq.keys.Stat("processed"), a.jq.keys.Stat("failed"))
 }
 
 // DayStats are the counters of one UTC day.
@@ -149,26 +120,13 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	}
 	var out []DayStats
 	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
-		s, err := a.mgetStats(ctx, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
+		s, err := a.jq.stats(ctx, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, DayStats{Day: d, Stats: s})
 	}
 	return out, nil
-}
-
-func (a *API) mgetStats(ctx context.Context, processed, failed string) (Stats, error) {
-	vals, err := a.rdb.MGet(ctx, processed, failed).Result()
-	if err != nil {
-		return Stats{}, err
-	}
-	n := func(v any) int64 {
-		s, _ := v.(string)
-		i, _ := strconv.ParseInt(s, 10, 64)
-		return i
-	}
-	return Stats{Processed: n(vals[0]), Failed: n(vals[1])}, nil
 }
 
 // SecondStats are the counters of one UTC second (kept for 120 s).
@@ -181,18 +139,11 @@ type SecondStats struct {
 func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 	bySecond := map[time.Time]*SecondStats{}
 	for _, kind := range []string{"processed", "failed"} {
-		prefix := a.jq.keys.Prefix + "stat:" + kind + "_rt:"
-		iter := a.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			key := iter.Val()
-			at, err := time.Parse("2006-01-02 15:04:05Z", strings.TrimPrefix(key, prefix))
-			if err != nil {
-				continue
-			}
-			v, err := a.rdb.Get(ctx, key).Int64()
-			if err != nil {
-				continue // expired meanwhile
-			}
+		counts, err := a.jq.secondCounters(ctx, kind)
+		if err != nil {
+			return nil, err
+		}
+		for at, v := range counts {
 			s := bySecond[at]
 			if s == nil {
 				s = &SecondStats{At: at}
@@ -203,9 +154,6 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 			} else {
 				s.Failed = v
 			}
-		}
-		if err := iter.Err(); err != nil {
-			return nil, err
 		}
 	}
 	out := make([]SecondStats, 0, len(bySecond))
@@ -264,13 +212,7 @@ func (a *API) SendSignal(ctx context.Context, node, signal string) error {
 	if node == "" || signal == "" {
 		return fmt.Errorf("exq: api: send signal: node and signal must not be empty")
 	}
-	key := a.jq.keys.Signals(node)
-	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.LPush(ctx, key, signal)
-		p.Expire(ctx, key, nodeTTL)
-		return nil
-	})
-	return err
+	return a.jq.sendSignal(ctx, node, signal)
 }
 
 // QuietNode asks node to fetch no more jobs (TSTP).

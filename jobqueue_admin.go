@@ -1,0 +1,228 @@
+package exq
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/scripts"
+)
+
+// This file is the store's part for the admin API (api*.go): listings, searches, moves and
+// removals of jobs, node and stats reads, and signals to nodes. Sorted sets are named by their
+// key (API.setKey).
+
+// queueSize reads the length of queue q (LLEN).
+func (jq *jobQueue) queueSize(ctx context.Context, q string) (int64, error) {
+	return jq.rdb.LLen(ctx, jq.keys.Queue(q)).Result()
+}
+
+// queueSizes reads the length of each queue of qs in one pipeline of LLENs.
+func (jq *jobQueue) queueSizes(ctx context.Context, qs []string) (map[string]int64, error) {
+	cmds := make([]*redis.IntCmd, len(qs))
+	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range qs {
+			cmds[i] = p.LLen(ctx, jq.keys.Queue(q))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(qs))
+	for i, q := range qs {
+		out[q] = cmds[i].Val()
+	}
+	return out, nil
+}
+
+// removeQueue deletes queue q and removes it from the queues set, in one MULTI.
+func (jq *jobQueue) removeQueue(ctx context.Context, q string) error {
+	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SRem(ctx, jq.keys.Queues(), q)
+		p.Del(ctx, jq.keys.Queue(q))
+		return nil
+	})
+	return err
+}
+
+// queueRange reads the jobs of queue q from index start to stop (LRANGE).
+func (jq *jobQueue) queueRange(ctx context.Context, q string, start, stop int64) ([]string, error) {
+	return jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()
+}
+
+// setRange reads the members of sorted set key with their scores from rank start to stop,
+// highest score first with rev (ZRANGE / ZREVRANGE WITHSCORES).
+func (jq *jobQueue) setRange(ctx context.Context, key string, start, stop int64, rev bool) ([]redis.Z, error) {
+	if rev {
+		return jq.rdb.ZRevRangeWithScores(ctx, key, start, stop).Result()
+	}
+	return jq.rdb.ZRangeWithScores(ctx, key, start, stop).Result()
+}
+
+// setSize reads the number of members of sorted set key (ZCARD).
+func (jq *jobQueue) setSize(ctx context.Context, key string) (int64, error) {
+	return jq.rdb.ZCard(ctx, key).Result()
+}
+
+// clearSet deletes sorted set key.
+func (jq *jobQueue) clearSet(ctx context.Context, key string) error {
+	return jq.rdb.Del(ctx, key).Err()
+}
+
+// removeJobs removes the raw jobs of batch from key, a list or sorted set as kind says
+// ("list", "zset"), releasing their unique locks when clear is "1" (remove_jobs.lua).
+func (jq *jobQueue) removeJobs(ctx context.Context, key, kind, clear string, batch []any) (int, error) {
+	args := append([]any{kind, jq.keys.Prefix, clear}, batch...)
+	return scripts.RemoveJobs.Run(ctx, jq.rdb, []string{key}, args...).Int()
+}
+
+// requeueSet moves the raw jobs of batch from sorted set key to their queues (requeue_set.lua).
+func (jq *jobQueue) requeueSet(ctx context.Context, key string, batch []any) (int, error) {
+	args := append([]any{jq.keys.Prefix, jq.keys.Wake()}, batch...)
+	return scripts.RequeueSet.Run(ctx, jq.rdb, []string{key}, args...).Int()
+}
+
+// scanSet reads the members of sorted set key whose score is at most max and calls visit with
+// them, a page (moveBatch) at a time in score order. It pages by score, not by rank, so members
+// that visit removes, or that others add or remove below the page reached, neither shift a
+// member out of the scan nor bring one back: each member present throughout is visited once.
+// Members sharing the last score of a page are told apart by how many of them are still in the
+// set after visit.
+func (jq *jobQueue) scanSet(ctx context.Context, key, max string, visit func(page []redis.Z) error) error {
+	lo, skip := "-inf", int64(0)
+	for {
+		page, err := jq.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: max, Offset: skip, Count: moveBatch}).Result()
+		if err != nil || len(page) == 0 {
+			return err
+		}
+		if err := visit(page); err != nil {
+			return err
+		}
+		if len(page) < moveBatch {
+			return nil
+		}
+		last := page[len(page)-1].Score
+		var ties []*redis.FloatCmd
+		_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, z := range page {
+				if z.Score == last {
+					m, _ := z.Member.(string)
+					ties = append(ties, p.ZScore(ctx, key, m))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		stay := int64(0)
+		for _, c := range ties {
+			if c.Err() == nil {
+				stay++
+			}
+		}
+		if next := formatScore(last); next == lo {
+			skip += stay
+		} else {
+			lo, skip = next, stay
+		}
+	}
+}
+
+// formatScore writes a score as Redis reads it back exactly.
+func formatScore(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "+inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// liveNodes prunes the processes set (as Sidekiq's readers do) and reads what is left, sorted.
+func (jq *jobQueue) liveNodes(ctx context.Context) ([]string, error) {
+	// The same prune as jq.prune(ctx, nil), through node.go's helper.
+	if err := prune(ctx, jq.rdb, jq.keys, nil); err != nil {
+		return nil, err
+	}
+	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
+	sort.Strings(ids)
+	return ids, err
+}
+
+// nodeHashes reads one hash per live node (key(id)) in one pipeline of HGETALLs, after
+// liveNodes.
+func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string) ([]string, []map[string]string, error) {
+	ids, err := jq.liveNodes(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, key(id))
+		}
+		return nil
+	})
+	hashes := make([]map[string]string, len(cmds))
+	for i, c := range cmds {
+		hashes[i] = c.Val()
+	}
+	return ids, hashes, err
+}
+
+// stats reads the two counters processed and failed in one MGET; a missing one is 0.
+func (jq *jobQueue) stats(ctx context.Context, processed, failed string) (Stats, error) {
+	vals, err := jq.rdb.MGet(ctx, processed, failed).Result()
+	if err != nil {
+		return Stats{}, err
+	}
+	n := func(v any) int64 {
+		s, _ := v.(string)
+		i, _ := strconv.ParseInt(s, 10, 64)
+		return i
+	}
+	return Stats{Processed: n(vals[0]), Failed: n(vals[1])}, nil
+}
+
+// secondCounters reads every per-second counter of kind (SCAN, then GET each), by its second;
+// keys that expire meanwhile or do not parse are skipped.
+func (jq *jobQueue) secondCounters(ctx context.Context, kind string) (map[time.Time]int64, error) {
+	out := map[time.Time]int64{}
+	prefix := jq.keys.Prefix + "stat:" + kind + "_rt:"
+	iter := jq.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		at, err := time.Parse("2006-01-02 15:04:05Z", strings.TrimPrefix(key, prefix))
+		if err != nil {
+			continue
+		}
+		v, err := jq.rdb.Get(ctx, key).Int64()
+		if err != nil {
+			continue // expired meanwhile
+		}
+		out[at] = v
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sendSignal pushes signal onto node's signal list and sets the list's TTL, in one MULTI.
+func (jq *jobQueue) sendSignal(ctx context.Context, node, signal string) error {
+	key := jq.keys.Signals(node)
+	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, key, signal)
+		p.Expire(ctx, key, nodeTTL)
+		return nil
+	})
+	return err
+}
