@@ -148,8 +148,7 @@ func formatScore(f float64) string {
 
 // liveNodes prunes the processes set (as Sidekiq's readers do) and reads what is left, sorted.
 func (jq *jobQueue) liveNodes(ctx context.Context) ([]string, error) {
-	// The same prune as jq.prune(ctx, nil), through node.go's helper.
-	if err := prune(ctx, jq.rdb, jq.keys, nil); err != nil {
+	if err := jq.prune(ctx, nil); err != nil {
 		return nil, err
 	}
 	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()

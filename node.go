@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -264,11 +262,6 @@ func (p *pinger) unregister(ctx context.Context) error { return p.jq.unregister(
 // prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs.
 func (e *Exq) prune(ctx context.Context) error { return e.jq.prune(ctx, e.log) }
-
-// prune is jobQueue.prune for callers that hold a client and keys.
-func prune(ctx context.Context, rdb redis.UniversalClient, keys wire.Keys, log *slog.Logger) error {
-	return (&jobQueue{rdb: rdb, keys: keys}).prune(ctx, log)
-}
 
 // rssKB is this process' resident set size in KB (Linux), or 0 where it cannot be read.
 func rssKB() int64 {
