@@ -18,9 +18,9 @@ import (
 func (v *env) api() (*API, *Client) {
 	v.t.Helper()
 	ctx := context.Background()
-	a, err := NewAPI(ctx, ClientOptions{Redis: v.rdb, Namespace: v.ns})
+	a, err := NewAPI(ctx, ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(v.t, err)
-	c, err := NewClient(ctx, ClientOptions{Redis: v.rdb, Namespace: v.ns})
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(v.t, err)
 	return a, c
 }

@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -108,6 +111,9 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if err := checkClusterNamespace(c); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -453,6 +459,13 @@ func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.Un
 // PING. The error names the address, never the password.
 func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
 	rdb, where := o.Redis, "the given client"
+	if cluster, _ := clusterURL(o.RedisURL); rdb == nil && cluster {
+		c, err := newClusterClient(o.RedisURL, o.RedisTimeout)
+		if err != nil {
+			return nil, false, err
+		}
+		rdb, own, where = c, true, maskURL(o.RedisURL)
+	}
 	if rdb == nil {
 		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
 		if err != nil {
@@ -559,4 +572,125 @@ func sentinelDefault(v *int, def, none int) bool {
 		*v = def
 	}
 	return true
+}
+
+// Redis Cluster. One namespace lives in one hash slot: its name carries a hash tag ("{exq}"),
+// so every key of it, and so every script, lands on one master.
+
+// clusterReloadInterval is how often a cluster client exq builds reloads the slot map while it
+// is used. go-redis' default, 60 s, keeps writing to a dead master for up to a minute after a
+// failover; a reload costs one CLUSTER SLOTS.
+const clusterReloadInterval = time.Second
+
+// clusterURL reports whether RedisURL asks for a Redis Cluster client (cluster=true).
+func clusterURL(rawURL string) (bool, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !u.Query().Has("cluster") {
+		return false, nil // an unparseable URL is reported where the client is built
+	}
+	if v := u.Query().Get("cluster"); v != "true" {
+		return false, fmt.Errorf("%w: RedisURL: cluster=%q: the only value is true (leave it out for a single Redis)", ErrInvalidOptions, v)
+	}
+	return true, nil
+}
+
+// checkClusterNamespace refuses a namespace whose keys would spread over several hash slots on
+// a Redis Cluster (the caller's *redis.ClusterClient, or RedisURL with cluster=true): exq's
+// scripts and transactions touch several keys at once, which a cluster allows in one slot only.
+func checkClusterNamespace(c ClientOptions) error {
+	cluster := false
+	if c.Redis != nil {
+		_, cluster = c.Redis.(*redis.ClusterClient)
+	} else {
+		var err error
+		if cluster, err = clusterURL(c.RedisURL); err != nil {
+			return err
+		}
+	}
+	if !cluster || hashTag(c.Namespace) != "" {
+		return nil
+	}
+	if c.NoNamespace {
+		return fmt.Errorf(`%w: NoNamespace: keys without a namespace spread over every hash slot of a Redis Cluster; `+
+			`use a namespace with a hash tag such as "{exq}"`, ErrInvalidOptions)
+	}
+	return fmt.Errorf(`%w: Namespace: %q needs a hash tag such as "{%s}" on a Redis Cluster, so that all its keys share one slot`,
+		ErrInvalidOptions, c.Namespace, strings.Trim(c.Namespace, "{}"))
+}
+
+// hashTag returns the hash tag that Redis Cluster reads in a key starting with ns + ":": what
+// lies between the first '{' and the next '}', when that is not empty and within ns. "" means
+// the slot depends on the rest of the key.
+func hashTag(ns string) string {
+	i := strings.IndexByte(ns, '{')
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(ns[i+1:], '}')
+	if j <= 0 {
+		return ""
+	}
+	return ns[i+1 : i+1+j]
+}
+
+// newClusterClient builds the Redis Cluster client for a RedisURL with cluster=true, in
+// go-redis' ParseClusterURL form (redis://host:port?cluster=true&addr=host2:port&addr=…),
+// with exq's settings: RedisTimeout, the ctx deadline ending a command, no resends by the node
+// clients (MaxRetries -1), and a slot map that follows a failover within seconds.
+func newClusterClient(rawURL string, timeout time.Duration) (*redis.ClusterClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
+			ErrInvalidOptions, maskURL(rawURL))
+	}
+	q := u.Query()
+	q.Del("cluster")
+	u.RawQuery = q.Encode()
+	opts, err := redis.ParseClusterURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+	}
+	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout, "dial_timeout": &opts.DialTimeout} {
+		if !q.Has(name) {
+			*d = timeout
+		}
+	}
+	if !q.Has("max_retries") {
+		opts.MaxRetries = -1 // as newRedisClient: an enqueue is written once
+	}
+	opts.ContextTimeoutEnabled = true
+	opts.ClusterStateReloadInterval = clusterReloadInterval
+	c := redis.NewClusterClient(opts)
+	c.AddHook(reloadOnConnError{c})
+	return c, nil
+}
+
+// reloadOnConnError asks a cluster client for a new slot map when a command fails for want of
+// a connection (a dead master refuses them), instead of waiting for the next periodic reload.
+// go-redis reloads by itself on MOVED and READONLY replies only.
+type reloadOnConnError struct{ c *redis.ClusterClient }
+
+func (reloadOnConnError) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnConnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnConnError) check(err error) {
+	var nerr net.Error
+	if errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) {
+		h.c.ReloadState(context.Background())
+	}
 }

@@ -32,13 +32,22 @@ type env struct {
 	rdb  *redis.Client
 	ns   string
 	keys wire.Keys
+	// client is what nodes, APIs and clients under test get: rdb, or with EXQ_TEST_CLUSTER=1
+	// a cluster client (rdb is then the master that holds the namespace's slot).
+	client redis.UniversalClient
 }
 
-// newEnv gives the test a real Redis in a namespace of its own.
+// newEnv gives the test a real Redis in a namespace of its own. With EXQ_TEST_CLUSTER=1 it is
+// a 3-master Redis Cluster and the namespace a hash tag; the tests that pass there are listed
+// in .ci/run (clusterTests).
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	if testutil.OnCluster() {
+		master, cluster, ns := testutil.ClusterRedis(t)
+		return &env{t: t, rdb: master, ns: ns, keys: wire.NewKeys(ns), client: cluster}
+	}
 	rdb, ns := testutil.Redis(t)
-	return &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns)}
+	return &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns), client: rdb}
 }
 
 // start starts a node on the env's Redis and namespace, stopped when the test ends, with the
@@ -46,7 +55,7 @@ func newEnv(t *testing.T) *env {
 func (v *env) start(o Options, hooks ...testHooks) *Exq {
 	v.t.Helper()
 	if o.Redis == nil && o.RedisURL == "" {
-		o.Redis = v.rdb
+		o.Redis = v.client
 	}
 	o.Namespace = v.ns
 	if o.Logger == nil {

@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -318,11 +319,66 @@ func (jq *jobQueue) knownQueues(ctx context.Context) ([]string, error) {
 }
 
 // moveDue moves up to page due jobs of zset (schedule or retry) to their queues and reports
-// how many members it took.
+// how many members it read (a full page means there may be more). The members are read first
+// and routed here, so that the script that moves them declares every key it touches (Redis
+// Cluster); it moves only the members still in the set, so racing schedulers never duplicate.
 func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, page int) (int, error) {
-	return scripts.Schedule.Run(ctx, jq.rdb, []string{zset, jq.keys.Dead()},
-		wire.FormatTime(now), page, jq.keys.Prefix, jq.keys.Wake(),
-		"poison-"+uuid.NewString()+"-", wire.PoisonClass, wire.PoisonErrorClass).Int()
+	at := wire.FormatTime(now)
+	jobs, err := jq.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: at, Count: int64(page)}).Result()
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	keys := []string{zset, jq.keys.Queues(), jq.keys.Dead()}
+	args := []any{at, jq.keys.Wake(), "poison-" + uuid.NewString() + "-", wire.PoisonClass, wire.PoisonErrorClass}
+	qs := queueNumbers{keys: &keys, jq: jq}
+	for _, raw := range jobs {
+		q, ok := jobQueueName(raw)
+		n := 0
+		if ok {
+			n = qs.number(q)
+		}
+		args = append(args, n, q, raw)
+	}
+	if err := scripts.Schedule.Run(ctx, jq.rdb, keys, args...).Err(); err != nil {
+		return 0, err
+	}
+	return len(jobs), nil
+}
+
+// queueNumbers numbers the destination queues of one script call, appending each queue's key
+// to keys the first time it is seen; a script finds queue n's key after the fixed keys.
+type queueNumbers struct {
+	keys *[]string
+	jq   *jobQueue
+	seen map[string]int
+	base int
+}
+
+func (qs *queueNumbers) number(q string) int {
+	if qs.seen == nil {
+		qs.seen, qs.base = map[string]int{}, len(*qs.keys)
+	}
+	if n, ok := qs.seen[q]; ok {
+		return n
+	}
+	*qs.keys = append(*qs.keys, qs.jq.keys.Queue(q))
+	n := len(*qs.keys) - qs.base
+	qs.seen[q] = n
+	return n
+}
+
+// jobQueueName reads the "queue" field of a raw job: ok is false unless raw is a JSON object
+// whose "queue" (exactly that key) is a non-empty string, as the scripts used to decide.
+func jobQueueName(raw string) (string, bool) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &doc) != nil {
+		return "", false
+	}
+	var q string
+	if json.Unmarshal(doc["queue"], &q) != nil || q == "" {
+		return "", false
+	}
+	return q, true
 }
 
 // beat records that this node is alive (server clock) and when it counts as dead.

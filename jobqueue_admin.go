@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"sort"
@@ -76,16 +77,59 @@ func (jq *jobQueue) clearSet(ctx context.Context, key string) error {
 }
 
 // removeJobs removes the raw jobs of batch from key, a list or sorted set as kind says
-// ("list", "zset"), releasing their unique locks when clear is "1" (remove_jobs.lua).
+// ("list", "zset"), releasing their unique locks when clear is "1" (remove_jobs.lua). The lock
+// keys are read from the jobs here, so that the script declares every key it touches.
 func (jq *jobQueue) removeJobs(ctx context.Context, key, kind, clear string, batch []any) (int, error) {
-	args := append([]any{kind, jq.keys.Prefix, clear}, batch...)
-	return scripts.RemoveJobs.Run(ctx, jq.rdb, []string{key}, args...).Int()
+	keys := []string{key}
+	args := []any{kind}
+	locks := map[string]int{}
+	for _, b := range batch {
+		raw, _ := b.(string)
+		n, jid := 0, ""
+		if token, id, ok := jobLock(raw); ok && clear == "1" {
+			jid = id
+			if n = locks[token]; n == 0 {
+				keys = append(keys, jq.keys.Unique(token))
+				n = len(keys) - 1
+				locks[token] = n
+			}
+		}
+		args = append(args, n, jid, raw)
+	}
+	return scripts.RemoveJobs.Run(ctx, jq.rdb, keys, args...).Int()
+}
+
+// jobLock reads the unique_token and jid of a raw job: ok only when both are strings.
+func jobLock(raw string) (token, jid string, ok bool) {
+	var doc struct {
+		Token *string `json:"unique_token"`
+		JID   *string `json:"jid"`
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &fields) != nil ||
+		json.Unmarshal(fields["unique_token"], &doc.Token) != nil || json.Unmarshal(fields["jid"], &doc.JID) != nil ||
+		doc.Token == nil || doc.JID == nil {
+		return "", "", false
+	}
+	return *doc.Token, *doc.JID, true
 }
 
 // requeueSet moves the raw jobs of batch from sorted set key to their queues (requeue_set.lua).
+// Jobs without a queue are left out, so they stay in the set.
 func (jq *jobQueue) requeueSet(ctx context.Context, key string, batch []any) (int, error) {
-	args := append([]any{jq.keys.Prefix, jq.keys.Wake()}, batch...)
-	return scripts.RequeueSet.Run(ctx, jq.rdb, []string{key}, args...).Int()
+	keys := []string{key, jq.keys.Queues()}
+	args := []any{jq.keys.Wake()}
+	qs := queueNumbers{keys: &keys, jq: jq}
+	for _, b := range batch {
+		raw, _ := b.(string)
+		if q, ok := jobQueueName(raw); ok {
+			args = append(args, qs.number(q), q, raw)
+		}
+	}
+	if len(args) == 1 {
+		return 0, nil
+	}
+	return scripts.RequeueSet.Run(ctx, jq.rdb, keys, args...).Int()
 }
 
 // scanSet reads the members of sorted set key whose score is at most max and calls visit with
@@ -196,14 +240,18 @@ func (jq *jobQueue) stats(ctx context.Context, processed, failed string) (Stats,
 func (jq *jobQueue) secondCounters(ctx context.Context, kind string) (map[time.Time]int64, error) {
 	out := map[time.Time]int64{}
 	prefix := jq.keys.Prefix + "stat:" + kind + "_rt:"
-	iter := jq.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	rdb, err := jq.slotNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		at, err := time.Parse("2006-01-02 15:04:05Z", strings.TrimPrefix(key, prefix))
 		if err != nil {
 			continue
 		}
-		v, err := jq.rdb.Get(ctx, key).Int64()
+		v, err := rdb.Get(ctx, key).Int64()
 		if err != nil {
 			continue // expired meanwhile
 		}
@@ -213,6 +261,16 @@ func (jq *jobQueue) secondCounters(ctx context.Context, kind string) (map[time.T
 		return nil, err
 	}
 	return out, nil
+}
+
+// slotNode is the client to SCAN the namespace with: on a Redis Cluster the master that holds
+// the namespace's slot (a SCAN sent through the cluster client would go to any one node), else
+// the client itself.
+func (jq *jobQueue) slotNode(ctx context.Context) (redis.Cmdable, error) {
+	if c, ok := jq.rdb.(*redis.ClusterClient); ok {
+		return c.MasterForKey(ctx, jq.keys.Queues())
+	}
+	return jq.rdb, nil
 }
 
 // sendSignal pushes signal onto node's signal list and sets the list's TTL, in one MULTI.

@@ -15,7 +15,7 @@ import (
 
 // scheduler returns a scheduler on the env's Redis whose clock reads now.
 func (v *env) scheduler(now time.Time, page int) *scheduler {
-	return &scheduler{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "n"}, interval: time.Hour, page: page,
+	return &scheduler{jq: &jobQueue{rdb: v.client, keys: v.keys, node: "n"}, interval: time.Hour, page: page,
 		now: func() time.Time { return now }, log: testLogger(), timeout: 5 * time.Second}
 }
 
@@ -58,8 +58,10 @@ func TestSchedulerMovesInPages(t *testing.T) {
 	require.NoError(t, s.tick(ctx))
 	assert.Len(t, v.list(v.keys.Queue("q")), 10)
 	assert.Zero(t, v.zcard(v.keys.Schedule()))
-	// schedule: pages of 3, 3, 3, 1; retry: one empty page.
-	assert.Equal(t, 5, counter.Count("evalsha"))
+	// schedule: pages of 3, 3, 3, 1, each read and then moved by a script; retry: one empty
+	// read and no script.
+	assert.Equal(t, 5, counter.Count("zrangebyscore"))
+	assert.Equal(t, 4, counter.Count("evalsha"))
 	q := v.list(v.keys.Queue("q"))
 	assert.Contains(t, q[len(q)-1], `"jid":"s0"`, "oldest due first")
 }
@@ -211,4 +213,35 @@ func TestJobsDueBefore1970Run(t *testing.T) {
 		})
 	}
 	assert.Zero(t, v.zcard(v.keys.Schedule()), "nothing is left scheduled")
+}
+
+// The members are read before the script moves them, so schedulers racing over the same pages
+// must move each member once: the script moves only what is still in the set.
+func TestRacingSchedulersMoveEachJobOnce(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	now := time.Unix(1796010415, 0)
+	const n = 300
+	for i := 0; i < n; i++ {
+		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"q%d","jid":"r%d"}`, i%3, i)
+		require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), redisZ(now.Add(-time.Duration(i)*time.Millisecond), raw)).Err())
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- v.scheduler(now, 7).tick(ctx) }()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	seen := map[string]bool{}
+	for q := 0; q < 3; q++ {
+		for _, raw := range v.list(v.keys.Queue(fmt.Sprintf("q%d", q))) {
+			jid := decode(t, raw)["jid"].(string)
+			require.False(t, seen[jid], "%s moved twice", jid)
+			seen[jid] = true
+		}
+	}
+	assert.Len(t, seen, n)
+	assert.Zero(t, v.zcard(v.keys.Schedule()))
+	assert.Zero(t, v.zcard(v.keys.Dead()))
 }

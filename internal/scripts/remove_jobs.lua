@@ -1,23 +1,19 @@
--- remove_jobs: remove jobs, by their exact raw strings, from a queue list or a sorted set and,
--- when asked, release their unique locks (compare-and-delete: only a lock the job still holds).
--- KEYS[1] P queue:<q>, P retry, P schedule or P dead
--- ARGV[1] "list" or "zset"   ARGV[2] prefix P (lock keys are known only from the jobs)
--- ARGV[3] "1" to release locks    ARGV[4..] raw jobs
+-- remove_jobs: remove jobs, by their exact raw strings, from a queue list or a sorted set and
+-- release the unique locks the caller names for them (compare-and-delete: only a lock the job
+-- still holds). The caller reads each job's unique_token and jid, so every lock key is declared
+-- here (Redis Cluster and ACL key patterns need that).
+-- KEYS[1] P queue:<q>, P retry, P schedule or P dead   KEYS[1+u] P unique:<token u>, u = 1..U
+-- ARGV[1] "list" or "zset", then three values per job: lock number u (0 = release none),
+-- the job's jid, raw job
 -- Returns the number of jobs removed.
 local removed = 0
-for i = 4, #ARGV do
-  local raw = ARGV[i]
+for a = 2, #ARGV, 3 do
+  local u, jid, raw = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
   local n
   if ARGV[1] == 'list' then n = redis.call('LREM', KEYS[1], 1, raw) else n = redis.call('ZREM', KEYS[1], raw) end
   if n > 0 then
     removed = removed + 1
-    if ARGV[3] == '1' then
-      local ok, job = pcall(cjson.decode, raw)
-      if ok and type(job) == 'table' and type(job['unique_token']) == 'string' and job['jid'] then
-        local key = ARGV[2] .. 'unique:' .. job['unique_token']
-        if redis.call('GET', key) == job['jid'] then redis.call('DEL', key) end
-      end
-    end
+    if u > 0 and redis.call('GET', KEYS[1 + u]) == jid then redis.call('DEL', KEYS[1 + u]) end
   end
 end
 return removed

@@ -42,6 +42,7 @@ func finish(code int, w io.Writer) int {
 	if err := stopPrivate(); err != nil {
 		fmt.Fprintf(w, "testutil: stopping the private redis-server: %v\n", err)
 	}
+	stopPrivateCluster()
 	if Skipped() > 0 {
 		reportSkips(w)
 		if code == 0 && !testing.Verbose() {

@@ -63,6 +63,32 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	return c, ns
 }
 
+// ClusterRedis, for EXQ_TEST_CLUSTER=1, gives a test the private test cluster (see
+// ClusterAddrs): a cluster client for the code under test, a namespace with a hash tag
+// ("{…}", so every key of it lands in one slot) and a plain client of the master that holds
+// that slot, for the test's own reads and writes of the namespace's keys. Every key of the
+// namespace is deleted when the test ends.
+func ClusterRedis(t testing.TB) (master *redis.Client, cluster *redis.ClusterClient, ns string) {
+	t.Helper()
+	cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: ClusterAddrs(t), MaxRetries: -1,
+		ClusterStateReloadInterval: time.Second})
+	ns = "{" + Namespace(t) + "}"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := cluster.MasterForKey(ctx, ns+":")
+	if err != nil {
+		_ = cluster.Close()
+		t.Fatalf("find the master of %s: %v", ns, err)
+	}
+	master = redis.NewClient(&redis.Options{Addr: m.Options().Addr})
+	t.Cleanup(func() {
+		DeleteNamespace(master, ns)
+		_ = master.Close()
+		_ = cluster.Close()
+	})
+	return master, cluster, ns
+}
+
 // Namespace returns a namespace unique to this test run.
 func Namespace(t testing.TB) string {
 	name := strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(t.Name())
@@ -72,21 +98,30 @@ func Namespace(t testing.TB) string {
 	return "exqtest-" + name + "-" + uuid.NewString()[:8]
 }
 
-// DeleteNamespace removes every key of namespace ns.
+// DeleteNamespace removes every key of namespace ns (through a cluster client, ns must have a
+// hash tag).
 func DeleteNamespace(c redis.UniversalClient, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	iter := c.Scan(ctx, 0, ns+":*", 500).Iterator()
+	var node redis.Cmdable = c
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, ns+":")
+		if err != nil {
+			return
+		}
+		node = m
+	}
+	iter := node.Scan(ctx, 0, ns+":*", 500).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 		if len(keys) == 500 {
-			c.Del(ctx, keys...)
+			node.Del(ctx, keys...)
 			keys = keys[:0]
 		}
 	}
 	if len(keys) > 0 {
-		c.Del(ctx, keys...)
+		node.Del(ctx, keys...)
 	}
 }
 
