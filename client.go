@@ -40,7 +40,14 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}
+	wait, err := replicaWaitFor(o, rdb)
+	if err != nil {
+		if own {
+			_ = rdb.Close()
+		}
+		return nil, err
+	}
+	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
 	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries}, rdb: rdb, ownClient: own}, nil
 }
 

@@ -36,6 +36,8 @@ const (
 	DefaultShutdownTimeout      = 5 * time.Second
 	DefaultHeartbeatInterval    = 5 * time.Second
 	DefaultMissedHeartbeats     = 3
+	// DefaultWaitTimeout is how long an enqueue waits for WaitReplicas replicas (exq's own).
+	DefaultWaitTimeout = time.Second
 )
 
 // NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
@@ -82,6 +84,12 @@ type ClientOptions struct {
 	// NoRetries for none. NewAPI does not use it.
 	MaxRetries int
 
+	// WaitReplicas makes every enqueue return only once this many replicas have the job
+	// (Redis WAIT on the write's connection); see Options.WaitReplicas. Default 0: no wait.
+	WaitReplicas int
+	// WaitTimeout bounds that wait; see Options.WaitTimeout. Default DefaultWaitTimeout.
+	WaitTimeout time.Duration
+
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -99,6 +107,9 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	}
 	if c.RedisTimeout == 0 {
 		c.RedisTimeout = DefaultRedisTimeout
+	}
+	if err := c.replicaDefaults(); err != nil {
+		return c, err
 	}
 	if c.NoNamespace && c.Namespace != "" {
 		return bad("Namespace", "must be empty when NoNamespace is set, got %q", c.Namespace)
@@ -214,6 +225,23 @@ type Options struct {
 	// empty or repeated labels.
 	Labels []string
 
+	// WaitReplicas asks for durable writes on a replicated Redis (Sentinel, or a master with
+	// replicas): every enqueue (Enqueue, EnqueueIn, EnqueueAt, EnqueueAll) and every outcome
+	// write (ack, retry, snooze, dead, hand-back) is followed by WAIT WaitReplicas WaitTimeout on
+	// the same connection. An enqueue that fewer replicas confirmed in time returns an error
+	// wrapping ErrNotReplicated (the job was written on the master). An outcome write that
+	// fewer replicas confirmed is logged and counts as written: a failover before the replicas
+	// have it can run the job again, not lose it. Replication is asynchronous: without
+	// WaitReplicas, a failover loses the enqueues the replica had not yet received. Costs a
+	// wait for the slowest of those replicas on each write (well under a millisecond on a
+	// local network), and WaitTimeout per write while fewer replicas are up. Default 0: no
+	// WAIT, no cost.
+	WaitReplicas int
+	// WaitTimeout is how long a write waits for WaitReplicas replicas. It must be shorter than
+	// RedisTimeout (and than the read timeout of a caller's client), which bounds the reply.
+	// Default DefaultWaitTimeout (1 s), or half of RedisTimeout if that is shorter.
+	WaitTimeout time.Duration
+
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -223,7 +251,8 @@ type Options struct {
 // exq.NewAPI(ctx, opts.ClientOptions()).
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
-		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, Logger: o.Logger}
+		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
+		Logger: o.Logger}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value
@@ -272,6 +301,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 	}
 	o.RedisURL, o.Redis, o.RedisTimeout, o.Namespace, o.NoNamespace, o.MaxRetries, o.Logger =
 		c.RedisURL, c.Redis, c.RedisTimeout, c.Namespace, c.NoNamespace, c.MaxRetries, c.Logger
+	o.WaitReplicas, o.WaitTimeout = c.WaitReplicas, c.WaitTimeout
 	if o.Concurrency < 0 {
 		return bad("Concurrency", "must not be negative, got %d", o.Concurrency)
 	}
@@ -504,8 +534,12 @@ func clientRetries(rdb redis.UniversalClient) int {
 	return 0
 }
 
-// newRedisClient builds the client for a RedisURL. The error never carries the password.
+// newRedisClient builds the client for a RedisURL: a Sentinel FailoverClient when the URL
+// names a master_name, a plain client otherwise. The error never carries the password.
 func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
+	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("master_name") {
+		return newFailoverClient(rawURL, timeout)
+	}
 	if _, err := url.Parse(rawURL); err != nil {
 		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
 		// password, say) the password cannot be told apart from the rest: say nothing of it.
@@ -546,14 +580,31 @@ func maskURL(rawURL string) string {
 		}
 		return "<redacted>"
 	}
+	if q := u.Query(); q.Get("password") != "" {
+		q.Set("password", "xxxxx") // a Sentinel URL's master password (ParseFailoverURL)
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
 }
 
 // scrub removes the URL's password from an error message that might quote it.
 func scrub(err error, rawURL string) string {
 	msg := err.Error()
-	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		return msg
+	}
+	var secrets []string
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+	}
+	if p := u.Query().Get("password"); p != "" {
+		secrets = append(secrets, p, url.QueryEscape(p))
+	}
+	for _, p := range secrets {
+		if p != "" {
 			msg = strings.ReplaceAll(msg, p, "xxxxx")
 		}
 	}
@@ -693,4 +744,76 @@ func (h reloadOnConnError) check(err error) {
 	if errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) {
 		h.c.ReloadState(context.Background())
 	}
+}
+
+// Redis Sentinel and replicas.
+
+// replicaDefaults validates WaitReplicas and WaitTimeout and fills in the timeout's default.
+func (c *ClientOptions) replicaDefaults() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	if c.WaitReplicas < 0 {
+		return bad("WaitReplicas", "must not be negative, got %d", c.WaitReplicas)
+	}
+	if c.WaitTimeout < 0 {
+		return bad("WaitTimeout", "must not be negative, got %s", c.WaitTimeout)
+	}
+	if c.WaitTimeout == 0 && c.WaitReplicas > 0 {
+		c.WaitTimeout = min(DefaultWaitTimeout, c.RedisTimeout/2)
+	}
+	// WAIT is read in a pipeline, where the connection's read timeout (RedisTimeout, for a
+	// client exq builds) bounds its reply: a longer wait would read as a broken connection.
+	if c.WaitReplicas > 0 && c.WaitTimeout >= c.RedisTimeout {
+		return bad("WaitTimeout", "must be shorter than RedisTimeout (%s), got %s", c.RedisTimeout, c.WaitTimeout)
+	}
+	return nil
+}
+
+// checkWaitTimeout refuses a WaitTimeout that a caller's client would cut short: in a
+// pipeline, its ReadTimeout bounds the WAIT reply.
+func checkWaitTimeout(o ClientOptions, rdb redis.UniversalClient) error {
+	if o.WaitReplicas == 0 {
+		return nil
+	}
+	var read time.Duration
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		read = c.Options().ReadTimeout
+	case interface{ Options() *redis.ClusterOptions }:
+		read = c.Options().ReadTimeout
+	}
+	if read > 0 && o.WaitTimeout >= read {
+		return fmt.Errorf("%w: WaitTimeout: must be shorter than the Redis client's ReadTimeout (%s), got %s",
+			ErrInvalidOptions, read, o.WaitTimeout)
+	}
+	return nil
+}
+
+// newFailoverClient builds a Sentinel client for a RedisURL in go-redis' ParseFailoverURL
+// form: redis://[user:password@]sentinel:port/db?master_name=mymaster&addr=sentinel2:port&…,
+// where the user info is the sentinels' and ?password= (and ?username=) the master's. It gets
+// exq's settings, as newRedisClient: RedisTimeout, the ctx deadline ending a command, and no
+// resends (MaxRetries -1) unless the URL sets them. go-redis follows the sentinels' switch of
+// master and drops connections that answer READONLY, so a failover needs no restart.
+func newFailoverClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
+	opts, err := redis.ParseFailoverURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+	}
+	if opts.MasterName == "" {
+		return nil, fmt.Errorf("%w: RedisURL: %s: master_name is empty", ErrInvalidOptions, maskURL(rawURL))
+	}
+	q, _ := url.ParseQuery(rawURL[strings.IndexByte(rawURL, '?')+1:])
+	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout,
+		"dial_timeout": &opts.DialTimeout} {
+		if !q.Has(name) {
+			*d = timeout
+		}
+	}
+	if !q.Has("max_retries") {
+		opts.MaxRetries = -1 // as newRedisClient: an enqueue is written once
+	}
+	opts.ContextTimeoutEnabled = true
+	return redis.NewFailoverClient(opts), nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -327,11 +328,21 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return "", err
 	}
 	holder, err := en.jq.enqueue(ctx, queue, b.doc, b.lock)
-	if err != nil {
-		return "", fmt.Errorf("exq: enqueue %s to %s: %w", class, queue, err)
+	return b.result("enqueue", class, queue, holder, err)
+}
+
+// result turns what a one-job write returned into Enqueue's reply. An error wrapping
+// ErrNotReplicated comes after the script ran: the job was written (or, on a unique conflict,
+// nothing was, and the conflict is what the caller needs), so the jid goes with it.
+func (b built) result(op, class, queue, holder string, err error) (string, error) {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return "", fmt.Errorf("exq: %s %s to %s: %w", op, class, queue, err)
 	}
 	if holder != "" {
 		return holder, &UniqueConflictError{JID: holder, Token: b.token}
+	}
+	if err != nil {
+		return b.jid, fmt.Errorf("exq: %s %s to %s: job %s written on the master: %w", op, class, queue, b.jid, err)
 	}
 	return b.jid, nil
 }
@@ -353,13 +364,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	} else {
 		holder, err = en.jq.enqueueAt(ctx, b.at, b.doc, b.lock)
 	}
-	if err != nil {
-		return "", fmt.Errorf("exq: %s %s to %s: %w", op, class, queue, err)
-	}
-	if holder != "" {
-		return holder, &UniqueConflictError{JID: holder, Token: b.token}
-	}
-	return b.jid, nil
+	return b.result(op, class, queue, holder, err)
 }
 
 func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueResult, error) {
@@ -379,8 +384,12 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		tokens[i], jids[i] = b.token, b.jid
 	}
 	holders, err := en.jq.enqueueAll(ctx, items)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return nil, fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
+	}
+	if err != nil {
+		// The batch was written on the master: the results say what it holds.
+		err = fmt.Errorf("exq: enqueue all (%d jobs): written on the master: %w", len(specs), err)
 	}
 	results := make([]EnqueueResult, len(specs))
 	for i, h := range holders {
@@ -390,5 +399,5 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			results[i] = EnqueueResult{JID: jids[i]}
 		}
 	}
-	return results, nil
+	return results, err
 }

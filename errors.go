@@ -27,6 +27,13 @@ var (
 	// ErrUniqueConflict is matched by the error of an enqueue whose unique lock is held by
 	// another job (a *UniqueConflictError, carrying the holder's jid).
 	ErrUniqueConflict = errors.New("exq: unique conflict")
+	// ErrNotReplicated is wrapped by the error of an enqueue (Enqueue, EnqueueIn, EnqueueAt,
+	// EnqueueAll) made with WaitReplicas set when fewer replicas than asked confirmed the write
+	// within WaitTimeout (or the reply of WAIT was lost); the message says how many did. The job
+	// WAS written on the master, and the call returns its jid (EnqueueAll its results) with the
+	// error: it runs unless the master fails before a replica has it. Enqueue it again only with
+	// the same exq.JID and a unique lock, or accept that it may run twice.
+	ErrNotReplicated = errors.New("exq: not replicated")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
 	// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.

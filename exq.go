@@ -121,7 +121,11 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 
 	keys := wire.NewKeys(o.Namespace)
-	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID}
+	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
+	if err != nil {
+		return fail(err)
+	}
+	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)

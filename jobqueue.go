@@ -19,6 +19,9 @@ type jobQueue struct {
 	rdb  redis.UniversalClient
 	keys wire.Keys
 	node string
+	// wait, when set (Options.WaitReplicas), makes enqueues and outcome writes WAIT for
+	// replicas on their own connection (replication.go).
+	wait *replicaWait
 }
 
 // pageSize bounds the work of one recovery script call, so a huge backup list never blocks
@@ -47,7 +50,8 @@ func conflict(reply any) (string, bool) {
 }
 
 // enqueue pushes one job onto queue q now. With a lock held by another job, nothing is
-// written and the holder's jid is returned.
+// written and the holder's jid is returned. With WaitReplicas, an error wrapping
+// ErrNotReplicated means the script ran (holder is its reply) and too few replicas confirmed.
 func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder string, err error) {
 	keys := []string{jq.keys.Queues(), jq.keys.Queue(q)}
 	args := []any{q, job, jq.keys.Wake()}
@@ -55,12 +59,13 @@ func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder
 		keys = append(keys, l.key)
 		args = append(args, l.jid, l.ttlMillis())
 	}
-	reply, err := scripts.Enqueue.Run(ctx, jq.rdb, keys, args...).Result()
+	cmd, replErr := jq.evalScript(ctx, scripts.Enqueue, keys, args...)
+	reply, err := cmd.Result()
 	if err != nil {
 		return "", err
 	}
 	holder, _ = conflict(reply)
-	return holder, nil
+	return holder, replErr
 }
 
 // enqueueAt adds one job to the schedule set, due at at (unique as enqueue).
@@ -71,12 +76,13 @@ func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string, l *
 		keys = append(keys, l.key)
 		args = append(args, l.jid, l.ttlMillis())
 	}
-	reply, err := scripts.EnqueueAt.Run(ctx, jq.rdb, keys, args...).Result()
+	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueAt, keys, args...)
+	reply, err := cmd.Result()
 	if err != nil {
 		return "", err
 	}
 	holder, _ = conflict(reply)
-	return holder, nil
+	return holder, replErr
 }
 
 // batchItem is one job of an enqueueAll; a zero at means now.
@@ -88,7 +94,8 @@ type batchItem struct {
 }
 
 // enqueueAll writes every item in one script call and returns, per item, the holder's jid
-// when its unique lock was taken ("" when the item was written).
+// when its unique lock was taken ("" when the item was written). With WaitReplicas, an error
+// wrapping ErrNotReplicated comes with the holders: the batch was written.
 func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string, error) {
 	queueNo := map[string]int{}
 	var queues []string
@@ -124,7 +131,8 @@ func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string
 		keys = append(keys, l.key)
 		args = append(args, i+1, l.jid, l.ttlMillis())
 	}
-	res, err := scripts.EnqueueAll.Run(ctx, jq.rdb, keys, args...).Slice()
+	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueAll, keys, args...)
+	res, err := cmd.Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string
 		}
 		holders[i-1], _ = res[k+1].(string)
 	}
-	return holders, nil
+	return holders, replErr
 }
 
 // unlock releases a unique lock if jid still holds it.
@@ -207,22 +215,45 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) (fetchRes, error
 // ack removes a finished job from the backup list and, with a token, releases the job's
 // unique lock if it still holds it.
 func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
+	backup := jq.keys.Backup(jq.node, q)
 	if token == "" {
-		return jq.rdb.LRem(ctx, jq.keys.Backup(jq.node, q), -1, raw).Err()
+		if jq.wait != nil {
+			replErr, err := jq.wait.pipeline(ctx, jq.rdb, backup, func(p redis.Pipeliner) []redis.Cmder {
+				return []redis.Cmder{p.LRem(ctx, backup, -1, raw)}
+			})
+			jq.wait.shortfall("ack", replErr)
+			return err
+		}
+		return jq.rdb.LRem(ctx, backup, -1, raw).Err()
 	}
-	return scripts.Ack.Run(ctx, jq.rdb, []string{jq.keys.Backup(jq.node, q), jq.keys.Unique(token)}, raw, jid).Err()
+	cmd, replErr := jq.evalScript(ctx, scripts.Ack, []string{backup, jq.keys.Unique(token)}, raw, jid)
+	jq.wait.shortfall("ack", replErr)
+	return cmd.Err()
 }
 
 // ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
 // repeat: each removes one exact string). On an error, failed tells which did not happen.
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
 	cmds := make([]*redis.IntCmd, len(batch))
-	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range batch {
-			cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
-		}
-		return nil
-	})
+	if jq.wait == nil {
+		_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range batch {
+				cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
+			}
+			return nil
+		})
+	} else {
+		var replErr error
+		replErr, err = jq.wait.pipeline(ctx, jq.rdb, jq.keys.Backup(jq.node, batch[0].queue), func(p redis.Pipeliner) []redis.Cmder {
+			all := make([]redis.Cmder, len(batch))
+			for i, r := range batch {
+				cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
+				all[i] = cmds[i]
+			}
+			return all
+		})
+		jq.wait.shortfall("ack", replErr)
+	}
 	if err == nil {
 		return nil, nil
 	}
@@ -257,9 +288,11 @@ func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.D
 // retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
 // backup list, atomically. It reports false when the job was no longer in the backup list.
 func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time) (bool, error) {
-	n, err := scripts.Retry.Run(ctx, jq.rdb,
+	cmd, replErr := jq.evalScript(ctx, scripts.Retry,
 		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q)},
-		wire.FormatTime(at), rewritten, raw).Int()
+		wire.FormatTime(at), rewritten, raw)
+	jq.wait.shortfall("retry", replErr)
+	n, err := cmd.Int()
 	return n == 1, err
 }
 
@@ -273,7 +306,9 @@ func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time
 		keys = append(keys, jq.keys.Unique(token))
 		args = append(args, jid)
 	}
-	n, err := scripts.Dead.Run(ctx, jq.rdb, keys, args...).Int()
+	cmd, replErr := jq.evalScript(ctx, scripts.Dead, keys, args...)
+	jq.wait.shortfall("dead", replErr)
+	n, err := cmd.Int()
 	return n == 1, err
 }
 
@@ -289,8 +324,10 @@ func (jq *jobQueue) requeue(ctx context.Context, q string, raws []string) (int, 
 	for _, r := range raws {
 		args = append(args, r)
 	}
-	return scripts.Requeue.Run(ctx, jq.rdb,
-		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, args...).Int()
+	cmd, replErr := jq.evalScript(ctx, scripts.Requeue,
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, args...)
+	jq.wait.shortfall("hand-back", replErr)
+	return cmd.Int()
 }
 
 // recoverBackup moves every job of this node's backup list for q back to the consumption end
