@@ -130,8 +130,14 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 		done  = make(chan struct{})
 		count atomic.Int64
 	)
+	// The backlog is kept small (at most maxBacklog jobs written and not yet run), so that a
+	// job written after the failover waits behind a bounded queue, however slow the machine.
+	const maxBacklog = 200
 	produce := func(p int) {
 		for i := 0; !stop.Load(); i++ {
+			for !stop.Load() && count.Load()-int64(work.total()) > maxBacklog {
+				time.Sleep(time.Millisecond)
+			}
 			started := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			jid, err := producer.Enqueue(cctx, "default", "W", []any{p, i})
