@@ -62,6 +62,8 @@ type Queue struct {
 // A node's Options has the same fields; Options.ClientOptions returns them.
 type ClientOptions struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
+	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
+	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string
@@ -133,6 +135,8 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 // default, so Options{} runs the "default" queue against Redis on localhost.
 type Options struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
+	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
+	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string

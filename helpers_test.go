@@ -38,8 +38,8 @@ type env struct {
 }
 
 // newEnv gives the test a real Redis in a namespace of its own. With EXQ_TEST_CLUSTER=1 it is
-// a 3-master Redis Cluster and the namespace a hash tag; the tests that pass there are listed
-// in .ci/run (clusterTests).
+// a 3-master Redis Cluster and the namespace a hash tag; .ci/run lists the few tests that
+// cannot run there (they start child processes on a single-node URL).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	if testutil.OnCluster() {

@@ -68,6 +68,30 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	if err := createCluster(addrs, o.Replicas); err != nil {
 		t.Fatal(err)
 	}
+	// Gossip spreads the replicas a little after their links are up: wait until every node
+	// lists a full set of replicas for every slot range, so the test can pick one.
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		WaitFor(t, "node "+a+" knows every replica", func() bool {
+			shards, err := rdb.ClusterShards(context.Background()).Result()
+			if err != nil || len(shards) != o.Masters {
+				return false
+			}
+			for _, s := range shards {
+				online := 0
+				for _, n := range s.Nodes {
+					if n.Health == "online" {
+						online++
+					}
+				}
+				if online != 1+o.Replicas {
+					return false
+				}
+			}
+			return true
+		})
+		_ = rdb.Close()
+	}
 	c.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClusterStateReloadInterval: time.Second,
 		MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Client.Close() })
@@ -118,16 +142,26 @@ func (c *Cluster) MasterAndReplicaOf(ctx context.Context, ask, key string) (mast
 	if err != nil {
 		return "", "", err
 	}
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
 		return "", "", err
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			if len(s.Nodes) > 1 {
-				replica = s.Nodes[1].Addr
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
 			}
-			return s.Nodes[0].Addr, replica, nil
+			for _, n := range s.Nodes {
+				addr := fmt.Sprintf("%s:%d", n.IP, n.Port)
+				switch {
+				case n.Health != "online":
+				case n.Role == "master":
+					master = addr
+				case replica == "":
+					replica = addr
+				}
+			}
+			return master, replica, nil
 		}
 	}
 	return "", "", fmt.Errorf("slot %d of %q is not served", slot, key)
