@@ -291,6 +291,9 @@ func (e *Exq) Subscriptions() []Queue { return e.mgr.subscriptions() }
 
 // Enqueue pushes a job for class onto queue, to run as soon as a worker is free, and returns
 // its jid. args must encode to a JSON array ([]any{42, "welcome"}, a typed slice, or nil).
+// Errors match ErrInvalidJob (nothing written), ErrUniqueConflict (the holder's jid is
+// returned), ErrStopped, or, with Options.WaitReplicas, ErrNotReplicated (the job was written
+// on the master and its jid is returned, but too few replicas confirmed it in time).
 func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
