@@ -188,9 +188,12 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 	r.toFirstWrite = first.at.Sub(killed)
 	// Resume: the first run of a job written after the kill, so through the new master.
 	testutil.WaitFor(t, "a job written after the kill runs", func() bool { return work.ran(first.jid) })
+	wmu.Lock()
+	sofar := append([]written(nil), jobs...) // the producers still append
+	wmu.Unlock()
 	mu.Lock()
 	resumed := time.Now()
-	for _, j := range jobs {
+	for _, j := range sofar {
 		if at, ok := ranAt[j.jid]; ok && j.started.After(killed) && at.Before(resumed) {
 			resumed = at
 		}
