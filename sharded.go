@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -586,17 +587,9 @@ func ShardNamespaces(ctx context.Context, rdb redis.UniversalClient, prefix stri
 		}
 		return out, nil
 	}
-	slots, err := cc.ClusterSlots(ctx).Result()
+	masterOf, err := slotMasters(ctx, cc)
 	if err != nil {
-		return nil, fmt.Errorf("exq: shard namespaces: CLUSTER SLOTS: %w", err)
-	}
-	masterOf := func(slot int64) string {
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				return s.Nodes[0].ID + s.Nodes[0].Addr
-			}
-		}
-		return ""
+		return nil, err
 	}
 	used := map[string]bool{}
 	for i := 0; len(out) < n && i < 10000; i++ {
@@ -616,4 +609,41 @@ func ShardNamespaces(ctx context.Context, rdb redis.UniversalClient, prefix stri
 		return nil, fmt.Errorf("exq: shard namespaces: found %d masters for %d shards", len(out), n)
 	}
 	return out, nil
+}
+
+// slotMasters returns a function naming the master (by its shard's index) that holds a slot,
+// from CLUSTER SHARDS (Redis 7), or from CLUSTER SLOTS on an older cluster.
+func slotMasters(ctx context.Context, cc *redis.ClusterClient) (func(slot int64) string, error) {
+	type span struct {
+		start, end int64
+		master     string
+	}
+	var spans []span
+	shards, err := cc.ClusterShards(ctx).Result()
+	if err == nil {
+		for i, sh := range shards {
+			for _, r := range sh.Slots {
+				spans = append(spans, span{r.Start, r.End, strconv.Itoa(i)})
+			}
+		}
+	} else {
+		//lint:ignore SA1019 the fallback for clusters older than Redis 7, which lack CLUSTER SHARDS
+		slots, err2 := cc.ClusterSlots(ctx).Result()
+		if err2 != nil {
+			return nil, fmt.Errorf("exq: shard namespaces: CLUSTER SHARDS: %w; CLUSTER SLOTS: %w", err, err2)
+		}
+		for _, s := range slots {
+			if len(s.Nodes) > 0 {
+				spans = append(spans, span{int64(s.Start), int64(s.End), s.Nodes[0].ID + s.Nodes[0].Addr})
+			}
+		}
+	}
+	return func(slot int64) string {
+		for _, s := range spans {
+			if s.start <= slot && slot <= s.end {
+				return s.master
+			}
+		}
+		return ""
+	}, nil
 }
