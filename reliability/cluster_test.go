@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -55,7 +56,7 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			for i := 0; i < runs; i++ {
-				r := clusterFailoverOnce(t, kill, nil)
+				r := clusterFailoverOnce(t, kill, 0, nil)
 				t.Logf("%s run %d: %s", name, i+1, r)
 				require.Less(t, r.toResume-r.toPromotion, 15*time.Second, "processing resumes within 15 s of the promotion")
 				if !kill {
@@ -64,11 +65,22 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 			}
 		})
 	}
+	// With WaitReplicas, an enqueue that returned nil is on the replica: nothing acknowledged is
+	// lost when the master is SIGKILLed. (After the kill no replica is left, so later enqueues
+	// return ErrNotReplicated and are not counted as acknowledged.)
+	t.Run("SIGKILL, WaitReplicas 1", func(t *testing.T) {
+		for i := 0; i < runs; i++ {
+			r := clusterFailoverOnce(t, true, 1, nil)
+			t.Logf("SIGKILL with WaitReplicas 1, run %d: %s", i+1, r)
+			require.Less(t, r.toResume-r.toPromotion, 15*time.Second, "processing resumes within 15 s of the promotion")
+			require.Zero(t, r.lost, "nothing acknowledged with WaitReplicas is lost")
+		}
+	})
 	if !testutil.Long() {
 		return
 	}
 	t.Run("SIGKILL, caller's client with the default 60 s reload", func(t *testing.T) {
-		r := clusterFailoverOnce(t, true, func(addrs []string) *redis.ClusterClient {
+		r := clusterFailoverOnce(t, true, 0, func(addrs []string) *redis.ClusterClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ReadTimeout: time.Second,
 				WriteTimeout: time.Second, DialTimeout: time.Second})
 		})
@@ -78,7 +90,8 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 
 // clusterFailoverOnce runs one failover on a fresh cluster (a replica refuses a second
 // failover for a while). With callers set, node and producer use the client it returns.
-func clusterFailoverOnce(t *testing.T, kill bool, callers func(addrs []string) *redis.ClusterClient) clusterRun {
+// With wait > 0, node and producer use WaitReplicas: wait.
+func clusterFailoverOnce(t *testing.T, kill bool, wait int, callers func(addrs []string) *redis.ClusterClient) clusterRun {
 	t.Helper()
 	// Registered first, so it runs last: after the clients are closed, go-redis' redial loop
 	// for the killed master notices within a second that its pool is closed.
@@ -106,8 +119,9 @@ func clusterFailoverOnce(t *testing.T, kill bool, callers func(addrs []string) *
 		return nil
 	})
 	no := exq.Options{RedisURL: c.URL(), Namespace: ns, RedisTimeout: time.Second, Concurrency: 20,
-		Workers: map[string]exq.Worker{"W": work}}
-	po := exq.ClientOptions{RedisURL: c.URL(), Namespace: ns, RedisTimeout: time.Second, Logger: quietLogger()}
+		Workers: map[string]exq.Worker{"W": work}, WaitReplicas: wait}
+	po := exq.ClientOptions{RedisURL: c.URL(), Namespace: ns, RedisTimeout: time.Second, Logger: quietLogger(),
+		WaitReplicas: wait}
 	if callers != nil {
 		cc := callers(c.Addrs())
 		t.Cleanup(func() { _ = cc.Close() })
@@ -119,8 +133,9 @@ func clusterFailoverOnce(t *testing.T, kill bool, callers func(addrs []string) *
 	t.Cleanup(func() { _ = producer.Close() })
 
 	type written struct {
-		jid string
-		at  time.Time
+		jid   string
+		at    time.Time
+		acked bool // returned nil (with WaitReplicas: replicated); else ErrNotReplicated, written on the master
 	}
 	var (
 		wmu  sync.Mutex
@@ -136,9 +151,9 @@ func clusterFailoverOnce(t *testing.T, kill bool, callers func(addrs []string) *
 				cctx, cancel := context.WithTimeout(ctx, time.Second)
 				jid, err := producer.Enqueue(cctx, "default", "W", []any{p, i})
 				cancel()
-				if err == nil {
+				if err == nil || errors.Is(err, exq.ErrNotReplicated) {
 					wmu.Lock()
-					jobs = append(jobs, written{jid, time.Now()})
+					jobs = append(jobs, written{jid, time.Now(), err == nil})
 					wmu.Unlock()
 				} else {
 					time.Sleep(5 * time.Millisecond) // no tight loop while the master is gone
@@ -200,7 +215,7 @@ func clusterFailoverOnce(t *testing.T, kill bool, callers func(addrs []string) *
 			if r.toFirstWrite == 0 {
 				r.toFirstWrite = w.at.Sub(event)
 			}
-		} else {
+		} else if w.acked {
 			before = append(before, w.jid)
 		}
 		if !last.IsZero() && w.at.Sub(last) > r.writeGap {
