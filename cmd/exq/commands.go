@@ -14,32 +14,48 @@ import (
 	"github.com/exqgo/exq"
 )
 
-// opener connects to Redis; commands call it only after their input is known to be valid, so
-// bad input never touches Redis.
-type opener func() (*cli, error)
+// opener connects to Redis; commands call open only after their input is known to be valid,
+// so bad input never touches Redis. sharded is set when --namespace lists several namespaces.
+type opener struct {
+	connect func() (*cli, error)
+	sharded bool
+}
 
+func (o opener) open() (*cli, error) { return o.connect() }
+
+// oneNamespace refuses a mode of a command that works on one namespace only.
+func (o opener) oneNamespace(what string) error {
+	if o.sharded {
+		return usagef("%s works on one namespace; pass a single --namespace (run it once per shard)", what)
+	}
+	return nil
+}
+
+// command is a CLI command. sharded: it works with several namespaces (some of its modes may
+// still refuse them with oneNamespace); without it, run refuses several namespaces up front.
 type command struct {
-	parse func(ctx context.Context, args []string, open opener) error
+	parse   func(ctx context.Context, args []string, open opener) error
+	sharded bool
 }
 
 var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"stats":     {statsCmd},
-		"queues":    {queuesCmd},
-		"jobs":      {jobsCmd},
-		"retries":   {setCmd(exq.RetrySet)},
-		"scheduled": {setCmd(exq.ScheduledSet)},
-		"dead":      {setCmd(exq.DeadSet)},
-		"retry":     {retryCmd},
-		"delete":    {deleteCmd},
-		"enqueue":   {enqueueCmd},
-		"processes": {processesCmd},
-		"busy":      {busyCmd},
-		"quiet":     {signalCmd("TSTP")},
-		"stop":      {signalCmd("TERM")},
-		"cancel":    {cancelCmd},
+		"stats":     {statsCmd, true},
+		"queues":    {queuesCmd, true},
+		"jobs":      {jobsCmd, false},
+		"retries":   {setCmd(exq.RetrySet), false},
+		"scheduled": {setCmd(exq.ScheduledSet), false},
+		"dead":      {setCmd(exq.DeadSet), false},
+		"retry":     {retryCmd, true},
+		"delete":    {deleteCmd, true},
+		"enqueue":   {enqueueCmd, false},
+		"processes": {processesCmd, true},
+		"busy":      {busyCmd, true},
+		"quiet":     {signalCmd("TSTP"), true},
+		"stop":      {signalCmd("TERM"), true},
+		"cancel":    {cancelCmd, true},
 	}
 }
 
@@ -68,7 +84,7 @@ func openBare(name string, args []string, open opener) (*cli, error) {
 	if _, err := parseArgs(flag.NewFlagSet(name, flag.ContinueOnError), args, 0, 0, "exq "+name); err != nil {
 		return nil, err
 	}
-	return open()
+	return open.open()
 }
 
 func parseSet(s string) (exq.Set, error) {
@@ -88,7 +104,7 @@ func statsCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	o, err := c.api.Overview(ctx)
+	o, err := c.view().Overview(ctx)
 	if err != nil {
 		return err
 	}
@@ -105,7 +121,7 @@ func queuesCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	sizes, err := c.api.QueueSizes(ctx)
+	sizes, err := c.view().QueueSizes(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,7 +156,7 @@ func jobsCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	c, err := open()
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
@@ -158,7 +174,7 @@ func setCmd(s exq.Set) func(context.Context, []string, opener) error {
 		if _, err := parseArgs(fs, args, 0, 0, "exq retries|scheduled|dead [--limit N] [--offset N]"); err != nil {
 			return err
 		}
-		c, err := open()
+		c, err := open.open()
 		if err != nil {
 			return err
 		}
@@ -179,22 +195,39 @@ func setCmd(s exq.Set) func(context.Context, []string, opener) error {
 	}
 }
 
-// findAnywhere looks for jid in the given set, or in retry, schedule and dead.
-func findAnywhere(ctx context.Context, api *exq.API, jid, set string) (exq.Set, exq.JobRecord, error) {
+// findAnywhere looks for jid in the given set, or in retry, schedule and dead, of each shard;
+// it returns the set, the job and the index of its shard.
+func findAnywhere(ctx context.Context, c *cli, jid, set string) (exq.Set, exq.JobRecord, int, error) {
 	sets, err := setsToSearch(set)
 	if err != nil {
-		return "", exq.JobRecord{}, err
+		return "", exq.JobRecord{}, 0, err
 	}
 	for _, s := range sets {
-		rec, err := api.Find(ctx, s, jid)
+		var rec exq.JobRecord
+		shard := 0
+		if c.sharded != nil {
+			rec, shard, err = c.sharded.Find(ctx, s, jid)
+		} else {
+			rec, err = c.api.Find(ctx, s, jid)
+		}
 		if err == nil {
-			return s, rec, nil
+			return s, rec, shard, nil
 		}
 		if !errors.Is(err, exq.ErrJobNotFound) {
-			return "", exq.JobRecord{}, err
+			return "", exq.JobRecord{}, 0, err
 		}
 	}
-	return "", exq.JobRecord{}, notFound(jid, sets)
+	return "", exq.JobRecord{}, 0, notFound(jid, sets)
+}
+
+// where names the shard a job or node was found in: "" for a single namespace, else
+// " (namespace NS)" for the sentence, and it adds "namespace" to v for JSON.
+func (c *cli) where(shard int, v map[string]any) string {
+	if c.sharded == nil {
+		return ""
+	}
+	v["namespace"] = c.nss[shard]
+	return fmt.Sprintf(" (namespace %s)", c.nss[shard])
 }
 
 func retryCmd(ctx context.Context, args []string, open opener) error {
@@ -209,6 +242,9 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 		return usagef("give either a JID or --all")
 	}
 	if *all {
+		if err := open.oneNamespace("retry --all"); err != nil {
+			return err
+		}
 		name := *set
 		if name == "" {
 			name = "dead"
@@ -217,7 +253,7 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 		if err != nil {
 			return err
 		}
-		c, err := open()
+		c, err := open.open()
 		if err != nil {
 			return err
 		}
@@ -229,7 +265,7 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 		}
 		return c.say(map[string]any{"moved": moved, "from": string(s)}, "moved %d jobs from %s to their queues", moved, s)
 	}
-	c, err := open()
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
@@ -238,7 +274,13 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 		return err
 	}
 	for _, s := range sets {
-		rec, err := c.api.RequeueJob(ctx, s, pos[0])
+		var rec exq.JobRecord
+		shard := 0
+		if c.sharded != nil {
+			rec, shard, err = c.sharded.RequeueJob(ctx, s, pos[0])
+		} else {
+			rec, err = c.api.RequeueJob(ctx, s, pos[0])
+		}
 		if errors.Is(err, exq.ErrJobNotFound) {
 			continue
 		}
@@ -246,7 +288,9 @@ func retryCmd(ctx context.Context, args []string, open opener) error {
 			return err
 		}
 		j, _ := rec.Job() // found by its jid, so it decodes
-		return c.say(map[string]any{"jid": pos[0], "from": string(s), "queue": j.Queue}, "moved %s from %s to queue %s", pos[0], s, j.Queue)
+		v := map[string]any{"jid": pos[0], "from": string(s), "queue": j.Queue}
+		in := c.where(shard, v)
+		return c.say(v, "moved %s from %s to queue %s%s", pos[0], s, j.Queue, in)
 	}
 	return notFound(pos[0], sets)
 }
@@ -284,7 +328,10 @@ func deleteCmd(ctx context.Context, args []string, open opener) error {
 	}
 	switch {
 	case *queue != "":
-		c, err := open()
+		if err := open.oneNamespace("delete --queue"); err != nil {
+			return err
+		}
+		c, err := open.open()
 		if err != nil {
 			return err
 		}
@@ -293,6 +340,9 @@ func deleteCmd(ctx context.Context, args []string, open opener) error {
 		}
 		return c.say(map[string]any{"queue": *queue}, "deleted queue %s", *queue)
 	case *all:
+		if err := open.oneNamespace("delete --all"); err != nil {
+			return err
+		}
 		if *set == "" {
 			return usagef("--all needs --set dead|retry|schedule")
 		}
@@ -300,7 +350,7 @@ func deleteCmd(ctx context.Context, args []string, open opener) error {
 		if err != nil {
 			return err
 		}
-		c, err := open()
+		c, err := open.open()
 		if err != nil {
 			return err
 		}
@@ -309,18 +359,20 @@ func deleteCmd(ctx context.Context, args []string, open opener) error {
 		}
 		return c.say(map[string]any{"cleared": string(s)}, "deleted every job of %s", s)
 	}
-	c, err := open()
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
-	s, rec, err := findAnywhere(ctx, c.api, pos[0], *set)
+	s, rec, shard, err := findAnywhere(ctx, c, pos[0], *set)
 	if err != nil {
 		return err
 	}
-	if _, err := c.api.Remove(ctx, s, []string{rec.Raw}, exq.RemoveOptions{}); err != nil {
+	if _, err := c.shards()[shard].Remove(ctx, s, []string{rec.Raw}, exq.RemoveOptions{}); err != nil {
 		return err
 	}
-	return c.say(map[string]any{"jid": pos[0], "from": string(s)}, "deleted %s from %s", pos[0], s)
+	v := map[string]any{"jid": pos[0], "from": string(s)}
+	in := c.where(shard, v)
+	return c.say(v, "deleted %s from %s%s", pos[0], s, in)
 }
 
 func enqueueCmd(ctx context.Context, args []string, open opener) error {
@@ -364,7 +416,7 @@ func enqueueCmd(ctx context.Context, args []string, open opener) error {
 	if _, err := exq.PrepareJob(time.Now(), exq.JobSpec{Queue: pos[0], Class: pos[1], Args: raw, At: when, Options: opts}); err != nil {
 		return err
 	}
-	c, err := open()
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
@@ -394,7 +446,7 @@ func processesCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	ps, err := c.api.Processes(ctx)
+	ps, err := c.view().Processes(ctx)
 	if err != nil {
 		return err
 	}
@@ -414,10 +466,15 @@ func busyCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	busy, err := c.api.BusyJobs(ctx)
-	if err != nil {
-		return err
+	var busy []exq.BusyJob
+	for _, api := range c.shards() {
+		b, err := api.BusyJobs(ctx)
+		if err != nil {
+			return err
+		}
+		busy = append(busy, b...)
 	}
+	sort.SliceStable(busy, func(i, j int) bool { return busy[i].RunAt.Before(busy[j].RunAt) })
 	if c.json {
 		out := make([]map[string]any, len(busy))
 		for i, b := range busy {
@@ -442,23 +499,31 @@ func signalCmd(sig string) func(context.Context, []string, opener) error {
 		if err != nil {
 			return err
 		}
-		c, err := open()
+		c, err := open.open()
 		if err != nil {
 			return err
 		}
-		ps, err := c.api.Processes(ctx)
-		if err != nil {
-			return err
+		// With several shards, the node is signalled in every shard where it is live.
+		var live []*exq.API
+		for _, api := range c.shards() {
+			ps, err := api.Processes(ctx)
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				if p.Identity == pos[0] {
+					live = append(live, api)
+					break
+				}
+			}
 		}
-		found := false
-		for _, p := range ps {
-			found = found || p.Identity == pos[0]
-		}
-		if !found {
+		if len(live) == 0 {
 			return fmt.Errorf("no live node %q (see exq processes)", pos[0])
 		}
-		if err := c.api.SendSignal(ctx, pos[0], sig); err != nil {
-			return err
+		for _, api := range live {
+			if err := api.SendSignal(ctx, pos[0], sig); err != nil {
+				return err
+			}
 		}
 		return c.say(map[string]any{"node": pos[0], "signal": sig}, "sent %s to %s; it acts on it at its next ping (within 5 s)", sig, pos[0])
 	}
@@ -469,13 +534,21 @@ func cancelCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	c, err := open()
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
-	node, err := c.api.CancelJob(ctx, pos[0])
-	if err != nil {
-		return err
+	for i, api := range c.shards() {
+		node, err := api.CancelJob(ctx, pos[0])
+		if errors.Is(err, exq.ErrJobNotFound) && i < len(c.nss)-1 {
+			continue // look in the next shard
+		}
+		if err != nil {
+			return err
+		}
+		v := map[string]any{"jid": pos[0], "node": node}
+		in := c.where(i, v)
+		return c.say(v, "asked %s to cancel %s%s", node, pos[0], in)
 	}
-	return c.say(map[string]any{"jid": pos[0], "node": node}, "asked %s to cancel %s", node, pos[0])
+	return nil // not reached: the last shard returns
 }

@@ -1,7 +1,7 @@
 // Command exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes: counters,
 // queues, retry/scheduled/dead jobs, processes, and signals to nodes.
 //
-//	exq [--redis-url URL] [--namespace NS] [--json] COMMAND [ARGS]
+//	exq [--redis-url URL] [--namespace NS[,NS…]] [--json] COMMAND [ARGS]
 //
 // Run `exq --help` for the commands.
 package main
@@ -47,7 +47,8 @@ Usage:
 
 Global flags:
   --redis-url URL   Redis to use (default $EXQ_REDIS_URL, else redis://127.0.0.1:6379/0)
-  --namespace NS    key namespace (default "exq"; "" for none)
+  --namespace NS    key namespace (default "exq"; "" for none), or a comma-separated list of
+                    shards, e.g. '{exq0},{exq1},{exq2}' (see "Several namespaces" below)
   --json            print JSON for scripts instead of tables
   --timeout D       time limit for the whole command (default 1m)
 
@@ -71,17 +72,77 @@ Commands:
   stop NODE                  ask NODE to go quiet and stop (TERM)
   cancel JID                 cancel running job JID (it goes to dead as "Canceled")
 
+Several namespaces (shards): stats, queues, processes and busy sum or merge every shard;
+retry JID, delete JID and cancel JID look for the job in each shard; quiet and stop signal
+the node in every shard where it is live. jobs, retries, scheduled, dead, enqueue,
+retry --all, delete --all and delete --queue work on one namespace: they refuse (exit 2),
+so run them with a single --namespace per shard.
+
 Bulk commands (retry --all) show a progress bar on stderr.
 Exit status: 0 done, 1 failed (Redis, or the job was not found), 2 bad command line or input.
 `
 
 // cli is one invocation: the API, where to print, how.
 type cli struct {
-	api    *exq.API
-	opts   exq.ClientOptions
-	out    io.Writer
-	errOut io.Writer
-	json   bool
+	api     *exq.API        // one namespace; nil with several
+	sharded *exq.ShardedAPI // several namespaces; nil with one
+	nss     []string        // the namespaces, in --namespace order
+	opts    exq.ClientOptions
+	out     io.Writer
+	errOut  io.Writer
+	json    bool
+}
+
+// view is what stats, queues and processes read: one namespace, or the sum over shards.
+type view interface {
+	Overview(ctx context.Context) (exq.Overview, error)
+	QueueSizes(ctx context.Context) (map[string]int64, error)
+	Processes(ctx context.Context) ([]exq.Process, error)
+}
+
+func (c *cli) view() view {
+	if c.sharded != nil {
+		return c.sharded
+	}
+	return c.api
+}
+
+// shards is the API of each namespace, in --namespace order (one for a single namespace).
+func (c *cli) shards() []*exq.API {
+	if c.sharded != nil {
+		return c.sharded.Shards()
+	}
+	return []*exq.API{c.api}
+}
+
+func (c *cli) close() {
+	if c.sharded != nil {
+		_ = c.sharded.Close()
+	} else {
+		_ = c.api.Close()
+	}
+}
+
+// parseNamespaces splits --namespace: one namespace (possibly "", for none), or a
+// comma-separated list of distinct, non-empty shards.
+func parseNamespaces(s string) ([]string, error) {
+	if !strings.Contains(s, ",") {
+		return []string{s}, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, ns := range strings.Split(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			return nil, fmt.Errorf("--namespace %q: a namespace in the list is empty", s)
+		}
+		if seen[ns] {
+			return nil, fmt.Errorf("--namespace %q: %q is listed twice", s, ns)
+		}
+		seen[ns] = true
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -112,27 +173,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "exq: unknown command %q (see exq --help)\n", rest[0])
 		return exitUsage
 	}
+	nss, err := parseNamespaces(*namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "exq: %v (see exq --help)\n", err)
+		return exitUsage
+	}
+	if len(nss) > 1 && !cmd.sharded {
+		fmt.Fprintf(stderr, "exq %s: %s works on one namespace; pass a single --namespace (run it once per shard)\n", rest[0], rest[0])
+		return exitUsage
+	}
 	url := *redisURL
 	if url == "" {
 		url = getenv("EXQ_REDIS_URL")
 	}
-	opts := exq.ClientOptions{RedisURL: url, Namespace: *namespace}
-	if *namespace == "" {
-		opts.NoNamespace = true
+	opts := exq.ClientOptions{RedisURL: url}
+	if len(nss) == 1 {
+		opts.Namespace = nss[0]
+		opts.NoNamespace = nss[0] == ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	var opened *cli
-	err := cmd.parse(ctx, rest[1:], func() (*cli, error) {
-		api, err := exq.NewAPI(ctx, opts)
+	open := opener{sharded: len(nss) > 1, connect: func() (*cli, error) {
+		c := &cli{nss: nss, opts: opts, out: stdout, errOut: stderr, json: *asJSON}
+		var err error
+		if len(nss) > 1 {
+			c.sharded, err = exq.NewShardedAPI(ctx, opts, exq.ShardOptions{Namespaces: nss})
+		} else {
+			c.api, err = exq.NewAPI(ctx, opts)
+		}
 		if err != nil {
 			return nil, err
 		}
-		opened = &cli{api: api, opts: opts, out: stdout, errOut: stderr, json: *asJSON}
+		opened = c
 		return opened, nil
-	})
+	}}
+	err = cmd.parse(ctx, rest[1:], open)
 	if opened != nil {
-		_ = opened.api.Close()
+		opened.close()
 	}
 	if err == nil {
 		return exitOK
