@@ -160,6 +160,10 @@ type Options struct {
 	Queues []Queue
 	// Concurrency is the per-queue limit for queues that do not set their own. Default 100.
 	Concurrency int
+	// Dequeuer, when set, decides how many of each queue's free slots this node may fetch now,
+	// and hears of every job fetched and finished and of Stop (see Dequeuer). Default nil:
+	// each queue's Concurrency alone.
+	Dequeuer Dequeuer
 	// Workers maps job classes to the code that runs them. More can be added with Register.
 	Workers map[string]Worker
 	// Middleware wraps every job run, outermost first.

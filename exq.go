@@ -132,7 +132,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.stats = newStats(e.jq, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
-	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, jobsCtx: e.jobsCtx,
+	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, now: o.now, log: e.log}, o.Queues)
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})

@@ -78,6 +78,7 @@ type managerParts struct {
 	jq          *jobQueue
 	acker       *acker
 	perform     func(*run)      // runs one job to its end, then calls release
+	dequeuer    Dequeuer        // Options.Dequeuer; nil: the local concurrency alone
 	jobsCtx     context.Context // parent of every job's context
 	timeout     time.Duration   // bounds each Redis call
 	pollTimeout time.Duration   // idle poll interval
@@ -157,21 +158,45 @@ func (m *manager) isSubscribed(name string) bool {
 	return false
 }
 
-// available lists every subscribed queue with free slots and how many.
-func (m *manager) available() []fetchReq {
+// available lists every subscribed queue with free slots and how many, as far as the
+// Dequeuer, if any, allows. limited reports that the Dequeuer held back some free slots: the
+// poll loop then polls again after PollTimeout even when nothing was asked for, since what
+// the Dequeuer allows may change with time alone.
+func (m *manager) available() (reqs []fetchReq, limited bool) {
 	if m.quiet.Load() {
-		return nil
+		return nil, false
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	var reqs []fetchReq
 	for _, q := range m.subs {
 		if free := q.Concurrency - m.busy[q.Name]; free > 0 {
 			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name)})
-			m.asked[q.Name] = true
+			if m.dequeuer == nil {
+				m.asked[q.Name] = true
+			}
 		}
 	}
-	return reqs
+	m.mu.Unlock()
+	if m.dequeuer == nil || len(reqs) == 0 {
+		return reqs, false
+	}
+	// The Dequeuer is the user's code: call it without holding mu.
+	kept := reqs[:0]
+	for _, r := range reqs {
+		n := clampAvailable(m.dequeuer.Available(r.queue, r.n), r.n)
+		if n < r.n {
+			limited = true
+		}
+		if n > 0 {
+			r.n = n
+			kept = append(kept, r)
+		}
+	}
+	m.mu.Lock()
+	for _, r := range kept {
+		m.asked[r.queue] = true
+	}
+	m.mu.Unlock()
+	return kept, limited
 }
 
 // Poll-loop back-off while Redis fails: no spinning, and a quick return once it answers.
@@ -219,11 +244,16 @@ func (m *manager) run(ctx context.Context) {
 			}
 			reconcile = false
 		}
-		reqs := m.available()
+		reqs, limited := m.available()
 		if len(reqs) == 0 {
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
-			// or subscriptions change; the timer is only a safety net.
-			if !wait(time.Minute) {
+			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
+			// slots back may allow them later without either: poll as an idle node does.
+			idle := time.Minute
+			if limited {
+				idle = m.pollTimeout
+			}
+			if !wait(idle) {
 				return
 			}
 			continue
@@ -363,6 +393,14 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	}
 	m.jobs.Add(len(runs))
 	m.mu.Unlock()
+	if m.dequeuer != nil {
+		// Before any job starts, so Finished never comes before its Fetched.
+		for i, jobs := range res {
+			if len(jobs) > 0 {
+				m.dequeuer.Fetched(reqs[i].queue, len(jobs))
+			}
+		}
+	}
 	for _, r := range runs {
 		m.start(r)
 	}
@@ -400,9 +438,15 @@ func (m *manager) worker(r *run) {
 	}
 }
 
-// stopWorkers ends the idle worker goroutines; call it once no job runs.
+// stopWorkers ends the idle worker goroutines and tells the Dequeuer, once, that the node
+// stopped; call it once no job runs.
 func (m *manager) stopWorkers() {
-	m.idleOnce.Do(func() { close(m.idleStop) })
+	m.idleOnce.Do(func() {
+		close(m.idleStop)
+		if m.dequeuer != nil {
+			m.dequeuer.Stopped()
+		}
+	})
 	m.workers.Wait()
 }
 
@@ -413,6 +457,9 @@ func (m *manager) release(r *run) {
 	m.busy[r.queue]--
 	delete(m.running, r)
 	m.mu.Unlock()
+	if m.dequeuer != nil {
+		m.dequeuer.Finished(r.queue)
+	}
 	signal(m.slotFreed)
 	m.jobs.Done()
 }
