@@ -150,6 +150,43 @@ func (a *API) RemoveQueue(ctx context.Context, q string) error {
 	return a.jq.removeQueue(ctx, q)
 }
 
+// PauseQueue pauses queue q on every exq node of the namespace: once it returns, no node
+// fetches a job of q (the fetch script itself skips paused queues, so there is no window), and
+// jobs of q already running finish normally. Enqueues keep landing in q. q need not exist yet.
+// The state lives in Redis (the set <ns>:paused), so nodes started later see it; Exq and
+// Sidekiq nodes working on the same queue do not.
+func (a *API) PauseQueue(ctx context.Context, q string) error {
+	if err := checkQueueName(q); err != nil {
+		return fmt.Errorf("%w: pause: %w", ErrInvalidQueue, err)
+	}
+	if err := a.jq.pause(ctx, q); err != nil {
+		return fmt.Errorf("exq: pause queue %q: %w", q, err)
+	}
+	return nil
+}
+
+// ResumeQueue lets every node fetch from queue q again and wakes idle nodes at once. Resuming
+// a queue that is not paused does nothing.
+func (a *API) ResumeQueue(ctx context.Context, q string) error {
+	if err := checkQueueName(q); err != nil {
+		return fmt.Errorf("%w: resume: %w", ErrInvalidQueue, err)
+	}
+	if err := a.jq.resume(ctx, q); err != nil {
+		return fmt.Errorf("exq: resume queue %q: %w", q, err)
+	}
+	return nil
+}
+
+// PausedQueues lists the paused queues, sorted.
+func (a *API) PausedQueues(ctx context.Context) ([]string, error) {
+	qs, err := a.jq.paused(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: paused queues: %w", err)
+	}
+	sort.Strings(qs)
+	return qs, nil
+}
+
 // Jobs lists the jobs waiting in queue q, newest first (the next to run is last), or oldest
 // (next to run) first with Reverse.
 func (a *API) Jobs(ctx context.Context, q string, o ListOptions) ([]JobRecord, error) {

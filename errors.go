@@ -19,6 +19,9 @@ var (
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
+	// ErrInvalidQueue is wrapped by the API calls that take a queue name (PauseQueue,
+	// ResumeQueue) when the name is not acceptable. Nothing is written to Redis.
+	ErrInvalidQueue = errors.New("exq: invalid queue name")
 	// ErrUnknownClass is the failure of a job whose class has no registered worker. The job is
 	// retried or dead-lettered like any failure, so deploying the worker later still runs it.
 	ErrUnknownClass = errors.New("exq: no worker registered for class")

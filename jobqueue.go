@@ -182,11 +182,12 @@ func (f fetchRes) strays(reqs []fetchReq) bool {
 // fetch moves up to n jobs of every requested queue into this node's backup lists in one round
 // trip and returns them per request, oldest first.
 func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) (fetchRes, error) {
-	keys := make([]string, 0, 2*len(reqs))
-	args := make([]any, 0, len(reqs))
+	keys := make([]string, 1, 1+2*len(reqs))
+	keys[0] = jq.keys.Paused()
+	args := make([]any, 0, 2*len(reqs))
 	for _, r := range reqs {
 		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
-		args = append(args, r.n)
+		args = append(args, r.queue, r.n)
 	}
 	res, err := scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
 	if err != nil {

@@ -52,6 +52,26 @@ func (jq *jobQueue) removeQueue(ctx context.Context, q string) error {
 	return err
 }
 
+// pause adds q to the paused set: from the moment it returns, no fetch of any exq node of the
+// namespace takes a job of q (the fetch script reads the set).
+func (jq *jobQueue) pause(ctx context.Context, q string) error {
+	return jq.rdb.SAdd(ctx, jq.keys.Paused(), q).Err()
+}
+
+// resume removes q from the paused set and wakes the nodes, so that idle ones fetch its
+// waiting jobs at once instead of at their next poll.
+func (jq *jobQueue) resume(ctx context.Context, q string) error {
+	if err := jq.rdb.SRem(ctx, jq.keys.Paused(), q).Err(); err != nil {
+		return err
+	}
+	return jq.rdb.Publish(ctx, jq.keys.Wake(), q).Err()
+}
+
+// paused lists the paused queues.
+func (jq *jobQueue) paused(ctx context.Context) ([]string, error) {
+	return jq.rdb.SMembers(ctx, jq.keys.Paused()).Result()
+}
+
 // queueRange reads the jobs of queue q from index start to stop (LRANGE).
 func (jq *jobQueue) queueRange(ctx context.Context, q string, start, stop int64) ([]string, error) {
 	return jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()

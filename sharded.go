@@ -482,6 +482,47 @@ func (a *ShardedAPI) QueueSizes(ctx context.Context) (map[string]int64, error) {
 	return sum, nil
 }
 
+// PauseQueue pauses queue q in every shard (API.PauseQueue); on an error, the shards before
+// the failing one stay paused.
+func (a *ShardedAPI) PauseQueue(ctx context.Context, q string) error {
+	for _, s := range a.shards {
+		if err := s.PauseQueue(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ResumeQueue resumes queue q in every shard (API.ResumeQueue).
+func (a *ShardedAPI) ResumeQueue(ctx context.Context, q string) error {
+	for _, s := range a.shards {
+		if err := s.ResumeQueue(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PausedQueues lists, sorted, the queues paused in at least one shard.
+func (a *ShardedAPI) PausedQueues(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	for _, s := range a.shards {
+		qs, err := s.PausedQueues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
+			seen[q] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for q := range seen {
+		out = append(out, q)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // Size sums the size of a sorted set (RetrySet, ScheduledSet, DeadSet) over the shards.
 func (a *ShardedAPI) Size(ctx context.Context, set Set) (int64, error) {
 	var sum int64

@@ -67,6 +67,11 @@ func (k Keys) Heartbeats() string { return k.Prefix + "heartbeats" }
 // that every node judges every other by that node's own window. Exq and Sidekiq write none.
 func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlines" }
 
+// Paused is exq's own set of the names of paused queues: the fetch script of every exq node
+// of the namespace skips them (API.PauseQueue, ResumeQueue). Exq and Sidekiq nodes do not
+// read it.
+func (k Keys) Paused() string { return k.Prefix + "paused" }
+
 // StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
 // TTL), so that a batch sent again after a lost reply is not counted twice.
 func (k Keys) StatFlush(node string) string { return k.Prefix + "stat_flush:" + node }
