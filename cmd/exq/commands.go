@@ -117,13 +117,37 @@ func statsCmd(ctx context.Context, args []string, open opener) error {
 }
 
 func queuesCmd(ctx context.Context, args []string, open opener) error {
-	c, err := openBare("queues", args, open)
+	pos, err := parseArgs(flag.NewFlagSet("queues", flag.ContinueOnError), args, 0, 2, "exq queues [pause|resume QUEUE]")
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+	case len(pos) == 2 && (pos[0] == "pause" || pos[0] == "resume"):
+		return pauseCmd(ctx, pos[0] == "pause", pos[1], open)
+	case pos[0] == "pause" || pos[0] == "resume":
+		return usagef("usage: exq queues %s QUEUE", pos[0])
+	default:
+		return usagef("unknown queues command %q (want pause or resume); usage: exq queues [pause|resume QUEUE]", pos[0])
+	}
+	c, err := open.open()
 	if err != nil {
 		return err
 	}
 	sizes, err := c.view().QueueSizes(ctx)
 	if err != nil {
 		return err
+	}
+	pausedList, err := c.view().PausedQueues(ctx)
+	if err != nil {
+		return err
+	}
+	paused := map[string]bool{}
+	for _, q := range pausedList {
+		paused[q] = true
+		if _, ok := sizes[q]; !ok {
+			sizes[q] = 0 // paused before its first job: still worth showing
+		}
 	}
 	names := make([]string, 0, len(sizes))
 	for q := range sizes {
@@ -133,15 +157,46 @@ func queuesCmd(ctx context.Context, args []string, open opener) error {
 	if c.json {
 		out := make([]map[string]any, len(names))
 		for i, q := range names {
-			out[i] = map[string]any{"queue": q, "size": sizes[q]}
+			out[i] = map[string]any{"queue": q, "size": sizes[q], "paused": paused[q]}
 		}
 		return c.printJSON(out)
 	}
 	rows := make([][]any, len(names))
 	for i, q := range names {
-		rows[i] = []any{q, sizes[q]}
+		state := ""
+		if paused[q] {
+			state = "paused"
+		}
+		rows[i] = []any{q, sizes[q], state}
 	}
-	return c.table([]string{"QUEUE", "SIZE"}, rows)
+	return c.table([]string{"QUEUE", "SIZE", "STATE"}, rows)
+}
+
+// pauseCmd pauses or resumes queue q (in every shard with several namespaces).
+func pauseCmd(ctx context.Context, pause bool, q string, open opener) error {
+	c, err := open.open()
+	if err != nil {
+		return err
+	}
+	type pauser interface {
+		PauseQueue(ctx context.Context, q string) error
+		ResumeQueue(ctx context.Context, q string) error
+	}
+	var p pauser = c.api
+	if c.sharded != nil {
+		p = c.sharded
+	}
+	verb := "resumed"
+	if pause {
+		verb = "paused"
+		err = p.PauseQueue(ctx, q)
+	} else {
+		err = p.ResumeQueue(ctx, q)
+	}
+	if err != nil {
+		return err
+	}
+	return c.say(map[string]any{"queue": q, "paused": pause}, "%s queue %s", verb, q)
 }
 
 func pageFlags(fs *flag.FlagSet) (limit, offset *int) {

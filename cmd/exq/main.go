@@ -54,7 +54,9 @@ Global flags:
 
 Commands:
   stats                      counters, processes and job counts at a glance
-  queues                     every queue and its size
+  queues                     every queue, its size and whether it is paused
+  queues pause QUEUE         pause QUEUE on every exq node: running jobs finish, no more are fetched
+  queues resume QUEUE        let every node fetch from QUEUE again
   jobs QUEUE                 jobs waiting in QUEUE, next to run last  [--limit N --offset N --oldest]
   retries                    jobs waiting to be retried, soonest first [--limit N --offset N]
   scheduled                  jobs scheduled for later, soonest first   [--limit N --offset N]
@@ -97,6 +99,7 @@ type cli struct {
 type view interface {
 	Overview(ctx context.Context) (exq.Overview, error)
 	QueueSizes(ctx context.Context) (map[string]int64, error)
+	PausedQueues(ctx context.Context) ([]string, error)
 	Processes(ctx context.Context) ([]exq.Process, error)
 }
 
@@ -217,7 +220,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stderr, "exq %s: %s\n", rest[0], strings.TrimPrefix(err.Error(), "exq: "))
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, exq.ErrInvalidJob) || errors.Is(err, exq.ErrInvalidOptions) {
+	if errors.As(err, &u) || errors.Is(err, exq.ErrInvalidJob) || errors.Is(err, exq.ErrInvalidOptions) || errors.Is(err, exq.ErrInvalidQueue) {
 		return exitUsage
 	}
 	return exitError

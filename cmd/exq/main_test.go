@@ -91,7 +91,7 @@ func TestEnqueueListRunAndCount(t *testing.T) {
 	assert.Equal(t, []any{42.0, "welcome", map[string]any{"n": 1.0}}, jobs[0]["args"])
 	var queues []map[string]any
 	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "default", "size": 1.0}}, queues)
+	assert.Equal(t, []map[string]any{{"queue": "default", "size": 1.0, "paused": false}}, queues)
 
 	// A node runs it, and stats show it.
 	ran := make(chan []any, 1)
@@ -256,4 +256,50 @@ func TestSignalsBusyAndCancel(t *testing.T) {
 	case <-time.After(testutil.WaitTimeout):
 		t.Fatal("the node did not get TERM")
 	}
+}
+
+func TestQueuesPauseAndResume(t *testing.T) {
+	c := newCLIEnv(t)
+	code, _, errOut := c.run("enqueue", "mail", "CLI.Echo", `[1]`)
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := c.run("queues", "pause", "mail")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "paused queue mail\n", out)
+	var paused map[string]any
+	c.json(&paused, "queues", "pause", "later") // a queue with no job yet
+	assert.Equal(t, map[string]any{"queue": "later", "paused": true}, paused)
+
+	code, out, _ = c.run("queues")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE$`, out)
+	assert.Regexp(t, `(?m)^mail +1 +paused$`, out)
+	assert.Regexp(t, `(?m)^later +0 +paused$`, out)
+	var queues []map[string]any
+	c.json(&queues, "queues")
+	assert.Equal(t, []map[string]any{{"queue": "later", "size": 0.0, "paused": true}, {"queue": "mail", "size": 1.0, "paused": true}}, queues)
+
+	code, out, errOut = c.run("queues", "resume", "mail")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "resumed queue mail\n", out)
+	c.json(&queues, "queues")
+	assert.Equal(t, []map[string]any{{"queue": "later", "size": 0.0, "paused": true}, {"queue": "mail", "size": 1.0, "paused": false}}, queues)
+}
+
+func TestQueuesPauseBadInputIsAUsageError(t *testing.T) {
+	c := newCLIEnv(t)
+	for _, args := range [][]string{
+		{"queues", "pause"},
+		{"queues", "resume"},
+		{"queues", "freeze", "mail"},
+		{"queues", "pause", "a", "b"},
+		{"queues", "pause", "a::b"},
+		{"queues", "resume", ""},
+	} {
+		code, out, errOut := c.run(args...)
+		assert.Equal(t, 2, code, "%v: %s", args, errOut)
+		assert.Empty(t, out, "%v", args)
+		assert.NotEmpty(t, errOut, "%v", args)
+	}
+	assert.Empty(t, c.keys(), "bad input wrote to Redis")
 }

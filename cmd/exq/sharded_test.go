@@ -94,10 +94,10 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 
 	var queues []map[string]any
 	s.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "default", "size": 3.0}, {"queue": "mail", "size": 1.0}, {"queue": "other", "size": 3.0}}, queues)
+	assert.Equal(t, []map[string]any{{"queue": "default", "size": 3.0, "paused": false}, {"queue": "mail", "size": 1.0, "paused": false}, {"queue": "other", "size": 3.0, "paused": false}}, queues)
 	code, out, _ = s.run("queues")
 	require.Equal(t, 0, code)
-	assert.Regexp(t, `(?m)^default +3$`, out)
+	assert.Regexp(t, `(?m)^default +3 *$`, out)
 
 	var ps []exq.Process
 	s.json(&ps, "processes")
@@ -110,7 +110,7 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 	s.json(&moved, "retry", later)
 	assert.Equal(t, map[string]any{"jid": later, "from": "schedule", "queue": "mail", "namespace": s.nss[1]}, moved)
 	s.json(&queues, "queues")
-	assert.Equal(t, map[string]any{"queue": "mail", "size": 2.0}, queues[1])
+	assert.Equal(t, map[string]any{"queue": "mail", "size": 2.0, "paused": false}, queues[1])
 	s.json(&st, "stats")
 	assert.Equal(t, 8.0, st["enqueued"])
 	assert.Equal(t, 0.0, st["scheduled"])
