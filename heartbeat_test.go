@@ -146,9 +146,13 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 	for jid := range want {
 		assert.Equal(t, 1, ran[jid], "job %s ran exactly once", jid)
 	}
+	// The rescuer forgets the node after it has moved every backup list, so the rescued jobs
+	// can finish before that step on a loaded machine.
 	ctx := context.Background()
-	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.Heartbeats(), child.node).Err(), "the dead node is forgotten")
-	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Workers(child.node)).Val(), "its busy list is gone")
+	testutil.WaitFor(t, "the dead node is forgotten and its busy list is gone", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), child.node).Err() == redis.Nil &&
+			v.rdb.Exists(ctx, v.keys.Workers(child.node)).Val() == 0
+	})
 }
 
 // staleBackup prepares a dead node with n jobs in its backup list for queue q and returns
