@@ -55,6 +55,14 @@ type Queue struct {
 	// Concurrency is the most jobs of this queue that run at the same time on this node.
 	// Zero means Options.Concurrency.
 	Concurrency int
+	// GlobalLimit is the most jobs of this queue that run at the same time on all the nodes of
+	// the namespace together (README "Controlling queues"). Zero means no such limit. Each job
+	// holds a lease, taken in the fetch and renewed with the heartbeat, so a killed node's
+	// slots free within its heartbeat window. Requires heartbeats.
+	GlobalLimit int
+	// Rate is the most jobs of this queue that start per period on all the nodes together,
+	// spread out evenly; jobs beyond it wait in the queue. The zero Rate means no limit.
+	Rate Rate
 }
 
 // ClientOptions configures what connects to Redis and writes jobs without running any:
@@ -335,6 +343,12 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		}
 		if q.Concurrency == 0 {
 			q.Concurrency = o.Concurrency
+		}
+		if err := q.checkLimits(); err != nil {
+			return bad(field+"."+err.field, "%s", err.msg)
+		}
+		if q.GlobalLimit > 0 && o.DisableHeartbeat {
+			return bad(field+".GlobalLimit", "needs heartbeats, which renew the leases; DisableHeartbeat is set")
 		}
 		qs[i] = q
 	}

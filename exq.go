@@ -133,10 +133,14 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
-		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, now: o.now, log: e.log}, o.Queues)
+		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
+		now: o.now, log: e.log}, o.Queues)
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
 
+	if err := e.publishLimits(ctx); err != nil {
+		return fail(err)
+	}
 	if fixedNode {
 		if err := e.recoverOwnBackups(ctx); err != nil {
 			return fail(err)
@@ -146,7 +150,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
 		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
-			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, log: e.log}
+			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, log: e.log}
 		if err := e.hb.beat(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
@@ -418,7 +422,9 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 		e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
 		return nil, nil
 	}
-	return e.mgr.sweep(sctx), nil
+	empty := e.mgr.sweep(sctx)
+	e.mgr.releaseLeases(sctx)
+	return empty, nil
 }
 
 // signOff writes the last counters and removes this node from the processes set and, with
@@ -449,4 +455,24 @@ func (e *Exq) checkWakeChannel(ctx context.Context) {
 		e.log.Warn("exq: cannot use the wake-up channel; idle nodes will find new jobs by polling every PollTimeout (grant the channel, e.g. ACL &"+
 			e.jq.keys.Wake()+")", "channel", e.jq.keys.Wake(), "error", err)
 	}
+}
+
+// publishLimits records the cluster-wide limits of this node's queues in Redis, for the API
+// and the CLI, and warns when another node ran a queue with other limits: each node enforces
+// its own, so nodes that disagree do not hold the limit.
+func (e *Exq) publishLimits(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
+	defer cancel()
+	differ, err := e.jq.publishLimits(ctx, e.opts.Queues)
+	if err != nil {
+		return fmt.Errorf("exq: start: publish queue limits: %w", err)
+	}
+	for q, was := range differ {
+		if was == (limitsRecord{}) {
+			continue // the first node with limits on q, or limits as before
+		}
+		e.log.Warn("exq: another node ran this queue with other limits; each node enforces its own, so set the same on every node",
+			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", was.rate().String())
+	}
+	return nil
 }

@@ -21,8 +21,9 @@ type heartbeat struct {
 	jq       *jobQueue
 	interval time.Duration
 	missed   int
-	timeout  time.Duration  // bounds every Redis call: a hung call must not stop the beats
-	queues   func() []Queue // this node's subscriptions, rescued besides the known queues
+	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
+	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
+	leases   func() map[string][]string // the leases of this node's running jobs, per queue
 	log      *slog.Logger
 }
 
@@ -62,7 +63,11 @@ func (h *heartbeat) run(ctx context.Context) {
 func (h *heartbeat) beat(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	return h.jq.beat(cctx, h.window())
+	var leases map[string][]string
+	if h.leases != nil {
+		leases = h.leases()
+	}
+	return h.jq.beat(cctx, h.window(), leases)
 }
 
 // rescueDead rescues every node that counts as dead.

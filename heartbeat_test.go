@@ -183,7 +183,7 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 	stale := v.staleBackup("sleepy", "default", 5)
 	// The node beats again before the monitor acts.
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
-	require.NoError(t, jq.beat(ctx, time.Minute))
+	require.NoError(t, jq.beat(ctx, time.Minute, nil))
 	moved, err := jq.rescueBackup(ctx, stale, "default", time.Second)
 	require.NoError(t, err)
 	assert.Zero(t, moved)
@@ -257,7 +257,7 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
 	v.take("other", "live")
-	require.NoError(t, live.beat(ctx, time.Minute))
+	require.NoError(t, live.beat(ctx, time.Minute, nil))
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
 	assert.ElementsMatch(t, []string{"crashed-0", "crashed-1", "crashed-2"}, rec.jids(), "each of the crashed node's jobs ran once")
 	assert.Len(t, v.list(v.keys.Backup("live", "other")), 1)

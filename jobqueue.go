@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -153,18 +154,26 @@ func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
 }
 
 // fetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
-// holds (running, or finished and not yet acknowledged) when it asks.
+// holds (running, or finished and not yet acknowledged) when it asks. A queue with cluster-wide
+// limits also carries them, the first number for the members of the leases and starts the
+// fetch adds, and the leases of ended jobs to release; a request may ask for no job and only
+// release.
 type fetchReq struct {
-	queue string
-	n     int
-	held  int
+	queue   string
+	n       int
+	held    int
+	limits  queueLimits
+	first   uint64   // the first lease/start number; the fetch uses first … first+n-1
+	release []string // leases to remove
 }
 
-// fetchRes is what a fetch took, per request, oldest first, and how long each backup list was
-// before it.
+// fetchRes is what a fetch took, per request, oldest first, how long each backup list was
+// before it, and, per request, how long a limit holds the queue back (see fetch.lua: -1 not
+// held back, 0 unknown, otherwise that long).
 type fetchRes struct {
 	jobs      [][]string
 	backupLen []int
+	wait      []time.Duration
 }
 
 // strays reports whether a backup list held more entries than this node holds jobs of that
@@ -179,32 +188,53 @@ func (f fetchRes) strays(reqs []fetchReq) bool {
 	return false
 }
 
-// fetch moves up to n jobs of every requested queue into this node's backup lists in one round
-// trip and returns them per request, oldest first.
-func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) (fetchRes, error) {
-	keys := make([]string, 1, 1+2*len(reqs))
-	keys[0] = jq.keys.Paused()
-	args := make([]any, 0, 2*len(reqs))
-	for _, r := range reqs {
-		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
-		args = append(args, r.queue, r.n)
+// nextPoll is how long the poll loop waits after a fetch that found no job: idle, or until the
+// soonest time a rate allows a start.
+func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
+	d := idle
+	for _, w := range f.wait {
+		if w > 0 && w < d {
+			d = w
+		}
 	}
-	res, err := scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
+	return d
+}
+
+// fetch moves up to n jobs of every requested queue into this node's backup lists in one round
+// trip, within the queues' cluster-wide limits, and returns them per request, oldest first.
+// leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window).
+func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) (fetchRes, error) {
+	keys := make([]string, 1, 1+5*len(reqs))
+	keys[0] = jq.keys.Paused()
+	args := make([]any, 2, 2+7*len(reqs))
+	args[0], args[1] = jq.node, leaseTTL.Seconds()
+	var release []any
+	for _, r := range reqs {
+		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
+			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue))
+		args = append(args, r.queue, r.n, r.limits.global, r.limits.rate.N, r.limits.window().Seconds(), r.first, len(r.release))
+		for _, l := range r.release {
+			release = append(release, l)
+		}
+	}
+	res, err := scripts.Fetch.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
 	if err != nil {
 		return fetchRes{}, err
 	}
 	if len(res) != len(reqs) {
 		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res))}
+	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res)), wait: make([]time.Duration, len(res))}
 	for i, r := range res {
 		list, _ := r.([]any)
-		if len(list) == 0 {
+		if len(list) < 2 {
 			return fetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
 		}
 		n, _ := list[0].(int64)
 		out.backupLen[i] = int(n)
-		for _, j := range list[1:] {
+		w, _ := list[1].(int64)
+		out.wait[i] = time.Duration(w) * time.Millisecond
+		for _, j := range list[2:] {
 			if s, ok := j.(string); ok {
 				out.jobs[i] = append(out.jobs[i], s)
 			}
@@ -212,6 +242,9 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq) (fetchRes, error
 	}
 	return out, nil
 }
+
+// leaseMember names the lease (and start) number n of this node, as fetch.lua does.
+func (jq *jobQueue) leaseMember(n uint64) string { return jq.node + ":" + strconv.FormatUint(n, 10) }
 
 // ack removes a finished job from the backup list and, with a token, releases the job's
 // unique lock if it still holds it.
@@ -419,10 +452,19 @@ func jobQueueName(raw string) (string, bool) {
 	return q, true
 }
 
-// beat records that this node is alive (server clock) and when it counts as dead.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration) error {
-	return scripts.Beat.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
-		jq.node, window.Seconds()).Err()
+// beat records that this node is alive (server clock) and when it counts as dead, and renews
+// the leases of its running jobs, per queue, to that time.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string) error {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()}
+	args := []any{jq.node, window.Seconds()}
+	for q, ls := range leases {
+		keys = append(keys, jq.keys.Leases(q))
+		args = append(args, len(ls))
+		for _, l := range ls {
+			args = append(args, l)
+		}
+	}
+	return scripts.Beat.Run(ctx, jq.rdb, keys, args...).Err()
 }
 
 // forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).

@@ -32,6 +32,7 @@ type run struct {
 	id      string // field of the job in this node's workers hash
 	started time.Time
 	jid     string // set once decoded, under manager.mu
+	lease   string // the job's lease on a slot of its queue's GlobalLimit, or ""
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	state   atomic.Int32
@@ -61,6 +62,8 @@ type manager struct {
 	asked   map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
 	running map[*run]struct{}
 	seq     uint64
+	leases  uint64              // the last lease/start number a fetch was given
+	ended   map[string][]string // leases of ended jobs, per queue, for the next fetch to release
 
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
@@ -82,6 +85,7 @@ type managerParts struct {
 	jobsCtx     context.Context // parent of every job's context
 	timeout     time.Duration   // bounds each Redis call
 	pollTimeout time.Duration   // idle poll interval
+	leaseTTL    time.Duration   // how long a lease lives unless renewed: the heartbeat window
 	now         func() time.Time
 	log         *slog.Logger
 }
@@ -93,6 +97,7 @@ func newManager(parts managerParts, queues []Queue) *manager {
 		busy:         map[string]int{},
 		asked:        map[string]bool{},
 		running:      map[*run]struct{}{},
+		ended:        map[string][]string{},
 		wake:         make(chan struct{}, 1),
 		slotFreed:    make(chan struct{}, 1),
 		work:         make(chan *run),
@@ -108,13 +113,14 @@ func signal(ch chan struct{}) {
 }
 
 // subscribe starts (or re-sizes) work on q. Jobs of q already running on this node are left
-// alone: unlike Exq, subscribing never re-enqueues this node's backup list.
+// alone: unlike Exq, subscribing never re-enqueues this node's backup list. Re-sizing keeps
+// the queue's cluster-wide limits.
 func (m *manager) subscribe(q Queue) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range m.subs {
 		if m.subs[i].Name == q.Name {
-			m.subs[i] = q
+			m.subs[i].Concurrency = q.Concurrency
 			signal(m.wake)
 			return
 		}
@@ -159,44 +165,110 @@ func (m *manager) isSubscribed(name string) bool {
 }
 
 // available lists every subscribed queue with free slots and how many, as far as the
-// Dequeuer, if any, allows. limited reports that the Dequeuer held back some free slots: the
-// poll loop then polls again after PollTimeout even when nothing was asked for, since what
-// the Dequeuer allows may change with time alone.
+// Dequeuer, if any, allows, and every queue with leases to release (those may ask for no job).
+// limited reports that the Dequeuer held back some free slots: the poll loop then polls again
+// after PollTimeout even when nothing was asked for, since what the Dequeuer allows may change
+// with time alone. The leases handed to the requests are taken off the manager's list: a
+// failed fetch must give them back (unsent).
 func (m *manager) available() (reqs []fetchReq, limited bool) {
-	if m.quiet.Load() {
-		return nil, false
-	}
+	quiet := m.quiet.Load()
 	m.mu.Lock()
 	for _, q := range m.subs {
-		if free := q.Concurrency - m.busy[q.Name]; free > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name)})
-			if m.dequeuer == nil {
-				m.asked[q.Name] = true
-			}
+		free := q.Concurrency - m.busy[q.Name]
+		if quiet {
+			free = 0
+		}
+		if free > 0 || len(m.ended[q.Name]) > 0 {
+			reqs = append(reqs, fetchReq{queue: q.Name, n: max(free, 0), held: m.busy[q.Name] + m.acker.heldIn(q.Name), limits: q.limits()})
 		}
 	}
 	m.mu.Unlock()
-	if m.dequeuer == nil || len(reqs) == 0 {
-		return reqs, false
+	if m.dequeuer != nil && len(reqs) > 0 {
+		// The Dequeuer is the user's code: call it without holding mu.
+		for i, r := range reqs {
+			if r.n == 0 {
+				continue
+			}
+			n := clampAvailable(m.dequeuer.Available(r.queue, r.n), r.n)
+			if n < r.n {
+				limited = true
+			}
+			reqs[i].n = n
+		}
 	}
-	// The Dequeuer is the user's code: call it without holding mu.
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	kept := reqs[:0]
 	for _, r := range reqs {
-		n := clampAvailable(m.dequeuer.Available(r.queue, r.n), r.n)
-		if n < r.n {
-			limited = true
+		if r.n > 0 && r.limits.any() {
+			r.first = m.leases + 1
+			m.leases += uint64(r.n)
 		}
-		if n > 0 {
-			r.n = n
+		if len(m.ended[r.queue]) > 0 {
+			r.release = m.ended[r.queue]
+			delete(m.ended, r.queue)
+		}
+		if r.n > 0 || len(r.release) > 0 {
+			m.asked[r.queue] = true
 			kept = append(kept, r)
 		}
 	}
-	m.mu.Lock()
-	for _, r := range kept {
-		m.asked[r.queue] = true
+	for q, ls := range m.ended {
+		// Leases of a queue this node no longer works on.
+		kept = append(kept, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
+		delete(m.ended, q)
 	}
-	m.mu.Unlock()
 	return kept, limited
+}
+
+// unsent gives a failed fetch's leases back, to be released by the next one, with the numbers
+// of the leases it may have taken without the node knowing: from first+took on (took: how
+// many jobs the fetch returned, 0 when it failed).
+func (m *manager) unsent(reqs []fetchReq, took func(i int) int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, r := range reqs {
+		m.ended[r.queue] = append(m.ended[r.queue], r.release...)
+		if r.limits.global > 0 {
+			for n := r.first + uint64(took(i)); n < r.first+uint64(r.n); n++ {
+				m.ended[r.queue] = append(m.ended[r.queue], m.jq.leaseMember(n))
+			}
+		}
+	}
+}
+
+// heldLeases lists, per queue, the leases of the jobs running now: what the heartbeat renews.
+func (m *manager) heldLeases() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out map[string][]string
+	for r := range m.running {
+		if r.lease != "" {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[r.queue] = append(out[r.queue], r.lease)
+		}
+	}
+	return out
+}
+
+// releaseLeases removes the leases of ended jobs that no fetch released yet: the last step of
+// Stop, once no job runs. Leases it cannot remove lapse within the heartbeat window.
+func (m *manager) releaseLeases(ctx context.Context) {
+	m.mu.Lock()
+	var reqs []fetchReq
+	for q, ls := range m.ended {
+		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
+	}
+	m.ended = map[string][]string{}
+	m.mu.Unlock()
+	if len(reqs) == 0 {
+		return
+	}
+	if _, err := m.jq.fetch(ctx, reqs, m.leaseTTL); err != nil {
+		m.log.Warn("exq: stop: could not release the leases of ended jobs; they lapse within the heartbeat window", "error", err)
+	}
 }
 
 // Poll-loop back-off while Redis fails: no spinning, and a quick return once it answers.
@@ -261,9 +333,10 @@ func (m *manager) run(ctx context.Context) {
 		// The fetch itself is not cancelled by Stop: a script that ran must have its jobs
 		// dispatched, or they would sit in the backup list until the next recovery.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout)
-		res, err := m.jq.fetch(fctx, reqs)
+		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL)
 		cancel()
 		if err != nil {
+			m.unsent(reqs, func(int) int { return 0 })
 			reconcile = true
 			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
 			if backoff == minErrorBackoff {
@@ -283,12 +356,13 @@ func (m *manager) run(ctx context.Context) {
 			// An earlier fetch ran without its reply reaching us: put its jobs back next.
 			log.Warn("exq: a backup list holds jobs no worker of this node has; putting them back on their queue")
 			reconcile = true
+			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
 		}
 		if m.dispatch(reqs, res.jobs) > 0 {
 			m.gather(ctx)
 			continue
 		}
-		if !wait(m.pollTimeout) {
+		if !wait(res.nextPoll(m.pollTimeout)) {
 			return
 		}
 	}
@@ -381,10 +455,13 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	for i, jobs := range res {
 		q := reqs[i].queue
 		now := m.now()
-		for _, raw := range jobs {
+		for j, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.jobsCtx)
 			r := &run{queue: q, raw: raw, seq: m.seq, id: strconv.FormatUint(m.seq, 36), started: now, ctx: ctx, cancel: cancel}
+			if reqs[i].limits.global > 0 {
+				r.lease = m.jq.leaseMember(reqs[i].first + uint64(j))
+			}
 			m.busy[q]++
 			m.running[r] = struct{}{}
 			runs = append(runs, r)
@@ -456,6 +533,9 @@ func (m *manager) release(r *run) {
 	m.mu.Lock()
 	m.busy[r.queue]--
 	delete(m.running, r)
+	if r.lease != "" {
+		m.ended[r.queue] = append(m.ended[r.queue], r.lease)
+	}
 	m.mu.Unlock()
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)

@@ -1,12 +1,31 @@
 -- beat: record that a node is alive, scored with the Redis server's clock, so that a client
 -- whose clock is off can neither make a live node look dead nor a dead one alive. The node
 -- also publishes when it counts as dead (beat + its own window), so that nodes beating at
--- other rates judge it by its window, not by theirs.
--- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines
+-- other rates judge it by its window, not by theirs, and renews the leases of its running
+-- jobs (Queue.GlobalLimit) to the same time: a killed node's leases lapse as it counts as dead.
+-- A lease already released or lapsed is not renewed (ZADD XX), so a beat racing a job's end
+-- cannot bring its lease back.
+-- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[2+i] P leases:<q_i>
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
+-- ARGV[3..] for each leases set in order: how many leases, then the leases
 -- Returns 1.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local window = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[2], now + window, ARGV[1])
+local a = 3
+for i = 3, #KEYS do
+  local n = tonumber(ARGV[a])
+  local args = {'XX'}
+  for j = a + 1, a + n do
+    args[#args + 1] = now + window
+    args[#args + 1] = ARGV[j]
+  end
+  if n > 0 then
+    redis.call('ZADD', KEYS[i], unpack(args))
+    redis.call('PEXPIRE', KEYS[i], math.ceil((window + 60) * 1000))
+  end
+  a = a + n + 1
+end
 return 1

@@ -72,6 +72,26 @@ func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlin
 // read it.
 func (k Keys) Paused() string { return k.Prefix + "paused" }
 
+// Leases is exq's own sorted set of the leases on queue q's cluster-wide slots
+// (Queue.GlobalLimit): one member "<node>:<n>" per running job, scored by when the lease
+// expires by the Redis server's clock. The fetch script takes them with the jobs; nodes renew
+// theirs with every heartbeat and remove them as jobs end, so a killed node's leases lapse
+// within its heartbeat window.
+func (k Keys) Leases(q string) string { return k.Prefix + "leases:" + q }
+
+// Starts is exq's own sorted set of the job starts of queue q within its rate window
+// (Queue.Rate): one member "<node>:<n>" per start, scored by the Redis server's clock.
+func (k Keys) Starts(q string) string { return k.Prefix + "starts:" + q }
+
+// RatePace holds the pacing state of queue q's rate limit (Queue.Rate): the server time, in
+// seconds, from which the next start is due (GCRA's theoretical arrival time).
+func (k Keys) RatePace(q string) string { return k.Prefix + "rate_pace:" + q }
+
+// Limits is exq's own hash of queue name to the JSON of the cluster-wide limits the nodes
+// working on it run with ({"global_limit":5,"rate":200,"rate_per_ms":1000}), written by each
+// node at start, so that the API and the CLI can show them.
+func (k Keys) Limits() string { return k.Prefix + "limits" }
+
 // StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
 // TTL), so that a batch sent again after a lost reply is not counted twice.
 func (k Keys) StatFlush(node string) string { return k.Prefix + "stat_flush:" + node }

@@ -1,0 +1,77 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// QueueState is a queue as the fleet controls it: its size, whether it is paused, and its
+// cluster-wide limits with how much of them is in use (README "Controlling queues").
+type QueueState struct {
+	Name string `json:"name"`
+	// Size is the number of jobs waiting.
+	Size int64 `json:"size"`
+	// Paused reports that no exq node fetches from the queue (API.PauseQueue).
+	Paused bool `json:"paused"`
+	// GlobalLimit is the Queue.GlobalLimit the nodes run it with (as the last node started
+	// published it); 0 when none.
+	GlobalLimit int `json:"global_limit"`
+	// InUse is how many of those slots are held now: live leases, one per running job.
+	InUse int64 `json:"in_use"`
+	// Rate is the Queue.Rate the nodes run it with; the zero Rate when none.
+	Rate Rate `json:"rate"`
+	// Started is how many jobs started within the rate's window (Rate set).
+	Started int64 `json:"started"`
+}
+
+// QueueStates reports every known, paused or limited queue, sorted by name.
+func (a *API) QueueStates(ctx context.Context) ([]QueueState, error) {
+	known, err := a.jq.knownQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	paused, err := a.jq.paused(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	limited, err := a.jq.limitedQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	names := unionSorted(known, paused, limited)
+	if len(names) == 0 {
+		return []QueueState{}, nil
+	}
+	sizes, err := a.jq.queueSizes(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	controls, err := a.jq.queueControls(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	out := make([]QueueState, len(names))
+	for i, q := range names {
+		c := controls[q]
+		out[i] = QueueState{Name: q, Size: sizes[q], Paused: c.paused, GlobalLimit: c.limits.GlobalLimit, InUse: c.inUse,
+			Rate: c.limits.rate(), Started: c.started}
+	}
+	return out, nil
+}
+
+// unionSorted merges string lists into one sorted list without duplicates.
+func unionSorted(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, s := range l {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,65 @@
+package exq
+
+import (
+	"fmt"
+	"time"
+)
+
+// Rate limits how many jobs of a queue start per period across every node of the namespace:
+// at most N starts in any window of length Per (not only per calendar period, so there is no
+// burst of 2N around a period's edge), spread out evenly rather than taken all at once. Jobs
+// beyond it wait in their queue; none is fetched and put back.
+//
+// exq paces the starts at N per Per plus 1 %: a job begins a moment after the fetch that
+// took it, and the margin keeps even the times the jobs themselves see within N per Per.
+type Rate struct {
+	// N is the most starts per Per; at least 1.
+	N int `json:"n"`
+	// Per is the period; at least a millisecond.
+	Per time.Duration `json:"per"`
+}
+
+// rateMargin stretches a rate's window (see Rate).
+const rateMargin = 0.01
+
+// String renders r as "200/1s".
+func (r Rate) String() string {
+	if r.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s", r.N, r.Per)
+}
+
+// queueLimits are the cluster-wide limits a fetch request carries.
+type queueLimits struct {
+	global int
+	rate   Rate
+}
+
+func (q Queue) limits() queueLimits { return queueLimits{global: q.GlobalLimit, rate: q.Rate} }
+
+// any reports whether a limit is set: only then does a fetch number its jobs.
+func (l queueLimits) any() bool { return l.global > 0 || l.rate.N > 0 }
+
+// window is the rate's window as the fetch script enforces it: Per plus the margin.
+func (l queueLimits) window() time.Duration {
+	return l.rate.Per + time.Duration(float64(l.rate.Per)*rateMargin)
+}
+
+// limitError names the field of a Queue whose limit is wrong.
+type limitError struct{ field, msg string }
+
+// checkLimits validates q's GlobalLimit and Rate.
+func (q Queue) checkLimits() *limitError {
+	if q.GlobalLimit < 0 {
+		return &limitError{"GlobalLimit", fmt.Sprintf("must not be negative, got %d", q.GlobalLimit)}
+	}
+	switch r := q.Rate; {
+	case r == Rate{}:
+	case r.N < 1:
+		return &limitError{"Rate.N", fmt.Sprintf("must be at least 1, got %d", r.N)}
+	case r.Per < time.Millisecond:
+		return &limitError{"Rate.Per", fmt.Sprintf("must be at least 1ms, got %s", r.Per)}
+	}
+	return nil
+}
