@@ -523,6 +523,45 @@ func (a *ShardedAPI) PausedQueues(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// QueueStates merges every shard's API.QueueStates by queue name, sorted: Size, InUse and
+// Started are summed over the shards, and a queue is Paused when it is paused in any shard.
+// GlobalLimit and Rate are those of the first shard that has them: a queue's limits are
+// enforced per shard, so a GlobalLimit of 5 allows 5 running jobs in each shard (InUse, the
+// sum, can reach 5 times the number of shards), and a Rate allows its N starts per Per in
+// each shard.
+func (a *ShardedAPI) QueueStates(ctx context.Context) ([]QueueState, error) {
+	merged := map[string]*QueueState{}
+	for _, s := range a.shards {
+		states, err := s.QueueStates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range states {
+			m, ok := merged[st.Name]
+			if !ok {
+				m = &QueueState{Name: st.Name}
+				merged[st.Name] = m
+			}
+			m.Size += st.Size
+			m.InUse += st.InUse
+			m.Started += st.Started
+			m.Paused = m.Paused || st.Paused
+			if m.GlobalLimit == 0 {
+				m.GlobalLimit = st.GlobalLimit
+			}
+			if m.Rate == (Rate{}) {
+				m.Rate = st.Rate
+			}
+		}
+	}
+	out := make([]QueueState, 0, len(merged))
+	for _, m := range merged {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
 // Size sums the size of a sorted set (RetrySet, ScheduledSet, DeadSet) over the shards.
 func (a *ShardedAPI) Size(ctx context.Context, set Set) (int64, error) {
 	var sum int64

@@ -263,3 +263,54 @@ func TestShardedSpreadsJobsOverMasters(t *testing.T) {
 		elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), hi/lo)
 	assert.LessOrEqual(t, hi, 1.25*lo, "the busiest master within 25 %% of the idlest")
 }
+
+// QueueStates over shards sums sizes, leases in use and starts, reports a queue paused in any
+// shard as paused, and takes the limits from the shards that publish them (each shard runs
+// the queue with its own limit).
+func TestShardedQueueStatesMergesShards(t *testing.T) {
+	ctx := context.Background()
+	rdb, names := shardedEnv(t)
+	url := testutil.RedisURL(t)
+	enq := func(i int, q string, n int) {
+		cl, err := NewClient(ctx, ClientOptions{RedisURL: url, Namespace: names[i], Logger: testLogger()})
+		require.NoError(t, err)
+		defer cl.Close()
+		for range n {
+			_, err := cl.Enqueue(ctx, q, "W", []any{i})
+			require.NoError(t, err)
+		}
+	}
+	now, err := rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	limited := func(i int, q string, leases, expired, starts int) {
+		k := wire.NewKeys(names[i])
+		require.NoError(t, rdb.HSet(ctx, k.Limits(), q, `{"global_limit":5,"rate":200,"rate_per_ms":1000}`).Err())
+		for n := range leases {
+			require.NoError(t, rdb.ZAdd(ctx, k.Leases(q), redis.Z{Score: float64(now.Add(time.Hour).Unix()), Member: "node:" + strconv.Itoa(n)}).Err())
+		}
+		for n := range expired {
+			require.NoError(t, rdb.ZAdd(ctx, k.Leases(q), redis.Z{Score: float64(now.Add(-time.Hour).Unix()), Member: "gone:" + strconv.Itoa(n)}).Err())
+		}
+		for n := range starts {
+			require.NoError(t, rdb.ZAdd(ctx, k.Starts(q), redis.Z{Score: float64(now.UnixMicro()) / 1e6, Member: "node:" + strconv.Itoa(n)}).Err())
+		}
+	}
+	enq(0, "mail", 2)
+	enq(1, "mail", 1)
+	enq(0, "other", 1)
+	limited(1, "mail", 2, 1, 3) // shard 0 has no limits for mail: the first non-zero counts
+	limited(2, "mail", 1, 0, 1)
+
+	api, err := NewShardedAPI(ctx, ClientOptions{RedisURL: url, Logger: testLogger()}, ShardOptions{Namespaces: names})
+	require.NoError(t, err)
+	defer api.Close()
+	require.NoError(t, api.Shards()[2].PauseQueue(ctx, "later")) // paused in one shard only
+
+	states, err := api.QueueStates(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []QueueState{
+		{Name: "later", Paused: true},
+		{Name: "mail", Size: 3, GlobalLimit: 5, InUse: 3, Rate: Rate{N: 200, Per: time.Second}, Started: 4},
+		{Name: "other", Size: 1},
+	}, states)
+}

@@ -134,42 +134,34 @@ func queuesCmd(ctx context.Context, args []string, open opener) error {
 	if err != nil {
 		return err
 	}
-	sizes, err := c.view().QueueSizes(ctx)
+	states, err := c.view().QueueStates(ctx) // every known, paused or limited queue, sorted
 	if err != nil {
 		return err
 	}
-	pausedList, err := c.view().PausedQueues(ctx)
-	if err != nil {
-		return err
-	}
-	paused := map[string]bool{}
-	for _, q := range pausedList {
-		paused[q] = true
-		if _, ok := sizes[q]; !ok {
-			sizes[q] = 0 // paused before its first job: still worth showing
-		}
-	}
-	names := make([]string, 0, len(sizes))
-	for q := range sizes {
-		names = append(names, q)
-	}
-	sort.Strings(names)
 	if c.json {
-		out := make([]map[string]any, len(names))
-		for i, q := range names {
-			out[i] = map[string]any{"queue": q, "size": sizes[q], "paused": paused[q]}
+		out := make([]map[string]any, len(states))
+		for i, q := range states {
+			out[i] = map[string]any{"queue": q.Name, "size": q.Size, "paused": q.Paused,
+				"global_limit": q.GlobalLimit, "in_use": q.InUse,
+				"rate": q.Rate.N, "rate_per_ms": q.Rate.Per.Milliseconds(), "started": q.Started}
 		}
 		return c.printJSON(out)
 	}
-	rows := make([][]any, len(names))
-	for i, q := range names {
-		state := ""
-		if paused[q] {
+	rows := make([][]any, len(states))
+	for i, q := range states {
+		state, limit, started := "", "", ""
+		if q.Paused {
 			state = "paused"
 		}
-		rows[i] = []any{q, sizes[q], state}
+		if q.GlobalLimit > 0 {
+			limit = fmt.Sprintf("%d/%d", q.InUse, q.GlobalLimit)
+		}
+		if q.Rate.N > 0 {
+			started = fmt.Sprint(q.Started)
+		}
+		rows[i] = []any{q.Name, q.Size, state, limit, q.Rate.String(), started}
 	}
-	return c.table([]string{"QUEUE", "SIZE", "STATE"}, rows)
+	return c.table([]string{"QUEUE", "SIZE", "STATE", "LIMIT", "RATE", "STARTED"}, rows)
 }
 
 // pauseCmd pauses or resumes queue q (in every shard with several namespaces).

@@ -54,7 +54,9 @@ Global flags:
 
 Commands:
   stats                      counters, processes and job counts at a glance
-  queues                     every queue, its size and whether it is paused
+  queues                     every queue: its size, whether it is paused, its global limit
+                             and the slots in use (LIMIT 3/5), its rate and the jobs
+                             started within the rate's window (STARTED)
   queues pause QUEUE         pause QUEUE on every exq node: running jobs finish, no more are fetched
   queues resume QUEUE        let every node fetch from QUEUE again
   jobs QUEUE                 jobs waiting in QUEUE, next to run last  [--limit N --offset N --oldest]
@@ -74,7 +76,8 @@ Commands:
   stop NODE                  ask NODE to go quiet and stop (TERM)
   cancel JID                 cancel running job JID (it goes to dead as "Canceled")
 
-Several namespaces (shards): stats, queues, processes and busy sum or merge every shard;
+Several namespaces (shards): stats, queues, processes and busy sum or merge every shard
+(queues sums slots in use and starts, but a queue's limit and rate apply in each shard);
 retry JID, delete JID and cancel JID look for the job in each shard; quiet and stop signal
 the node in every shard where it is live. jobs, retries, scheduled, dead, enqueue,
 retry --all, delete --all and delete --queue work on one namespace: they refuse (exit 2),
@@ -98,8 +101,7 @@ type cli struct {
 // view is what stats, queues and processes read: one namespace, or the sum over shards.
 type view interface {
 	Overview(ctx context.Context) (exq.Overview, error)
-	QueueSizes(ctx context.Context) (map[string]int64, error)
-	PausedQueues(ctx context.Context) ([]string, error)
+	QueueStates(ctx context.Context) ([]exq.QueueState, error)
 	Processes(ctx context.Context) ([]exq.Process, error)
 }
 

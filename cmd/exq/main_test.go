@@ -91,7 +91,7 @@ func TestEnqueueListRunAndCount(t *testing.T) {
 	assert.Equal(t, []any{42.0, "welcome", map[string]any{"n": 1.0}}, jobs[0]["args"])
 	var queues []map[string]any
 	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "default", "size": 1.0, "paused": false}}, queues)
+	assert.Equal(t, []map[string]any{queueJSON("default", 1, false)}, queues)
 
 	// A node runs it, and stats show it.
 	ran := make(chan []any, 1)
@@ -272,18 +272,18 @@ func TestQueuesPauseAndResume(t *testing.T) {
 
 	code, out, _ = c.run("queues")
 	require.Equal(t, 0, code)
-	assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE$`, out)
-	assert.Regexp(t, `(?m)^mail +1 +paused$`, out)
-	assert.Regexp(t, `(?m)^later +0 +paused$`, out)
+	assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE +LIMIT +RATE +STARTED$`, out)
+	assert.Regexp(t, `(?m)^mail +1 +paused *$`, out)
+	assert.Regexp(t, `(?m)^later +0 +paused *$`, out)
 	var queues []map[string]any
 	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "later", "size": 0.0, "paused": true}, {"queue": "mail", "size": 1.0, "paused": true}}, queues)
+	assert.Equal(t, []map[string]any{queueJSON("later", 0, true), queueJSON("mail", 1, true)}, queues)
 
 	code, out, errOut = c.run("queues", "resume", "mail")
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "resumed queue mail\n", out)
 	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "later", "size": 0.0, "paused": true}, {"queue": "mail", "size": 1.0, "paused": false}}, queues)
+	assert.Equal(t, []map[string]any{queueJSON("later", 0, true), queueJSON("mail", 1, false)}, queues)
 }
 
 func TestQueuesPauseBadInputIsAUsageError(t *testing.T) {
@@ -302,4 +302,85 @@ func TestQueuesPauseBadInputIsAUsageError(t *testing.T) {
 		assert.NotEmpty(t, errOut, "%v", args)
 	}
 	assert.Empty(t, c.keys(), "bad input wrote to Redis")
+}
+
+// queueJSON is a queue of `exq --json queues` without limits, as JSON decodes it.
+func queueJSON(name string, size float64, paused bool) map[string]any {
+	return map[string]any{"queue": name, "size": size, "paused": paused,
+		"global_limit": 0.0, "in_use": 0.0, "rate": 0.0, "rate_per_ms": 0.0, "started": 0.0}
+}
+
+// limitQueue writes what nodes running queue q with limits leave in namespace ns: the
+// published limits (as JSON), live leases (expiring in an hour), expired ones, and starts now.
+func limitQueue(t *testing.T, ns, q, limits string, live, expired, starts int) {
+	t.Helper()
+	rdb, _ := testutil.Redis(t)
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	if limits != "" {
+		require.NoError(t, rdb.HSet(ctx, ns+":limits", q, limits).Err())
+	}
+	for i := range live {
+		require.NoError(t, rdb.ZAdd(ctx, ns+":leases:"+q, redisZ(float64(now.Add(time.Hour).Unix()), fmt.Sprintf("node-a:%d", i))).Err())
+	}
+	for i := range expired {
+		require.NoError(t, rdb.ZAdd(ctx, ns+":leases:"+q, redisZ(float64(now.Add(-time.Hour).Unix()), fmt.Sprintf("node-dead:%d", i))).Err())
+	}
+	for i := range starts {
+		require.NoError(t, rdb.ZAdd(ctx, ns+":starts:"+q, redisZ(float64(now.UnixMicro())/1e6, fmt.Sprintf("node-a:%d", i))).Err())
+	}
+}
+
+func TestQueuesShowGlobalLimitInUseRateAndStarts(t *testing.T) {
+	c := newCLIEnv(t)
+	for _, tc := range []struct {
+		name                   string
+		queue, limits          string
+		live, expired, starts  int
+		wantRow                string // regexp of the table row
+		limit, inUse           float64
+		rate, ratePerMS, start float64
+	}{
+		{name: "global limit and rate: live leases count, expired ones do not",
+			queue: "mail", limits: `{"global_limit":5,"rate":200,"rate_per_ms":1000}`, live: 2, expired: 1, starts: 3,
+			wantRow: `(?m)^mail +1 +2/5 +200/1s +3$`, limit: 5, inUse: 2, rate: 200, ratePerMS: 1000, start: 3},
+		{name: "global limit alone: no rate, no started count",
+			queue: "slots", limits: `{"global_limit":3}`, expired: 2,
+			wantRow: `(?m)^slots +1 +0/3 *$`, limit: 3},
+		{name: "rate alone: no limit column, started shown even when 0",
+			queue: "api", limits: `{"rate":10,"rate_per_ms":60000}`,
+			wantRow: `(?m)^api +1 +10/1m0s +0$`, rate: 10, ratePerMS: 60000},
+		{name: "no limits: empty columns",
+			queue:   "plain",
+			wantRow: `(?m)^plain +1 *$`},
+	} {
+		code, _, errOut := c.run("enqueue", tc.queue, "CLI.Echo", `[1]`)
+		require.Equal(t, 0, code, errOut)
+		limitQueue(t, c.ns, tc.queue, tc.limits, tc.live, tc.expired, tc.starts)
+
+		code, out, errOut := c.run("queues")
+		require.Equal(t, 0, code, errOut)
+		assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE +LIMIT +RATE +STARTED$`, out, tc.name)
+		assert.Regexp(t, tc.wantRow, out, tc.name)
+
+		var queues []map[string]any
+		c.json(&queues, "queues")
+		var got map[string]any
+		for _, q := range queues {
+			if q["queue"] == tc.queue {
+				got = q
+			}
+		}
+		assert.Equal(t, map[string]any{"queue": tc.queue, "size": 1.0, "paused": false, "global_limit": tc.limit, "in_use": tc.inUse,
+			"rate": tc.rate, "rate_per_ms": tc.ratePerMS, "started": tc.start}, got, tc.name)
+	}
+}
+
+func TestQueuesListLimitedQueueWithNoJob(t *testing.T) {
+	c := newCLIEnv(t)
+	limitQueue(t, c.ns, "reports", `{"global_limit":2}`, 1, 0, 0)
+	code, out, errOut := c.run("queues")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^reports +0 +1/2 *$`, out)
 }

@@ -94,7 +94,7 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 
 	var queues []map[string]any
 	s.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{{"queue": "default", "size": 3.0, "paused": false}, {"queue": "mail", "size": 1.0, "paused": false}, {"queue": "other", "size": 3.0, "paused": false}}, queues)
+	assert.Equal(t, []map[string]any{queueJSON("default", 3, false), queueJSON("mail", 1, false), queueJSON("other", 3, false)}, queues)
 	code, out, _ = s.run("queues")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `(?m)^default +3 *$`, out)
@@ -110,7 +110,7 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 	s.json(&moved, "retry", later)
 	assert.Equal(t, map[string]any{"jid": later, "from": "schedule", "queue": "mail", "namespace": s.nss[1]}, moved)
 	s.json(&queues, "queues")
-	assert.Equal(t, map[string]any{"queue": "mail", "size": 2.0, "paused": false}, queues[1])
+	assert.Equal(t, queueJSON("mail", 2, false), queues[1])
 	s.json(&st, "stats")
 	assert.Equal(t, 8.0, st["enqueued"])
 	assert.Equal(t, 0.0, st["scheduled"])
@@ -177,4 +177,23 @@ func TestShardedProcessesAndQuiet(t *testing.T) {
 	assert.Contains(t, out, "sent TSTP to "+ps[0].Identity)
 	code, _, _ = s.run("quiet", "no-such-node")
 	assert.Equal(t, 1, code)
+}
+
+// With several namespaces, queues sums the slots in use and the starts over the shards and
+// shows the limit and rate one shard runs the queue with (they apply in each shard).
+func TestShardedQueuesSumSlotsInUseAndStarts(t *testing.T) {
+	s := newShardedEnv(t)
+	limits := `{"global_limit":5,"rate":200,"rate_per_ms":1000}`
+	limitQueue(t, s.nss[1], "mail", limits, 2, 1, 3)
+	limitQueue(t, s.nss[2], "mail", limits, 1, 0, 1)
+	_, err := s.client(0).Enqueue(context.Background(), "mail", "Shard.Job", []any{})
+	require.NoError(t, err)
+
+	code, out, errOut := s.run("queues")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^mail +1 +3/5 +200/1s +4$`, out)
+	var queues []map[string]any
+	s.json(&queues, "queues")
+	assert.Equal(t, []map[string]any{{"queue": "mail", "size": 1.0, "paused": false, "global_limit": 5.0, "in_use": 3.0,
+		"rate": 200.0, "rate_per_ms": 1000.0, "started": 4.0}}, queues)
 }
