@@ -138,9 +138,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
 
-	if err := e.publishLimits(ctx); err != nil {
-		return fail(err)
-	}
+	e.publishLimits(ctx)
 	if fixedNode {
 		if err := e.recoverOwnBackups(ctx); err != nil {
 			return fail(err)
@@ -459,20 +457,21 @@ func (e *Exq) checkWakeChannel(ctx context.Context) {
 
 // publishLimits records the cluster-wide limits of this node's queues in Redis, for the API
 // and the CLI, and warns when another node ran a queue with other limits: each node enforces
-// its own, so nodes that disagree do not hold the limit.
-func (e *Exq) publishLimits(ctx context.Context) error {
+// its own, so nodes that disagree do not hold the limit. The record only informs, and the
+// fetch script does not read it: a failure to write it is logged, not fatal.
+func (e *Exq) publishLimits(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
 	differ, err := e.jq.publishLimits(ctx, e.opts.Queues)
 	if err != nil {
-		return fmt.Errorf("exq: start: publish queue limits: %w", err)
+		e.log.Warn("exq: start: could not publish the queues' limits; the API and the CLI will not show them", "error", err)
+		return
 	}
 	for q, was := range differ {
 		if was == (limitsRecord{}) {
-			continue // the first node with limits on q, or limits as before
+			continue // the first node with limits on q
 		}
 		e.log.Warn("exq: another node ran this queue with other limits; each node enforces its own, so set the same on every node",
 			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", was.rate().String())
 	}
-	return nil
 }

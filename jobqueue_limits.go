@@ -39,22 +39,29 @@ func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[stri
 		return nil, err
 	}
 	differ := map[string]limitsRecord{}
+	for i, q := range queues {
+		var was limitsRecord
+		if s, ok := old[i].(string); ok {
+			_ = json.Unmarshal([]byte(s), &was) // unreadable counts as different
+		}
+		if was != recordOf(q) || (old[i] != nil && was == limitsRecord{}) {
+			differ[q.Name] = was
+		}
+	}
+	if len(differ) == 0 {
+		return nil, nil // as recorded: nothing to write
+	}
 	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range queues {
-			rec := recordOf(q)
-			var was limitsRecord
-			if s, ok := old[i].(string); ok {
-				_ = json.Unmarshal([]byte(s), &was) // unreadable counts as different
-			}
-			if was != rec {
-				differ[q.Name] = was
-			}
-			if rec == (limitsRecord{}) {
-				p.HDel(ctx, jq.keys.Limits(), q.Name)
+		for _, q := range queues {
+			if _, ok := differ[q.Name]; !ok {
 				continue
 			}
-			b, _ := json.Marshal(rec)
-			p.HSet(ctx, jq.keys.Limits(), q.Name, b)
+			if rec := recordOf(q); rec == (limitsRecord{}) {
+				p.HDel(ctx, jq.keys.Limits(), q.Name)
+			} else {
+				b, _ := json.Marshal(rec)
+				p.HSet(ctx, jq.keys.Limits(), q.Name, b)
+			}
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package exq
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -22,12 +23,19 @@ type Rate struct {
 // rateMargin stretches a rate's window (see Rate).
 const rateMargin = 0.01
 
-// String renders r as "200/1s".
+// String renders r as "200/1s", "10/1m" or "5/1h30m".
 func (r Rate) String() string {
 	if r.N == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d/%s", r.N, r.Per)
+	per := r.Per.String()
+	// time.Duration prints a minute as "1m0s": drop the zero units at the end.
+	for _, zero := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(per, zero) {
+			per = strings.TrimSuffix(per, zero[1:])
+		}
+	}
+	return fmt.Sprintf("%d/%s", r.N, per)
 }
 
 // queueLimits are the cluster-wide limits a fetch request carries.

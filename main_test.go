@@ -15,5 +15,9 @@ func TestMain(m *testing.M) {
 		runChildNode() // this process is a node that a test kills
 		return
 	}
+	if os.Getenv(fleetNodeEnv) != "" {
+		runFleetNode() // this process is one node of a fleet a test starts
+		return
+	}
 	testutil.MainLeak(m)
 }

@@ -350,7 +350,7 @@ func TestQueuesShowGlobalLimitInUseRateAndStarts(t *testing.T) {
 			wantRow: `(?m)^slots +1 +0/3 *$`, limit: 3},
 		{name: "rate alone: no limit column, started shown even when 0",
 			queue: "api", limits: `{"rate":10,"rate_per_ms":60000}`,
-			wantRow: `(?m)^api +1 +10/1m0s +0$`, rate: 10, ratePerMS: 60000},
+			wantRow: `(?m)^api +1 +10/1m +0$`, rate: 10, ratePerMS: 60000},
 		{name: "no limits: empty columns",
 			queue:   "plain",
 			wantRow: `(?m)^plain +1 *$`},

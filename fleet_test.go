@@ -1,0 +1,193 @@
+package exq
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	ossignal "os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// Tests of limits that hold across nodes run each node in a process of its own (the test
+// binary, started again with fleetNodeEnv), so the nodes share nothing but Redis and one can be
+// killed with SIGKILL. The jobs measure themselves, in Redis: fleetJob counts the jobs running
+// at once and logs every start with the time it began.
+
+// fleetNodeEnv makes the test binary run runFleetNode with the JSON fleetConfig it holds.
+const fleetNodeEnv = "EXQ_TEST_FLEET_NODE"
+
+// fleetConfig is what a fleet node runs.
+type fleetConfig struct {
+	RedisURL    string        `json:"redis_url"`
+	Namespace   string        `json:"namespace"`
+	Queue       Queue         `json:"queue"`
+	Heartbeat   time.Duration `json:"heartbeat"`
+	JobDuration time.Duration `json:"job_duration"` // < 0: until the job's context ends
+}
+
+// Keys the fleet jobs write, in the test's namespace.
+func fleetRunning(ns string) string { return ns + ":test:running" } // jobs running now
+func fleetMax(ns string) string     { return ns + ":test:max" }     // most ever running at once
+func fleetStarts(ns string) string  { return ns + ":test:starts" }  // start times, µs since 1970
+func fleetEnded(ns string) string   { return ns + ":test:ended" }   // jobs that returned
+var fleetBegin = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
+redis.call('RPUSH', KEYS[3], ARGV[1])
+return n`)
+
+// runFleetNode runs one node until SIGTERM (then stops it cleanly) or SIGKILL. It prints its
+// node id on stdout once started.
+func runFleetNode() {
+	var c fleetConfig
+	if err := json.Unmarshal([]byte(os.Getenv(fleetNodeEnv)), &c); err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	opts, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	rdb := redis.NewClient(opts)
+	keys := []string{fleetRunning(c.Namespace), fleetMax(c.Namespace), fleetStarts(c.Namespace)}
+	job := WorkerFunc(func(ctx context.Context, job *Job) error {
+		began := time.Now()
+		if err := fleetBegin.Run(ctx, rdb, keys, began.UnixMicro()).Err(); err != nil {
+			return err
+		}
+		if c.JobDuration < 0 {
+			<-ctx.Done()
+		} else {
+			time.Sleep(c.JobDuration - time.Since(began))
+		}
+		// The job has ended here, as far as any limit is concerned: its slot frees after this.
+		rdb.Decr(context.WithoutCancel(ctx), fleetRunning(c.Namespace))
+		rdb.Incr(context.WithoutCancel(ctx), fleetEnded(c.Namespace))
+		return ctx.Err()
+	})
+	e, err := Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace, Queues: []Queue{c.Queue},
+		Workers: map[string]Worker{"Timed": job}, HeartbeatInterval: c.Heartbeat, PollTimeout: 20 * time.Millisecond,
+		Logger: testLogger()})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("node", e.NodeID())
+	term := make(chan os.Signal, 1)
+	ossignal.Notify(term, syscall.SIGTERM)
+	<-term
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	_ = rdb.Close()
+	os.Exit(0)
+}
+
+// fleetNode is a node in a process of its own.
+type fleetNode struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	id   string
+	done bool
+}
+
+// startFleet starts n nodes running c (Redis and namespace filled in from v) and waits until
+// each has started. They are killed when the test ends if the test did not stop them.
+func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
+	v.t.Helper()
+	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
+	cfg, err := json.Marshal(c)
+	require.NoError(v.t, err)
+	nodes := make([]*fleetNode, n)
+	for i := range nodes {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fleetNodeEnv+"="+string(cfg))
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(v.t, err)
+		require.NoError(v.t, cmd.Start())
+		f := &fleetNode{t: v.t, cmd: cmd}
+		v.t.Cleanup(f.kill)
+		line := bufio.NewScanner(stdout)
+		require.True(v.t, line.Scan(), "fleet node %d said nothing", i)
+		word := strings.Fields(line.Text())
+		require.True(v.t, len(word) == 2 && word[0] == "node", "fleet node %d: %s", i, line.Text())
+		f.id = word[1]
+		nodes[i] = f
+	}
+	return nodes
+}
+
+// kill ends the node with SIGKILL, unless it has ended.
+func (f *fleetNode) kill() {
+	if f.done {
+		return
+	}
+	_ = f.cmd.Process.Signal(syscall.SIGKILL)
+	_ = f.cmd.Wait()
+	f.done = true
+}
+
+// stop ends the node with SIGTERM (a clean Stop) and requires it to exit 0.
+func (f *fleetNode) stop() {
+	f.t.Helper()
+	require.NoError(f.t, f.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(f.t, f.cmd.Wait(), "node %s stops cleanly", f.id)
+	f.done = true
+}
+
+// enqueueTimed enqueues n jobs of class Timed on queue q, in batches.
+func (v *env) enqueueTimed(q string, n int) {
+	v.t.Helper()
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(v.t, err)
+	defer c.Close()
+	for n > 0 {
+		batch := make([]JobSpec, min(n, 500))
+		for i := range batch {
+			batch[i] = JobSpec{Queue: q, Class: "Timed"}
+		}
+		_, err := c.EnqueueAll(context.Background(), batch)
+		require.NoError(v.t, err)
+		n -= len(batch)
+	}
+}
+
+// fleetCount reads one of the fleet jobs' counters.
+func (v *env) fleetCount(key string) int {
+	v.t.Helper()
+	n, err := v.rdb.Get(context.Background(), key).Int()
+	if err == redis.Nil {
+		return 0
+	}
+	require.NoError(v.t, err)
+	return n
+}
+
+// fleetStartTimes reads every start the fleet jobs logged, in µs since 1970.
+func (v *env) fleetStartTimes() []int64 {
+	v.t.Helper()
+	var out []int64
+	for _, s := range v.list(fleetStarts(v.ns)) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(v.t, err)
+		out = append(out, n)
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package exq
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// waitLong is WaitFor with a deadline of its own, for runs that last longer than WaitFor's.
+func waitLong(t *testing.T, d time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", d, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
+	v := newEnv(t)
+	const limit, jobDuration = 5, 20 * time.Millisecond
+	jobs := 400
+	if testutil.Long() {
+		jobs = 2000
+	}
+	v.enqueueTimed("limited", jobs)
+	nodes := v.startFleet(3, fleetConfig{Queue: Queue{Name: "limited", Concurrency: 10, GlobalLimit: limit},
+		Heartbeat: time.Second, JobDuration: jobDuration})
+
+	waitLong(t, 2*time.Minute, "every job ran", func() bool { return v.fleetCount(fleetEnded(v.ns)) == jobs })
+	for _, n := range nodes {
+		n.stop()
+	}
+
+	most := v.fleetCount(fleetMax(v.ns))
+	assert.LessOrEqual(t, most, limit, "jobs running at once, across the 3 processes, as the jobs counted them")
+	assert.Equal(t, limit, most, "the limit is used in full")
+	starts := v.fleetStartTimes()
+	require.Len(t, starts, jobs, "each job started once")
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	span := time.Duration(starts[len(starts)-1]-starts[0]) * time.Microsecond
+	rate := float64(jobs-1) / span.Seconds()
+	ideal := float64(limit) / jobDuration.Seconds()
+	t.Logf("%d jobs of %s, global limit %d over 3 processes × concurrency 10: most running at once %d; %.0f starts/s (ideal %.0f, %.0f %%)",
+		jobs, jobDuration, limit, most, rate, ideal, 100*rate/ideal)
+	assert.Greater(t, rate, 0.6*ideal, "throughput close to limit / job duration")
+	assert.Zero(t, v.rdb.Exists(context.Background(), v.keys.Leases("limited")).Val(), "no lease is left once every node stopped")
+}
+
+func TestFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
+	v := newEnv(t)
+	const limit = 5
+	const heartbeat = 500 * time.Millisecond
+	window := heartbeat * (DefaultMissedHeartbeats + 1)
+	q := Queue{Name: "limited", Concurrency: 10, GlobalLimit: limit}
+	v.enqueueTimed("limited", limit)
+	holder := v.startFleet(1, fleetConfig{Queue: q, Heartbeat: heartbeat, JobDuration: -1})[0] // holds its jobs
+	testutil.WaitFor(t, "the first node holds every slot", func() bool { return v.fleetCount(fleetRunning(v.ns)) == limit })
+
+	other := v.startFleet(1, fleetConfig{Queue: q, Heartbeat: heartbeat, JobDuration: 100 * time.Millisecond})[0]
+	v.enqueueTimed("limited", limit)
+	ctx := context.Background()
+	assert.EqualValues(t, limit, v.rdb.ZCard(ctx, v.keys.Leases("limited")).Val(), "one lease per running job")
+	assert.EqualValues(t, limit, v.rdb.LLen(ctx, v.keys.Queue("limited")).Val(), "the other node waits for a slot")
+
+	holder.kill()
+	killed := time.Now()
+	testutil.WaitFor(t, "the other node starts jobs", func() bool { return len(v.list(fleetStarts(v.ns))) > limit })
+	freedIn := time.Since(killed)
+	t.Logf("slots free %s after SIGKILL (heartbeat window %s)", freedIn.Round(time.Millisecond), window)
+	assert.LessOrEqual(t, freedIn, window+500*time.Millisecond, "slots free within the killed node's heartbeat window")
+
+	// The other node runs the new jobs and, once it rescued them, the killed node's.
+	testutil.WaitFor(t, "every job ran on the other node", func() bool { return v.fleetCount(fleetEnded(v.ns)) == 2*limit })
+	other.stop()
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Leases("limited")).Val(), "no lease is left once every node stopped")
+}
+
+func TestFleetRateSpreadsStartsEvenlyAcrossProcesses(t *testing.T) {
+	v := newEnv(t)
+	const perSecond = 200
+	seconds := 3
+	if testutil.Long() {
+		seconds = 10
+	}
+	v.enqueueTimed("paced", perSecond*(seconds+2))
+	nodes := v.startFleet(3, fleetConfig{Queue: Queue{Name: "paced", Concurrency: 10, Rate: Rate{N: perSecond, Per: time.Second}},
+		Heartbeat: time.Second, JobDuration: 2 * time.Millisecond})
+	waitLong(t, time.Duration(seconds+30)*time.Second, "the run lasted long enough", func() bool {
+		return v.fleetCount(fleetEnded(v.ns)) >= perSecond*(seconds+1)
+	})
+	for _, n := range nodes {
+		n.stop()
+	}
+
+	starts := v.fleetStartTimes()
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	first := starts[0]
+	perSec := make([]int, seconds)
+	for _, s := range starts {
+		if k := (s - first) / 1e6; k < int64(seconds) {
+			perSec[k]++
+		}
+	}
+	// Any window of a second, not only those from the first start on: at most N.
+	most, j := 0, 0
+	for i := range starts {
+		for starts[i]-starts[j] >= 1e6 {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	t.Logf("rate %d/s over 3 processes: starts in each full second %v; most in any window of 1 s: %d", perSecond, perSec, most)
+	for k, n := range perSec {
+		assert.InDelta(t, perSecond, n, perSecond*0.05, "second %d: within 5 %% of the rate", k)
+		assert.LessOrEqual(t, n, perSecond, "second %d: never above the rate", k)
+	}
+	assert.LessOrEqual(t, most, perSecond, "no window of a second, as the jobs saw it, holds more starts than the rate")
+}

@@ -1,0 +1,259 @@
+package exq
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
+	far := float64(time.Now().Add(time.Hour).Unix())
+	for _, tc := range []struct {
+		name     string
+		limits   queueLimits
+		leases   []redis.Z // in the leases set before the fetch
+		paused   bool
+		release  []string
+		jobs, n  int
+		wantTook int
+		wantWait func(t *testing.T, w time.Duration)
+	}{
+		{"no limit takes every free slot", queueLimits{}, nil, false, nil, 10, 4, 4, notHeldBack},
+		{"global limit counts live leases, not lapsed ones", queueLimits{global: 3},
+			[]redis.Z{{Score: far, Member: "other:1"}, {Score: 1, Member: "dead:1"}}, false, nil, 10, 10, 2, heldBackUnknown},
+		{"global limit full takes nothing", queueLimits{global: 1}, []redis.Z{{Score: far, Member: "other:1"}}, false, nil, 10, 10, 0, heldBackUnknown},
+		{"released leases free their slots in the same call", queueLimits{global: 2},
+			[]redis.Z{{Score: far, Member: "n:1"}, {Score: far, Member: "n:2"}}, false, []string{"n:1"}, 10, 10, 1, heldBackUnknown},
+		{"a queue that runs out is not held back", queueLimits{global: 5}, nil, false, nil, 2, 10, 2, notHeldBack},
+		{"paused takes nothing whatever the limits", queueLimits{global: 5}, nil, true, nil, 10, 10, 0, heldBackUnknown},
+		{"rate takes a paced burst of three, not the window's worth", queueLimits{rate: Rate{N: 100, Per: time.Second}}, nil, false, nil, 10, 10, 3,
+			func(t *testing.T, w time.Duration) {
+				assert.Positive(t, w)
+				assert.LessOrEqual(t, w, 15*time.Millisecond, "the next start is one spacing (10 ms) away")
+			}},
+		{"rate with a full window waits for the oldest start to leave it", queueLimits{rate: Rate{N: 2, Per: time.Second}}, nil, false, nil, 10, 10, 2,
+			func(t *testing.T, w time.Duration) {
+				assert.InDelta(t, 1010*time.Millisecond, w, float64(50*time.Millisecond), "the window is Per + 1 %%")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+			for i := 0; i < tc.jobs; i++ {
+				v.push("q", fmt.Sprintf(`{"class":"W","args":[%d],"queue":"q","jid":"j%d"}`, i, i))
+			}
+			if len(tc.leases) > 0 {
+				require.NoError(t, v.client.ZAdd(ctx, v.keys.Leases("q"), tc.leases...).Err())
+			}
+			if tc.paused {
+				require.NoError(t, jq.pause(ctx, "q"))
+			}
+			res, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: tc.n, limits: tc.limits, first: 10, release: tc.release}}, time.Minute)
+			require.NoError(t, err)
+			assert.Len(t, res.jobs[0], tc.wantTook)
+			tc.wantWait(t, res.wait[0])
+			if tc.limits.global > 0 {
+				live, err := v.client.ZCount(ctx, v.keys.Leases("q"), fmt.Sprint(time.Now().Unix()), "+inf").Result()
+				require.NoError(t, err)
+				assert.LessOrEqual(t, int(live), tc.limits.global, "live leases never exceed the limit")
+				for i := range tc.wantTook {
+					_, err := v.client.ZScore(ctx, v.keys.Leases("q"), jq.leaseMember(uint64(10+i))).Result()
+					assert.NoError(t, err, "job %d holds lease n:%d", i, 10+i)
+				}
+			}
+			if tc.limits.rate.N > 0 {
+				assert.EqualValues(t, tc.wantTook, v.client.ZCard(ctx, v.keys.Starts("q")).Val(), "every start is logged")
+			}
+		})
+	}
+}
+
+func notHeldBack(t *testing.T, w time.Duration)     { assert.Negative(t, w, "not held back") }
+func heldBackUnknown(t *testing.T, w time.Duration) { assert.Zero(t, w, "held back, no time known") }
+
+// peak counts the jobs of a test running at once and the most ever.
+type peak struct{ now, most atomic.Int64 }
+
+func (p *peak) enter() {
+	n := p.now.Add(1)
+	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+	}
+}
+
+func (p *peak) leave() { p.now.Add(-1) }
+
+func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
+	v := newEnv(t)
+	const jobs, limit = 30, 2
+	var p peak
+	var ran atomic.Int64
+	work := WorkerFunc(func(ctx context.Context, job *Job) error {
+		p.enter()
+		defer p.leave()
+		time.Sleep(2 * time.Millisecond)
+		ran.Add(1)
+		return nil
+	})
+	en := v.enqueuer(time.Now)
+	for i := 0; i < jobs; i++ {
+		_, err := en.enqueue(context.Background(), "limited", "W", []any{i}, nil)
+		require.NoError(t, err)
+	}
+	// Leases live a minute unless renewed: only their release can free the slots in time.
+	v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 10, GlobalLimit: limit}}, Workers: map[string]Worker{"W": work},
+		HeartbeatInterval: 15 * time.Second})
+	testutil.WaitFor(t, "every job ran", func() bool { return ran.Load() == jobs })
+	assert.EqualValues(t, limit, p.most.Load(), "at most the limit ran at once, and the limit was used")
+	testutil.WaitFor(t, "the last lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+}
+
+func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
+	v := newEnv(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	hold := WorkerFunc(func(ctx context.Context, job *Job) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	v.push("limited", `{"class":"W","args":[],"queue":"limited","jid":"j1"}`)
+	v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 10, GlobalLimit: 1}}, Workers: map[string]Worker{"W": hold},
+		HeartbeatInterval: 100 * time.Millisecond, MissedHeartbeatsAllowed: 1})
+	<-started
+	leases := v.zset(v.keys.Leases("limited"))
+	require.Len(t, leases, 1)
+	first := leases[0]
+	// The lease lives 200 ms unless renewed; the job holds it for much longer.
+	testutil.WaitFor(t, "the lease is renewed past three windows", func() bool {
+		l := v.zset(v.keys.Leases("limited"))
+		return len(l) == 1 && l[0].Member == first.Member && l[0].Score > first.Score+0.6
+	})
+	close(release)
+	testutil.WaitFor(t, "the lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+}
+
+func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func(c *cutter) Options
+	}{
+		{"caller's client sends it again", func(c *cutter) Options { return Options{Redis: c.retrying()} }},
+		{"exq's client reports the error", func(c *cutter) Options { return Options{RedisURL: c.url()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			const jobs = 12
+			en := c.enqueuer(time.Now)
+			var want []string
+			for i := 0; i < jobs; i++ {
+				jid, err := en.enqueue(context.Background(), "limited", "W", []any{i}, nil)
+				require.NoError(t, err)
+				want = append(want, jid)
+			}
+			cut := c.cutScript(scripts.Fetch, 1)
+			rec := &recorder{}
+			o := tc.opts(c)
+			// Leases live a minute: a lease the node does not know of would hold a slot that long.
+			o.Queues = []Queue{{Name: "limited", Concurrency: 5, GlobalLimit: 3}}
+			o.Workers = map[string]Worker{"W": rec}
+			o.DisableScheduler = true
+			o.HeartbeatInterval = 15 * time.Second
+			c.start(o)
+			waitCut(t, cut)
+			testutil.WaitFor(t, "every job ran", func() bool { return rec.count() >= jobs })
+			ranOnce(t, rec, want)
+			testutil.WaitFor(t, "no lease is left", func() bool { return c.zcard(c.keys.Leases("limited")) == 0 })
+		})
+	}
+}
+
+func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
+	v := newEnv(t)
+	release := make(chan struct{})
+	var started atomic.Int64
+	hold := WorkerFunc(func(ctx context.Context, job *Job) error {
+		started.Add(1)
+		<-release
+		return nil
+	})
+	for i := 0; i < 5; i++ {
+		v.push("limited", fmt.Sprintf(`{"class":"W","args":[],"queue":"limited","jid":"j%d"}`, i))
+	}
+	v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 10, GlobalLimit: 3, Rate: Rate{N: 50, Per: time.Second}}},
+		Workers: map[string]Worker{"W": hold}})
+	defer close(release)
+	testutil.WaitFor(t, "the limit is in use", func() bool { return started.Load() == 3 })
+	a, _ := v.api()
+	require.NoError(t, a.PauseQueue(context.Background(), "later"))
+
+	states, err := a.QueueStates(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []QueueState{
+		{Name: "later", Paused: true},
+		{Name: "limited", Size: 2, GlobalLimit: 3, InUse: 3, Rate: Rate{N: 50, Per: time.Second}, Started: 3},
+	}, states)
+}
+
+func TestSubscribeResizingAQueueKeepsItsLimits(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 2, Rate: Rate{N: 5, Per: time.Second}}}})
+	require.NoError(t, e.Subscribe("limited", 7))
+	assert.Equal(t, []Queue{{Name: "limited", Concurrency: 7, GlobalLimit: 2, Rate: Rate{N: 5, Per: time.Second}}}, e.Subscriptions())
+}
+
+func TestRateStringDropsZeroUnits(t *testing.T) {
+	for _, tc := range []struct {
+		rate Rate
+		want string
+	}{
+		{Rate{}, ""},
+		{Rate{N: 200, Per: time.Second}, "200/1s"},
+		{Rate{N: 10, Per: time.Minute}, "10/1m"},
+		{Rate{N: 5, Per: time.Hour}, "5/1h"},
+		{Rate{N: 5, Per: 90 * time.Minute}, "5/1h30m"},
+		{Rate{N: 3, Per: 1500 * time.Millisecond}, "3/1.5s"},
+	} {
+		assert.Equal(t, tc.want, tc.rate.String())
+	}
+}
+
+func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
+	v := newEnv(t)
+	v.start(Options{Queues: []Queue{{Name: "limited", GlobalLimit: 5}}})
+	for _, tc := range []struct {
+		name  string
+		queue Queue
+		warn  bool
+	}{
+		{"same limits", Queue{Name: "limited", GlobalLimit: 5}, false},
+		{"other limit", Queue{Name: "limited", GlobalLimit: 3}, true},
+		{"no limit at all", Queue{Name: "limited"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			e := v.start(Options{Queues: []Queue{tc.queue}, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))})
+			require.NoError(t, e.Stop(context.Background()))
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, tc.warn, strings.Contains(logs.String(), "other limits"), logs.String())
+			// Put the first node's limits back for the next case.
+			_, err := (&jobQueue{rdb: v.client, keys: v.keys}).publishLimits(context.Background(), []Queue{{Name: "limited", GlobalLimit: 5}})
+			require.NoError(t, err)
+		})
+	}
+}
