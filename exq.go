@@ -210,7 +210,8 @@ func goIn(wg *sync.WaitGroup, f func()) {
 }
 
 // recoverOwnBackups puts back every job this NodeID left in its backup lists (a previous
-// process with the same id that crashed), at the front of its queue, oldest first.
+// process with the same id that crashed), at the front of its queue, oldest first, and drops
+// the leases that process held.
 func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 	known, err := e.jq.knownQueues(ctx)
 	if err != nil {
@@ -230,6 +231,14 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 		}
 		if n > 0 {
 			e.log.Info("exq: recovered unfinished jobs of this node", "queue", q, "jobs", n)
+		}
+	}
+	for _, q := range e.opts.Queues {
+		if q.GlobalLimit == 0 {
+			continue
+		}
+		if _, err := e.jq.dropOwnLeases(ctx, q.Name); err != nil {
+			return fmt.Errorf("exq: start: drop the leases node %s left on queue %s: %w", e.opts.NodeID, q.Name, err)
 		}
 	}
 	return nil

@@ -168,8 +168,8 @@ type fetchReq struct {
 }
 
 // fetchRes is what a fetch took, per request, oldest first, how long each backup list was
-// before it, and, per request, how long a limit holds the queue back (see fetch.lua: -1 not
-// held back, 0 unknown, otherwise that long).
+// before it, and, when a queue had limits, per request how long a limit holds the queue back
+// (see fetch_limited.lua: -1 not held back, 0 unknown, otherwise that long).
 type fetchRes struct {
 	jobs      [][]string
 	backupLen []int
@@ -188,6 +188,14 @@ func (f fetchRes) strays(reqs []fetchReq) bool {
 	return false
 }
 
+// heldBack is how long a limit holds request i's queue back: -1 when none does.
+func (f fetchRes) heldBack(i int) time.Duration {
+	if f.wait == nil {
+		return -1
+	}
+	return f.wait[i]
+}
+
 // nextPoll is how long the poll loop waits after a fetch that found no job: idle, or until the
 // soonest time a rate allows a start.
 func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
@@ -204,6 +212,59 @@ func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
 // trip, within the queues' cluster-wide limits, and returns them per request, oldest first.
 // leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window).
 func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) (fetchRes, error) {
+	limited := false
+	for _, r := range reqs {
+		limited = limited || r.limits.any() || len(r.release) > 0
+	}
+	var res []any
+	var err error
+	if limited {
+		res, err = jq.fetchLimited(ctx, reqs, leaseTTL)
+	} else {
+		// No limit: the script and the arguments of a node without limits, nothing more.
+		keys := make([]string, 1, 1+2*len(reqs))
+		keys[0] = jq.keys.Paused()
+		args := make([]any, 0, 2*len(reqs))
+		for _, r := range reqs {
+			keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
+			args = append(args, r.queue, r.n)
+		}
+		res, err = scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
+	}
+	if err != nil {
+		return fetchRes{}, err
+	}
+	if len(res) != len(reqs) {
+		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
+	}
+	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res))}
+	head := 1 // fetch.lua: {backup length, jobs…}; fetch_limited.lua: {backup length, wait, jobs…}
+	if limited {
+		head = 2
+		out.wait = make([]time.Duration, len(res))
+	}
+	for i, r := range res {
+		list, _ := r.([]any)
+		if len(list) < head {
+			return fetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
+		}
+		n, _ := list[0].(int64)
+		out.backupLen[i] = int(n)
+		if limited {
+			w, _ := list[1].(int64)
+			out.wait[i] = time.Duration(w) * time.Millisecond
+		}
+		for _, j := range list[head:] {
+			if s, ok := j.(string); ok {
+				out.jobs[i] = append(out.jobs[i], s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// fetchLimited runs fetch_limited.lua for reqs.
+func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) ([]any, error) {
 	keys := make([]string, 1, 1+5*len(reqs))
 	keys[0] = jq.keys.Paused()
 	args := make([]any, 2, 2+7*len(reqs))
@@ -217,30 +278,7 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 			release = append(release, l)
 		}
 	}
-	res, err := scripts.Fetch.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
-	if err != nil {
-		return fetchRes{}, err
-	}
-	if len(res) != len(reqs) {
-		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
-	}
-	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res)), wait: make([]time.Duration, len(res))}
-	for i, r := range res {
-		list, _ := r.([]any)
-		if len(list) < 2 {
-			return fetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
-		}
-		n, _ := list[0].(int64)
-		out.backupLen[i] = int(n)
-		w, _ := list[1].(int64)
-		out.wait[i] = time.Duration(w) * time.Millisecond
-		for _, j := range list[2:] {
-			if s, ok := j.(string); ok {
-				out.jobs[i] = append(out.jobs[i], s)
-			}
-		}
-	}
-	return out, nil
+	return scripts.FetchLimited.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
 }
 
 // leaseMember names the lease (and start) number n of this node, as fetch.lua does.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -142,4 +143,25 @@ func (jq *jobQueue) queueControls(ctx context.Context, qs []string) (map[string]
 // limitedQueues lists the queues with published limits.
 func (jq *jobQueue) limitedQueues(ctx context.Context) ([]string, error) {
 	return jq.rdb.HKeys(ctx, jq.keys.Limits()).Result()
+}
+
+// dropOwnLeases removes the leases on queue q named after this node: those a previous process
+// with the same NodeID left when it died (its jobs go back to their queue at Start). Lease
+// numbers restart at 1 in every process, so they would otherwise hold slots until they lapse.
+func (jq *jobQueue) dropOwnLeases(ctx context.Context, q string) (int64, error) {
+	members, err := jq.rdb.ZRange(ctx, jq.keys.Leases(q), 0, -1).Result()
+	if err != nil {
+		return 0, err
+	}
+	prefix := jq.node + ":"
+	var mine []any
+	for _, m := range members {
+		if n, ok := strings.CutPrefix(m, prefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			mine = append(mine, m)
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil
+	}
+	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), mine...).Result()
 }

@@ -65,7 +65,7 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 			res, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: tc.n, limits: tc.limits, first: 10, release: tc.release}}, time.Minute)
 			require.NoError(t, err)
 			assert.Len(t, res.jobs[0], tc.wantTook)
-			tc.wantWait(t, res.wait[0])
+			tc.wantWait(t, res.heldBack(0))
 			if tc.limits.global > 0 {
 				live, err := v.client.ZCount(ctx, v.keys.Leases("q"), fmt.Sprint(time.Now().Unix()), "+inf").Result()
 				require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
 				require.NoError(t, err)
 				want = append(want, jid)
 			}
-			cut := c.cutScript(scripts.Fetch, 1)
+			cut := c.cutScript(scripts.FetchLimited, 1)
 			rec := &recorder{}
 			o := tc.opts(c)
 			// Leases live a minute: a lease the node does not know of would hold a slot that long.
@@ -256,4 +256,18 @@ func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	far := float64(time.Now().Add(time.Hour).Unix())
+	// What a crash of node "fixed" left: its leases, and a lease of node "fixed:2" (another
+	// node whose id starts the same way), which stays.
+	require.NoError(t, v.client.ZAdd(ctx, v.keys.Leases("limited"),
+		redis.Z{Score: far, Member: "fixed:1"}, redis.Z{Score: far, Member: "fixed:7"}, redis.Z{Score: far, Member: "fixed:2:3"}).Err())
+	v.start(Options{NodeID: "fixed", Queues: []Queue{{Name: "limited", GlobalLimit: 3}}})
+	members, err := v.client.ZRange(ctx, v.keys.Leases("limited"), 0, -1).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fixed:2:3"}, members)
 }

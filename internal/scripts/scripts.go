@@ -16,6 +16,8 @@ var (
 	enqueueAllSrc string
 	//go:embed fetch.lua
 	fetchSrc string
+	//go:embed fetch_limited.lua
+	fetchLimitedSrc string
 	//go:embed retry.lua
 	retrySrc string
 	//go:embed dead.lua
@@ -55,20 +57,22 @@ var (
 	Enqueue    = redis.NewScript(enqueueSrc)
 	EnqueueAll = redis.NewScript(enqueueAllSrc)
 	Fetch      = redis.NewScript(fetchSrc)
-	Retry      = redis.NewScript(retrySrc)
-	Dead       = redis.NewScript(deadSrc)
-	Requeue    = redis.NewScript(requeueSrc)
-	Recover    = redis.NewScript(recoverSrc)
-	Schedule   = redis.NewScript(scheduleSrc)
-	EnqueueAt  = redis.NewScript(enqueueAtSrc)
-	Ack        = redis.NewScript(ackSrc)
-	Unlock     = redis.NewScript(unlockSrc)
-	RemoveJobs = redis.NewScript(removeJobsSrc)
-	RequeueSet = redis.NewScript(requeueSetSrc)
-	Beat       = redis.NewScript(beatSrc)
-	Stale      = redis.NewScript(staleSrc)
-	Rescue     = redis.NewScript(rescueSrc)
-	Bury       = redis.NewScript(burySrc)
+	// FetchLimited is Fetch for polls where a queue has a cluster-wide limit or leases to release.
+	FetchLimited = redis.NewScript(fetchLimitedSrc)
+	Retry        = redis.NewScript(retrySrc)
+	Dead         = redis.NewScript(deadSrc)
+	Requeue      = redis.NewScript(requeueSrc)
+	Recover      = redis.NewScript(recoverSrc)
+	Schedule     = redis.NewScript(scheduleSrc)
+	EnqueueAt    = redis.NewScript(enqueueAtSrc)
+	Ack          = redis.NewScript(ackSrc)
+	Unlock       = redis.NewScript(unlockSrc)
+	RemoveJobs   = redis.NewScript(removeJobsSrc)
+	RequeueSet   = redis.NewScript(requeueSetSrc)
+	Beat         = redis.NewScript(beatSrc)
+	Stale        = redis.NewScript(staleSrc)
+	Rescue       = redis.NewScript(rescueSrc)
+	Bury         = redis.NewScript(burySrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.
