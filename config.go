@@ -184,8 +184,19 @@ type Options struct {
 	// SchedulerPollTimeout is how often due scheduled and retry jobs are moved to their
 	// queues. Default 200 ms.
 	SchedulerPollTimeout time.Duration
-	// DisableScheduler turns off the scheduler on this node. Some node must run it, or
-	// scheduled jobs and retries never come due.
+	// Periodic are schedules this node writes to Redis at Start (README "Periodic jobs"): a
+	// new one is created, an existing one keeps its status and history and gets the rest.
+	// Every node (without DisableScheduler) enqueues the ticks of every schedule of the
+	// namespace, these and those others wrote, exactly once per tick in all. Errors at Start
+	// name the schedule.
+	Periodic []PeriodicJob
+	// PeriodicGrace is how late a tick may still be enqueued: when no node ran at a tick, the
+	// first node up within this long after it enqueues it (only the latest such tick; earlier
+	// ones are skipped). Default DefaultPeriodicGrace (1 minute, as sidekiq-cron).
+	PeriodicGrace time.Duration
+	// DisableScheduler turns off the scheduler on this node, and with it the enqueueing of
+	// periodic jobs. Some node must run it, or scheduled jobs and retries never come due and
+	// periodic jobs never run.
 	DisableScheduler bool
 
 	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries, and is the
@@ -418,6 +429,23 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		labels = append(labels, l)
 	}
 	o.Labels = labels
+	names := map[string]bool{}
+	for i, p := range o.Periodic {
+		field := fmt.Sprintf("Periodic[%d]", i)
+		if _, _, err := p.check(); err != nil {
+			return bad(field, "%v", err)
+		}
+		if names[p.Name] {
+			return bad(field, "periodic job %q is listed twice", p.Name)
+		}
+		names[p.Name] = true
+	}
+	if o.PeriodicGrace < 0 {
+		return bad("PeriodicGrace", "must not be negative, got %s", o.PeriodicGrace)
+	}
+	if o.PeriodicGrace == 0 {
+		o.PeriodicGrace = DefaultPeriodicGrace
+	}
 	return settings{Options: o, testHooks: h.withDefaults()}, nil
 }
 

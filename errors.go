@@ -39,6 +39,15 @@ var (
 	ErrNotReplicated = errors.New("exq: not replicated")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	// ErrInvalidPeriodic is wrapped when a PeriodicJob is not acceptable (at Start, under
+	// ErrInvalidOptions, and by the API's AddPeriodic and UpdatePeriodic); the message names
+	// the schedule and the field. Nothing is written to Redis.
+	ErrInvalidPeriodic = errors.New("exq: invalid periodic job")
+	// ErrPeriodicNotFound is returned by the API's periodic-job calls when no schedule has the
+	// name.
+	ErrPeriodicNotFound = errors.New("exq: periodic job not found")
+	// ErrPeriodicExists is returned by API.AddPeriodic when a schedule has the name already.
+	ErrPeriodicExists = errors.New("exq: periodic job exists")
 	// ErrJobNotFound is returned by the API's Find and RequeueJob calls when no job has the jid.
 	ErrJobNotFound = errors.New("exq: job not found")
 	// ErrUndecodableJob is returned by JobRecord.Job for a stored document that is not a job:

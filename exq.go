@@ -139,6 +139,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
 
 	e.publishLimits(ctx)
+	if err := e.savePeriodic(ctx); err != nil {
+		return fail(err)
+	}
 	if fixedNode {
 		if err := e.recoverOwnBackups(ctx); err != nil {
 			return fail(err)
@@ -173,6 +176,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableScheduler {
 		s := &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout}
 		e.goLoop(func() { s.run(runCtx) })
+		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
+			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
+		e.goLoop(func() { p.run(runCtx) })
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
@@ -483,4 +489,22 @@ func (e *Exq) publishLimits(ctx context.Context) {
 		e.log.Warn("exq: another node ran this queue with other limits; each node enforces its own, so set the same on every node",
 			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", was.rate().String())
 	}
+}
+
+// savePeriodic writes Options.Periodic to Redis: new schedules are created, existing ones keep
+// their status and history.
+func (e *Exq) savePeriodic(ctx context.Context) error {
+	for _, p := range e.opts.Periodic {
+		line, sched, err := p.check()
+		if err != nil {
+			return err // checked by withDefaults already
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
+		_, err = e.jq.saveCron(cctx, p, line, sched, cronUpsert, e.opts.now())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("exq: start: save periodic job %q: %w", p.Name, err)
+		}
+	}
+	return nil
 }

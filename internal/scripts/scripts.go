@@ -18,6 +18,12 @@ var (
 	fetchSrc string
 	//go:embed fetch_limited.lua
 	fetchLimitedSrc string
+	//go:embed cron_save.lua
+	cronSaveSrc string
+	//go:embed cron_enqueue.lua
+	cronEnqueueSrc string
+	//go:embed cron_status.lua
+	cronStatusSrc string
 	//go:embed retry.lua
 	retrySrc string
 	//go:embed dead.lua
@@ -59,20 +65,24 @@ var (
 	Fetch      = redis.NewScript(fetchSrc)
 	// FetchLimited is Fetch for polls where a queue has a cluster-wide limit or leases to release.
 	FetchLimited = redis.NewScript(fetchLimitedSrc)
-	Retry        = redis.NewScript(retrySrc)
-	Dead         = redis.NewScript(deadSrc)
-	Requeue      = redis.NewScript(requeueSrc)
-	Recover      = redis.NewScript(recoverSrc)
-	Schedule     = redis.NewScript(scheduleSrc)
-	EnqueueAt    = redis.NewScript(enqueueAtSrc)
-	Ack          = redis.NewScript(ackSrc)
-	Unlock       = redis.NewScript(unlockSrc)
-	RemoveJobs   = redis.NewScript(removeJobsSrc)
-	RequeueSet   = redis.NewScript(requeueSetSrc)
-	Beat         = redis.NewScript(beatSrc)
-	Stale        = redis.NewScript(staleSrc)
-	Rescue       = redis.NewScript(rescueSrc)
-	Bury         = redis.NewScript(burySrc)
+	// CronSave and CronEnqueue keep periodic jobs in sidekiq-cron 1.x's layout.
+	CronSave    = redis.NewScript(cronSaveSrc)
+	CronEnqueue = redis.NewScript(cronEnqueueSrc)
+	CronStatus  = redis.NewScript(cronStatusSrc)
+	Retry       = redis.NewScript(retrySrc)
+	Dead        = redis.NewScript(deadSrc)
+	Requeue     = redis.NewScript(requeueSrc)
+	Recover     = redis.NewScript(recoverSrc)
+	Schedule    = redis.NewScript(scheduleSrc)
+	EnqueueAt   = redis.NewScript(enqueueAtSrc)
+	Ack         = redis.NewScript(ackSrc)
+	Unlock      = redis.NewScript(unlockSrc)
+	RemoveJobs  = redis.NewScript(removeJobsSrc)
+	RequeueSet  = redis.NewScript(requeueSetSrc)
+	Beat        = redis.NewScript(beatSrc)
+	Stale       = redis.NewScript(staleSrc)
+	Rescue      = redis.NewScript(rescueSrc)
+	Bury        = redis.NewScript(burySrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.

@@ -92,6 +92,26 @@ func (k Keys) RatePace(q string) string { return k.Prefix + "rate_pace:" + q }
 // node at start, so that the API and the CLI can show them.
 func (k Keys) Limits() string { return k.Prefix + "limits" }
 
+// CronJobs is sidekiq-cron 1.x's set of periodic jobs. Its members are CronMember(name),
+// without the namespace, as sidekiq-cron (through redis-namespace) writes them.
+func (k Keys) CronJobs() string { return k.Prefix + "cron_jobs" }
+
+// CronMember is the member of CronJobs naming periodic job name: "cron_job:<name>".
+func CronMember(name string) string { return "cron_job:" + name }
+
+// CronJob is the hash of periodic job name (sidekiq-cron 1.x: klass, cron, message, status,
+// last_enqueue_time, …; every value a string).
+func (k Keys) CronJob(name string) string { return k.Prefix + CronMember(name) }
+
+// CronEnqueued is the sorted set of the ticks of periodic job name that were enqueued: member
+// the tick as "2006-01-02T15:04:05Z", score its Unix time. Adding the member is the claim: a
+// tick is enqueued only by whoever's ZADD added it (sidekiq-cron and exq alike).
+func (k Keys) CronEnqueued(name string) string { return k.CronJob(name) + ":enqueued" }
+
+// CronHistory is the list of the last enqueues of periodic job name, newest first:
+// {"jid":…,"enqueued":"2006-01-02 15:04:05 +0000"}.
+func (k Keys) CronHistory(name string) string { return k.CronJob(name) + ":jid_history" }
+
 // StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
 // TTL), so that a batch sent again after a lost reply is not counted twice.
 func (k Keys) StatFlush(node string) string { return k.Prefix + "stat_flush:" + node }

@@ -1,0 +1,186 @@
+package exq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// PeriodicState is a periodic job as Redis holds it (whoever wrote it: exq or sidekiq-cron),
+// with its last and next enqueue.
+type PeriodicState struct {
+	Name        string          `json:"name"`
+	Spec        string          `json:"spec"` // the stored cron line, zone included
+	Queue       string          `json:"queue"`
+	Class       string          `json:"class"`
+	Args        json.RawMessage `json:"args"`
+	Description string          `json:"description,omitempty"`
+	Enabled     bool            `json:"enabled"`
+	// LastEnqueued is when its job was last enqueued (a tick, or Enqueue Now); zero if never.
+	LastEnqueued time.Time `json:"last_enqueued"`
+	// Next is its next tick; zero when disabled or when exq cannot read the spec.
+	Next time.Time `json:"next"`
+	// Problem says what exq cannot read in a schedule another program wrote (a spec only
+	// fugit knows, a broken field); exq does not enqueue such a schedule. "" when none.
+	Problem string `json:"problem,omitempty"`
+}
+
+// PeriodicRun is one enqueue of a periodic job, from its history (the last 10 are kept).
+type PeriodicRun struct {
+	JID      string    `json:"jid"`
+	Enqueued time.Time `json:"enqueued"`
+}
+
+// PeriodicJobs lists every periodic job of the namespace, sorted by name.
+func (a *API) PeriodicJobs(ctx context.Context) ([]PeriodicState, error) {
+	recs, err := a.jq.loadCron(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: periodic jobs: %w", err)
+	}
+	now := time.Now()
+	out := make([]PeriodicState, len(recs))
+	for i, r := range recs {
+		out[i] = periodicState(r, now)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// PeriodicJob reads one periodic job; ErrPeriodicNotFound when there is none of that name.
+func (a *API) PeriodicJob(ctx context.Context, name string) (PeriodicState, error) {
+	r, ok, err := a.jq.cronRecordOf(ctx, name)
+	switch {
+	case err != nil:
+		return PeriodicState{}, fmt.Errorf("exq: periodic job %q: %w", name, err)
+	case !ok:
+		return PeriodicState{}, fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
+	}
+	return periodicState(r, time.Now()), nil
+}
+
+func periodicState(r cronRecord, now time.Time) PeriodicState {
+	st := PeriodicState{Name: r.name, Spec: r.spec, Queue: r.queue, Class: r.class, Args: r.args, Description: r.description,
+		Enabled: r.enabled, LastEnqueued: r.lastEnqueue, Problem: r.problem}
+	s, err := parseSpec(r.spec, "")
+	switch {
+	case err != nil && st.Problem == "":
+		st.Problem = err.Error()
+	case err == nil && r.enabled:
+		st.Next = s.next(now)
+	}
+	return st
+}
+
+// AddPeriodic creates a periodic job (enabled unless p.Disabled); every node of the namespace
+// enqueues it from its next tick on. ErrPeriodicExists when the name is taken; errors wrapping
+// ErrInvalidPeriodic name the field.
+func (a *API) AddPeriodic(ctx context.Context, p PeriodicJob) error {
+	return a.savePeriodic(ctx, p, cronCreate)
+}
+
+// UpdatePeriodic changes an existing periodic job's spec, queue, class, args and description;
+// its status and history stay (p.Disabled is not read). ErrPeriodicNotFound when there is none.
+func (a *API) UpdatePeriodic(ctx context.Context, p PeriodicJob) error {
+	return a.savePeriodic(ctx, p, cronUpdate)
+}
+
+func (a *API) savePeriodic(ctx context.Context, p PeriodicJob, mode string) error {
+	line, sched, err := p.check()
+	if err != nil {
+		return err
+	}
+	n, err := a.jq.saveCron(ctx, p, line, sched, mode, time.Now())
+	switch {
+	case err != nil:
+		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
+	case n == -1:
+		return fmt.Errorf("%w: %q", ErrPeriodicNotFound, p.Name)
+	case n == -2:
+		return fmt.Errorf("%w: %q", ErrPeriodicExists, p.Name)
+	}
+	return nil
+}
+
+// EnablePeriodic lets the nodes enqueue periodic job name again, from its next tick on.
+func (a *API) EnablePeriodic(ctx context.Context, name string) error {
+	return a.setPeriodicStatus(ctx, name, "enabled")
+}
+
+// DisablePeriodic stops every node (and sidekiq-cron) from enqueueing periodic job name; the
+// status is read at every tick, so no tick after DisablePeriodic returns is enqueued.
+func (a *API) DisablePeriodic(ctx context.Context, name string) error {
+	return a.setPeriodicStatus(ctx, name, "disabled")
+}
+
+func (a *API) setPeriodicStatus(ctx context.Context, name, status string) error {
+	ok, err := a.jq.setCronStatus(ctx, name, status)
+	switch {
+	case err != nil:
+		return fmt.Errorf("exq: set periodic job %q %s: %w", name, status, err)
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
+	}
+	return nil
+}
+
+// DeletePeriodic removes periodic job name, its enqueued ticks and its history. A node that
+// still lists it in Options.Periodic creates it again when it starts.
+func (a *API) DeletePeriodic(ctx context.Context, name string) error {
+	ok, err := a.jq.deleteCron(ctx, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("exq: delete periodic job %q: %w", name, err)
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
+	}
+	return nil
+}
+
+// EnqueuePeriodicNow enqueues periodic job name's job now, outside its ticks (Sidekiq Web's
+// "Enqueue Now"), enabled or not, and returns the jid. Its ticks are not affected.
+func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, error) {
+	r, ok, err := a.jq.cronRecordOf(ctx, name)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
+	case !ok:
+		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
+	case r.problem != "":
+		return "", fmt.Errorf("exq: enqueue periodic job %q: %s", name, r.problem)
+	}
+	now := time.Now()
+	en := &enqueuer{jq: a.jq, now: time.Now, maxRetries: DefaultMaxRetries}
+	b, err := en.buildAt(now, "enqueue periodic "+name, r.queue, r.class, r.args, time.Time{}, nil)
+	if err != nil {
+		return "", err
+	}
+	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now); err != nil {
+		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
+	} else if !ok {
+		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name) // deleted meanwhile
+	}
+	return b.jid, nil
+}
+
+// PeriodicHistory lists the last enqueues of periodic job name, newest first.
+func (a *API) PeriodicHistory(ctx context.Context, name string) ([]PeriodicRun, error) {
+	raws, err := a.jq.cronHistory(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("exq: periodic job %q history: %w", name, err)
+	}
+	out := make([]PeriodicRun, 0, len(raws))
+	for _, raw := range raws {
+		var e struct {
+			JID      string `json:"jid"`
+			Enqueued string `json:"enqueued"`
+		}
+		if json.Unmarshal([]byte(raw), &e) != nil {
+			continue
+		}
+		t, _ := parseCronTime(e.Enqueued)
+		out = append(out, PeriodicRun{JID: e.JID, Enqueued: t})
+	}
+	return out, nil
+}
