@@ -56,6 +56,7 @@ func init() {
 		"quiet":     {signalCmd("TSTP"), true},
 		"stop":      {signalCmd("TERM"), true},
 		"cancel":    {cancelCmd, true},
+		"cron":      {cronCmd, false},
 	}
 }
 

@@ -29,7 +29,7 @@ func main() {
 // Exit codes.
 const (
 	exitOK    = 0
-	exitError = 1 // Redis or a job was not found
+	exitError = 1 // Redis, a job or periodic job was not found, or a periodic job exists
 	exitUsage = 2 // bad command line or bad input
 )
 
@@ -75,16 +75,28 @@ Commands:
   quiet NODE                 ask NODE to fetch no more jobs (TSTP)
   stop NODE                  ask NODE to go quiet and stop (TERM)
   cancel JID                 cancel running job JID (it goes to dead as "Canceled")
+  cron [list]                periodic jobs: spec, queue, class, status, last and next enqueue
+  cron history NAME          the last enqueues of periodic job NAME, newest first
+  cron enqueue NAME          enqueue periodic job NAME's job now (its ticks are not affected)
+  cron enable NAME           let the nodes enqueue NAME at its ticks again
+  cron disable NAME          stop every node (and sidekiq-cron) from enqueueing NAME
+  cron delete NAME           delete periodic job NAME and its history
+  cron add NAME SPEC QUEUE CLASS [ARGS]
+                             create a periodic job; SPEC is a cron line ('0 9 * * 1-5', 6 fields
+                             with seconds first, a zone at the end), @hourly… or '@every 30s';
+                             ARGS a JSON array (default [])
+                             [--timezone ZONE] [--description TEXT] [--disabled]
 
 Several namespaces (shards): stats, queues, processes and busy sum or merge every shard
 (queues sums slots in use and starts, but a queue's limit and rate apply in each shard);
 retry JID, delete JID and cancel JID look for the job in each shard; quiet and stop signal
-the node in every shard where it is live. jobs, retries, scheduled, dead, enqueue,
+the node in every shard where it is live. jobs, retries, scheduled, dead, enqueue, cron,
 retry --all, delete --all and delete --queue work on one namespace: they refuse (exit 2),
 so run them with a single --namespace per shard.
 
 Bulk commands (retry --all) show a progress bar on stderr.
-Exit status: 0 done, 1 failed (Redis, or the job was not found), 2 bad command line or input.
+Exit status: 0 done, 1 failed (Redis, or the job or periodic job was not found, or the
+periodic job exists already), 2 bad command line or input.
 `
 
 // cli is one invocation: the API, where to print, how.
@@ -222,7 +234,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stderr, "exq %s: %s\n", rest[0], strings.TrimPrefix(err.Error(), "exq: "))
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, exq.ErrInvalidJob) || errors.Is(err, exq.ErrInvalidOptions) || errors.Is(err, exq.ErrInvalidQueue) {
+	if errors.As(err, &u) || errors.Is(err, exq.ErrInvalidJob) || errors.Is(err, exq.ErrInvalidOptions) || errors.Is(err, exq.ErrInvalidQueue) ||
+		errors.Is(err, exq.ErrInvalidPeriodic) {
 		return exitUsage
 	}
 	return exitError
