@@ -433,7 +433,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 	for i, p := range o.Periodic {
 		field := fmt.Sprintf("Periodic[%d]", i)
 		if _, _, err := p.check(); err != nil {
-			return bad(field, "%v", err)
+			return settings{}, fmt.Errorf("%w: %s: %w", ErrInvalidOptions, field, err)
 		}
 		if names[p.Name] {
 			return bad(field, "periodic job %q is listed twice", p.Name)

@@ -35,6 +35,7 @@ type fleetConfig struct {
 	Queue       Queue         `json:"queue"`
 	Heartbeat   time.Duration `json:"heartbeat"`
 	JobDuration time.Duration `json:"job_duration"` // < 0: until the job's context ends
+	Periodic    []PeriodicJob `json:"periodic"`
 }
 
 // Keys the fleet jobs write, in the test's namespace.
@@ -80,7 +81,7 @@ func runFleetNode() {
 	})
 	e, err := Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace, Queues: []Queue{c.Queue},
 		Workers: map[string]Worker{"Timed": job}, HeartbeatInterval: c.Heartbeat, PollTimeout: 20 * time.Millisecond,
-		Logger: testLogger()})
+		Periodic: c.Periodic, Logger: testLogger()})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
