@@ -147,13 +147,7 @@ func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
 }
 
 func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(c *cutter) Options
-	}{
-		{"caller's client sends it again", func(c *cutter) Options { return Options{Redis: c.retrying()} }},
-		{"exq's client reports the error", func(c *cutter) Options { return Options{RedisURL: c.url()} }},
-	} {
+	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			const jobs = 12

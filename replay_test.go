@@ -78,17 +78,20 @@ func ranOnce(t *testing.T, rec *recorder, want []string) {
 	assert.Len(t, ran, len(want), "no other job ran")
 }
 
+// lostFetchClients are the two ways a node meets a fetch whose reply was lost.
+var lostFetchClients = []struct {
+	name string
+	opts func(c *cutter) Options
+}{
+	// go-redis sends the fetch again: the first batch sits in the backup list, held by no
+	// worker, and the poll loop sees no error.
+	{"caller's client sends it again", func(c *cutter) Options { return Options{Redis: c.retrying()} }},
+	// exq's own client does not send it again: the poll loop sees the error.
+	{"exq's client reports the error", func(c *cutter) Options { return Options{RedisURL: c.url()} }},
+}
+
 func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(c *cutter) Options
-	}{
-		// go-redis sends the fetch again: the first batch sits in the backup list, held by
-		// no worker, and the poll loop sees no error.
-		{"caller's client sends it again", func(c *cutter) Options { return Options{Redis: c.retrying()} }},
-		// exq's own client does not send it again: the poll loop sees the error.
-		{"exq's client reports the error", func(c *cutter) Options { return Options{RedisURL: c.url()} }},
-	} {
+	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			const jobs = 20
