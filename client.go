@@ -48,7 +48,8 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
-	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries}, rdb: rdb, ownClient: own}, nil
+	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger}},
+		rdb: rdb, ownClient: own}, nil
 }
 
 // Enqueue pushes a job onto queue now; see Exq.Enqueue.

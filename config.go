@@ -102,6 +102,8 @@ type ClientOptions struct {
 
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
+	// Listeners receive a JobEnqueued event for every job this client writes (see Listener).
+	Listeners []Listener
 }
 
 // withDefaults validates c and fills in its defaults. Errors name the field.
@@ -120,6 +122,11 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	}
 	if err := c.replicaDefaults(); err != nil {
 		return c, err
+	}
+	for i, l := range c.Listeners {
+		if l == nil {
+			return bad(fmt.Sprintf("Listeners[%d]", i), "is nil")
+		}
 	}
 	if c.NoNamespace && c.Namespace != "" {
 		return bad("Namespace", "must be empty when NoNamespace is set, got %q", c.Namespace)
@@ -271,6 +278,9 @@ type Options struct {
 
 	// Logger receives exq's own log lines. Default slog.Default().
 	Logger *slog.Logger
+	// Listeners receive the node's events: every job's enqueue, start and outcome, and the
+	// node's own life (see Event). With none, events cost nothing per job.
+	Listeners []Listener
 }
 
 // ClientOptions returns the fields of o that NewClient and NewAPI use, so that a program
@@ -279,7 +289,7 @@ type Options struct {
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
 		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
-		Logger: o.Logger}
+		Logger: o.Logger, Listeners: o.Listeners}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value

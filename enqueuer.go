@@ -171,6 +171,14 @@ type enqueuer struct {
 	jq         *jobQueue
 	now        func() time.Time
 	maxRetries int
+	events     listeners
+}
+
+// enqueued reports a written job to the listeners.
+func (en *enqueuer) enqueued(queue, class, jid string, at time.Time) {
+	if en.events.has() {
+		en.events.emit(Event{Kind: JobEnqueued, Queue: queue, Class: class, JID: jid, At: at})
+	}
 }
 
 // built is a validated job, ready to write.
@@ -328,6 +336,9 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return "", err
 	}
 	holder, err := en.jq.enqueue(ctx, queue, b.doc, b.lock)
+	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
+		en.enqueued(queue, class, b.jid, time.Time{})
+	}
 	return b.result("enqueue", class, queue, holder, err)
 }
 
@@ -364,6 +375,9 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	} else {
 		holder, err = en.jq.enqueueAt(ctx, b.at, b.doc, b.lock)
 	}
+	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
+		en.enqueued(queue, class, b.jid, b.at)
+	}
 	return b.result(op, class, queue, holder, err)
 }
 
@@ -397,6 +411,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: tokens[i]}}
 		} else {
 			results[i] = EnqueueResult{JID: jids[i]}
+			en.enqueued(specs[i].Queue, specs[i].Class, jids[i], items[i].at)
 		}
 	}
 	return results, err

@@ -67,6 +67,7 @@ type Exq struct {
 	mgr      *manager
 	stats    *stats
 	acker    *acker
+	events   listeners // Options.Listeners
 	pinger   *pinger
 	hb       *heartbeat
 
@@ -126,14 +127,15 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return fail(err)
 	}
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
-	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries}
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log}
+	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
-		timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
+		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
@@ -151,7 +153,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
 		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
-			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, log: e.log}
+			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
 		if err := e.hb.beat(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
@@ -182,6 +184,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
+	if e.events.has() {
+		e.events.emit(Event{Kind: NodeStarted})
+	}
 	return e, nil
 }
 
@@ -365,6 +370,10 @@ func (e *Exq) Stop(ctx context.Context) error {
 	}
 	defer close(e.stopDone)
 	e.requestStop()
+	if e.events.has() {
+		e.events.emit(Event{Kind: NodeStopping})
+		defer e.events.emit(Event{Kind: NodeStopped})
+	}
 
 	// The phases, in this order, each waiting for the one before:
 	//  1. stop fetching and scheduling (the loops end; no job enters a backup list any more);

@@ -24,6 +24,7 @@ type heartbeat struct {
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue
+	events   listeners                  // JobsRescued
 	log      *slog.Logger
 }
 
@@ -110,6 +111,9 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		seen[q] = true
 		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
 		total += moved
+		if moved > 0 && h.events.has() {
+			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.node})
+		}
 		if err != nil {
 			return err
 		}

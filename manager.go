@@ -82,6 +82,7 @@ type managerParts struct {
 	acker       *acker
 	perform     func(*run)      // runs one job to its end, then calls release
 	dequeuer    Dequeuer        // Options.Dequeuer; nil: the local concurrency alone
+	events      listeners       // RedisLost, RedisBack
 	jobsCtx     context.Context // parent of every job's context
 	timeout     time.Duration   // bounds each Redis call
 	pollTimeout time.Duration   // idle poll interval
@@ -302,6 +303,7 @@ func (m *manager) run(ctx context.Context) {
 		return true
 	}
 	backoff := time.Duration(0)
+	var lostAt time.Time
 	reconcile := false
 	for ctx.Err() == nil {
 		if reconcile {
@@ -341,6 +343,10 @@ func (m *manager) run(ctx context.Context) {
 			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
 			if backoff == minErrorBackoff {
 				log.Warn("exq: fetching jobs failed; backing off until Redis answers", "error", err)
+				lostAt = time.Now()
+				if m.events.has() {
+					m.events.emit(Event{Kind: RedisLost, Err: err})
+				}
 			}
 			if !sleepCtx(ctx, backoff) {
 				return
@@ -351,6 +357,9 @@ func (m *manager) run(ctx context.Context) {
 		if backoff != 0 {
 			log.Info("exq: fetching jobs works again")
 			backoff = 0
+			if m.events.has() {
+				m.events.emit(Event{Kind: RedisBack, Duration: time.Since(lostAt)})
+			}
 		}
 		if res.strays(reqs) {
 			// An earlier fetch ran without its reply reaching us: put its jobs back next.

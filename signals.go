@@ -38,7 +38,9 @@ func (e *Exq) handleSignal(sig string) {
 // Quiet makes the node fetch no more jobs, as Sidekiq's TSTP does; running jobs finish and
 // the node reports "quiet" to the UIs. It cannot be undone; Stop the node when it is idle.
 func (e *Exq) Quiet() {
-	e.mgr.quiet.Store(true)
+	if e.mgr.quiet.CompareAndSwap(false, true) && e.events.has() {
+		e.events.emit(Event{Kind: NodeQuiet})
+	}
 }
 
 // Done is closed when this node has been asked to stop: by the end of the ctx given to Start

@@ -66,6 +66,9 @@ func (e *Exq) process(r *run) {
 		if r.claim() {
 			e.stats.record(false, e.opts.now())
 			e.deadLetterPoison(r, err)
+			if e.events.has() {
+				e.events.emit(Event{Kind: JobDied, Queue: r.queue, Err: err})
+			}
 		}
 		return
 	}
@@ -82,10 +85,19 @@ func (e *Exq) process(r *run) {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
 	}
+	var began time.Time
+	if e.events.has() {
+		began = time.Now()
+		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
+	}
 	err = e.perform(ctx, job)
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.
-		e.reportOutcome(job, outcome{name: "handed back", retryCount: job.RetryCount})
+		out := outcome{name: "handed back", retryCount: job.RetryCount}
+		e.reportOutcome(job, out)
+		if e.events.has() {
+			e.events.jobOutcome(job, out, time.Since(began))
+		}
 		return
 	}
 	var snooze *SnoozeError
@@ -122,6 +134,9 @@ func (e *Exq) process(r *run) {
 		out = e.fail(r, job, err)
 	}
 	e.reportOutcome(job, out)
+	if e.events.has() {
+		e.events.jobOutcome(job, out, time.Since(began))
+	}
 }
 
 // timeoutFor is the run time allowed to w's jobs: its Timeout method when it has one (a

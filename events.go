@@ -1,0 +1,131 @@
+package exq
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The events a node (and a Client, for JobEnqueued) reports to its Listeners.
+const (
+	// JobEnqueued: an Enqueue call wrote a job (At is set for a scheduled one).
+	JobEnqueued EventKind = iota + 1
+	// JobStarted: a worker is about to run the job.
+	JobStarted
+	// JobSucceeded: the job ran without error (its acknowledgement is on its way to Redis).
+	JobSucceeded
+	// JobRetried: the job failed and runs again at At (Err is the failure).
+	JobRetried
+	// JobDied: the job failed for good and went to the dead set (Err is the failure), or its
+	// document could not be read at all (Class is then empty).
+	JobDied
+	// JobSnoozed: the worker asked to run the job again at At.
+	JobSnoozed
+	// JobHandedBack: Stop put the unfinished job back at the front of its queue.
+	JobHandedBack
+	// JobNotStored: the job's outcome could not be written (Redis did not answer); the job stays
+	// in this node's backup list and runs again after a rescue.
+	JobNotStored
+	// JobsRescued: this node moved Count jobs of dead node From back to their queue Queue.
+	JobsRescued
+	// NodeStarted: Start finished.
+	NodeStarted
+	// NodeQuiet: the node fetches no more jobs (Quiet, a TSTP or TERM signal).
+	NodeQuiet
+	// NodeStopping: Stop began.
+	NodeStopping
+	// NodeStopped: Stop ended.
+	NodeStopped
+	// RedisLost: fetching jobs failed (Err); the node backs off until Redis answers.
+	RedisLost
+	// RedisBack: fetching works again, Duration after RedisLost.
+	RedisBack
+)
+
+var eventNames = [...]string{"", "job_enqueued", "job_started", "job_succeeded", "job_retried", "job_died", "job_snoozed",
+	"job_handed_back", "job_not_stored", "jobs_rescued", "node_started", "node_quiet", "node_stopping", "node_stopped",
+	"redis_lost", "redis_back"}
+
+// String names the kind: "job_succeeded", "redis_lost", …
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && k != 0 {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
+
+// Event is one thing that happened to a job or to the node. Fields that do not apply to the
+// Kind are zero.
+type Event struct {
+	Kind EventKind
+	// Time is when it happened.
+	Time time.Time
+	// Node is the node that reports it ("" for a Client).
+	Node string
+	// Queue, Class and JID name the job (JobsRescued: Queue only).
+	Queue, Class, JID string
+	// RetryCount is the job's retry_count as stored after the event.
+	RetryCount int
+	// Duration is the run's length for the outcomes of a run (JobSucceeded, JobRetried,
+	// JobDied, JobSnoozed, JobHandedBack, JobNotStored), and how long Redis was lost for
+	// RedisBack.
+	Duration time.Duration
+	// At is when the job runs again (JobRetried, JobSnoozed) or is due (a scheduled
+	// JobEnqueued).
+	At time.Time
+	// Err is the failure (JobRetried, JobDied, JobNotStored) or Redis' error (RedisLost).
+	Err error
+	// Count and From: JobsRescued moved Count jobs of dead node From.
+	Count int
+	From  string
+}
+
+// Listener receives events. It is called synchronously on the goroutine where the event
+// happened (a worker's, the poll loop's), so it must be quick and must not block: hand slow
+// work to a goroutine or a buffered channel. A Listener that panics is logged and skipped.
+// Events of one job arrive in order; events of different jobs interleave.
+type Listener func(Event)
+
+// listeners calls each of its Listeners with an event. The zero value has none, and callers
+// check has() before they build an Event, so a node without listeners pays nothing per job.
+type listeners struct {
+	fns  []Listener
+	node string
+	log  *slog.Logger
+}
+
+func (ls listeners) has() bool { return len(ls.fns) > 0 }
+
+func (ls listeners) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	ev.Node = ls.node
+	for _, l := range ls.fns {
+		ls.call(l, ev)
+	}
+}
+
+func (ls listeners) call(l Listener, ev Event) {
+	defer func() {
+		if v := recover(); v != nil && ls.log != nil {
+			ls.log.Error("exq: a Listener panicked", "event", ev.Kind.String(), "panic", v)
+		}
+	}()
+	l(ev)
+}
+
+// outcomeEvents maps a stored outcome to its event.
+var outcomeEvents = map[string]EventKind{
+	"done": JobSucceeded, "retry": JobRetried, "dead": JobDied, "snoozed": JobSnoozed,
+	"handed back": JobHandedBack, "left in backup": JobNotStored,
+}
+
+// jobOutcome reports the outcome of a run that took d.
+func (ls listeners) jobOutcome(job *Job, o outcome, d time.Duration) {
+	ls.emit(Event{Kind: outcomeEvents[o.name], Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: o.retryCount,
+		Duration: d, At: o.at, Err: o.err})
+}
