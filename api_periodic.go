@@ -152,7 +152,7 @@ func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, erro
 	}
 	now := time.Now()
 	en := &enqueuer{jq: a.jq, now: time.Now, maxRetries: DefaultMaxRetries}
-	b, err := en.buildAt(now, "enqueue periodic "+name, r.queue, r.class, r.args, time.Time{}, nil)
+	b, err := en.buildAt(ctx, now, "enqueue periodic "+name, r.queue, r.class, r.args, time.Time{}, nil)
 	if err != nil {
 		return "", err
 	}

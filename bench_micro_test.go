@@ -94,7 +94,7 @@ func BenchmarkBuildJob(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := en.build("enqueue", "default", "MyApp.Worker", c.args, time.Time{}, nil); err != nil {
+				if _, err := en.build(context.Background(), "enqueue", "default", "MyApp.Worker", c.args, time.Time{}, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

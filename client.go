@@ -48,7 +48,8 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
-	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger}},
+	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger},
+		hooks: o.EnqueueHooks},
 		rdb: rdb, ownClient: own}, nil
 }
 
@@ -94,7 +95,7 @@ func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
 	case spec.In != 0:
 		op = "enqueue in"
 	}
-	b, err := en.buildSpec(now, op, spec)
+	b, err := en.buildSpec(context.Background(), now, op, spec)
 	if err != nil {
 		return nil, err
 	}

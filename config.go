@@ -104,6 +104,9 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// Listeners receive a JobEnqueued event for every job this client writes (see Listener).
 	Listeners []Listener
+	// EnqueueHooks see every job this client writes, before and after the write (tracing:
+	// see EnqueueHook).
+	EnqueueHooks []EnqueueHook
 }
 
 // withDefaults validates c and fills in its defaults. Errors name the field.
@@ -126,6 +129,11 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	for i, l := range c.Listeners {
 		if l == nil {
 			return bad(fmt.Sprintf("Listeners[%d]", i), "is nil")
+		}
+	}
+	for i, h := range c.EnqueueHooks {
+		if h == nil {
+			return bad(fmt.Sprintf("EnqueueHooks[%d]", i), "is nil")
 		}
 	}
 	if c.NoNamespace && c.Namespace != "" {
@@ -281,6 +289,9 @@ type Options struct {
 	// Listeners receive the node's events: every job's enqueue, start and outcome, and the
 	// node's own life (see Event). With none, events cost nothing per job.
 	Listeners []Listener
+	// EnqueueHooks see every job this node writes (Enqueue calls, periodic jobs), before and
+	// after the write (see EnqueueHook).
+	EnqueueHooks []EnqueueHook
 }
 
 // ClientOptions returns the fields of o that NewClient and NewAPI use, so that a program
@@ -289,7 +300,7 @@ type Options struct {
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
 		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
-		Logger: o.Logger, Listeners: o.Listeners}
+		Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value

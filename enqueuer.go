@@ -26,6 +26,7 @@ type enqueueConfig struct {
 	maxRetries *int
 	jid        string
 	unique     *UniqueOpts
+	meta       [][2]string
 }
 
 type optionFunc struct {
@@ -172,6 +173,7 @@ type enqueuer struct {
 	now        func() time.Time
 	maxRetries int
 	events     listeners
+	hooks      []EnqueueHook
 }
 
 // enqueued reports a written job to the listeners.
@@ -187,17 +189,26 @@ type built struct {
 	lock            *lock
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
+	// done are the EnqueueHooks' functions, to call with the write's result.
+	done []func(string, error)
+}
+
+// finish tells the EnqueueHooks how the write went.
+func (b built) finish(jid string, err error) {
+	for _, f := range b.done {
+		f(jid, err)
+	}
 }
 
 // build validates one job and renders its document. at is the due time, zero for now; a due
 // time that is not after now (before 1970 too) also means now, as Sidekiq's perform_at and
 // asynq's ProcessAt read it, so no job is ever written with a score the past has overtaken.
-func (en *enqueuer) build(op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
-	return en.buildAt(en.now(), op, queue, class, args, at, opts)
+func (en *enqueuer) build(ctx context.Context, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
+	return en.buildAt(ctx, en.now(), op, queue, class, args, at, opts)
 }
 
 // buildAt is build with the clock already read (once for a whole batch).
-func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
+func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
 	bad := func(format string, a ...any) (built, error) {
 		return built{}, &invalidJobError{op, fmt.Sprintf(format, a...)}
 	}
@@ -241,7 +252,20 @@ func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at
 	if cfg.maxRetries != nil {
 		j.Retry = *cfg.maxRetries
 	}
+	j.Meta = cfg.meta
 	b := built{jid: j.JID, at: at}
+	if len(en.hooks) > 0 {
+		out := &OutgoingJob{Queue: queue, Class: class, JID: j.JID, At: at, meta: &j.Meta}
+		for _, h := range en.hooks {
+			if done := h(ctx, out); done != nil {
+				b.done = append(b.done, done)
+			}
+		}
+		if out.err != nil {
+			b.finish("", out.err)
+			return bad("an EnqueueHook: %v", out.err)
+		}
+	}
 	if u := cfg.unique; u != nil {
 		token := u.Token
 		if token == "" {
@@ -259,7 +283,7 @@ func (en *enqueuer) buildAt(now time.Time, op, queue, class string, args any, at
 }
 
 // buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
-func (en *enqueuer) buildSpec(now time.Time, op string, s JobSpec) (built, error) {
+func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s JobSpec) (built, error) {
 	if !s.At.IsZero() && s.In != 0 {
 		return built{}, &invalidJobError{op, "both At and In are set"}
 	}
@@ -267,7 +291,7 @@ func (en *enqueuer) buildSpec(now time.Time, op string, s JobSpec) (built, error
 	if s.In != 0 {
 		at = now.Add(s.In)
 	}
-	return en.buildAt(now, op, s.Queue, s.Class, s.Args, at, s.Options)
+	return en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, at, s.Options)
 }
 
 // encodeArgs renders args as a JSON array. nil is the empty list.
@@ -331,7 +355,7 @@ func describe(v any) string {
 }
 
 func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, opts []EnqueueOption) (string, error) {
-	b, err := en.build("enqueue", queue, class, args, time.Time{}, opts)
+	b, err := en.build(ctx, "enqueue", queue, class, args, time.Time{}, opts)
 	if err != nil {
 		return "", err
 	}
@@ -339,7 +363,9 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
-	return b.result("enqueue", class, queue, holder, err)
+	jid, err := b.result("enqueue", class, queue, holder, err)
+	b.finish(jid, err)
+	return jid, err
 }
 
 // result turns what a one-job write returned into Enqueue's reply. An error wrapping
@@ -365,7 +391,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	if at.IsZero() {
 		return "", &invalidJobError{op, "time is zero"}
 	}
-	b, err := en.build(op, queue, class, args, at, opts)
+	b, err := en.build(ctx, op, queue, class, args, at, opts)
 	if err != nil {
 		return "", err
 	}
@@ -378,7 +404,9 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
-	return b.result(op, class, queue, holder, err)
+	jid, err := b.result(op, class, queue, holder, err)
+	b.finish(jid, err)
+	return jid, err
 }
 
 func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueResult, error) {
@@ -386,20 +414,26 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		return nil, nil
 	}
 	items := make([]batchItem, len(specs))
-	tokens := make([]string, len(specs))
-	jids := make([]string, len(specs))
+	bs := make([]built, len(specs))
 	now := en.now()
 	for i, s := range specs {
-		b, err := en.buildSpec(now, fmt.Sprintf("enqueue all: job %d", i), s)
+		b, err := en.buildSpec(ctx, now, fmt.Sprintf("enqueue all: job %d", i), s)
 		if err != nil {
+			for _, done := range bs[:i] {
+				done.finish("", err) // nothing of the batch is written
+			}
 			return nil, err
 		}
 		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
-		tokens[i], jids[i] = b.token, b.jid
+		bs[i] = b
 	}
 	holders, err := en.jq.enqueueAll(ctx, items)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return nil, fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
+		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
+		for _, b := range bs {
+			b.finish("", err)
+		}
+		return nil, err
 	}
 	if err != nil {
 		// The batch was written on the master: the results say what it holds.
@@ -408,11 +442,12 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	results := make([]EnqueueResult, len(specs))
 	for i, h := range holders {
 		if h != "" {
-			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: tokens[i]}}
+			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: bs[i].token}}
 		} else {
-			results[i] = EnqueueResult{JID: jids[i]}
-			en.enqueued(specs[i].Queue, specs[i].Class, jids[i], items[i].at)
+			results[i] = EnqueueResult{JID: bs[i].jid}
+			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].at)
 		}
+		bs[i].finish(results[i].JID, results[i].Err)
 	}
 	return results, err
 }

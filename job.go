@@ -39,6 +39,7 @@ type Job struct {
 	raw          string
 	worker       Worker          // nil when no worker is registered for Class
 	outcomeHooks []func(outcome) // called once the run's outcome is stored (middleware.go)
+	setMeta      [][2]string     // fields set by SetMeta, written with a retry, snooze or death
 	uniqueToken  string
 	uniqueUntil  UniqueUntilMode
 }

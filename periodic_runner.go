@@ -145,7 +145,7 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 // enqueue pushes the job of rec for tick, if no one (node or sidekiq-cron) claimed the tick.
 func (p *periodicRunner) enqueue(ctx context.Context, rec cronRecord, tick, now time.Time) error {
 	jid := tickJID(rec.name, tick)
-	b, err := p.en.buildAt(now, "periodic "+rec.name, rec.queue, rec.class, rec.args, time.Time{}, []EnqueueOption{JID(jid)})
+	b, err := p.en.buildAt(ctx, now, "periodic "+rec.name, rec.queue, rec.class, rec.args, time.Time{}, []EnqueueOption{JID(jid)})
 	if err != nil {
 		if p.warned[rec.name] != err.Error() {
 			p.log.Warn("exq: periodic job cannot be enqueued", "name", rec.name, "error", err)

@@ -51,6 +51,7 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 		e.deadLetterPoison(r, err)
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
+	job.writeMeta(obj)
 	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
 	doc := obj.String()
 	at := now.Add(d)
@@ -73,6 +74,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 	}
 	count := job.RetryCount + 1
 	class := errorClass(cause)
+	job.writeMeta(obj)
 	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now)
 	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
 	if count <= job.MaxRetries {
@@ -111,6 +113,7 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 		e.deadLetterPoison(r, err)
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
+	job.writeMeta(obj)
 	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
 	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
 	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}

@@ -105,7 +105,7 @@ func (s *sharder) place(queue string, b built) int {
 }
 
 func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
-	b, err := s.ens[0].build(op, queue, class, args, at, opts)
+	b, err := s.ens[0].build(ctx, op, queue, class, args, at, opts)
 	if err != nil {
 		return "", err
 	}
@@ -116,7 +116,9 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 	} else {
 		holder, err = jq.enqueueAt(ctx, b.at, b.doc, b.lock)
 	}
-	return b.result(op, class, queue, holder, err)
+	jid, err := b.result(op, class, queue, holder, err)
+	b.finish(jid, err)
+	return jid, err
 }
 
 func (s *sharder) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
@@ -145,8 +147,11 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	parts := make([][]int, len(s.ens))
 	builts := make([]built, len(specs))
 	for i, sp := range specs {
-		b, err := s.ens[0].buildSpec(now, fmt.Sprintf("enqueue all: job %d", i), sp)
+		b, err := s.ens[0].buildSpec(ctx, now, fmt.Sprintf("enqueue all: job %d", i), sp)
 		if err != nil {
+			for _, done := range builts[:i] {
+				done.finish("", err)
+			}
 			return nil, err
 		}
 		builts[i] = b
@@ -184,6 +189,9 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 				results[i] = EnqueueResult{JID: builts[i].jid}
 			}
 		}
+	}
+	for i, b := range builts {
+		b.finish(results[i].JID, results[i].Err)
 	}
 	return results, errors.Join(errs...)
 }

@@ -24,7 +24,22 @@ type NewJob struct {
 	Retry      int
 	// Unique is set for unique jobs; it adds Exq's four unique fields.
 	Unique *Unique
+	// Meta are extra top-level string fields (trace context such as "traceparent"), written
+	// last, in order. Exq and Sidekiq keep fields they do not know.
+	Meta [][2]string
 }
+
+// reserved are the top-level fields Exq, Sidekiq or exq give a meaning: not metadata.
+var reserved = map[string]bool{
+	"class": true, "args": true, "queue": true, "jid": true, "enqueued_at": true, "created_at": true, "retry": true,
+	"retry_count": true, "error_message": true, "error_class": true, "failed_at": true, "retried_at": true,
+	"error_backtrace": true, "backtrace": true, "unique_for": true, "unique_until": true, "unique_token": true,
+	"unlocks_at": true, "at": true, "wrapped": true, "dead": true, "retry_queue": true, "bid": true, "tags": true,
+	"processor": true, "finished_at": true, "discarded_at": true,
+}
+
+// Reserved reports whether a top-level field of a job has a meaning to Exq, Sidekiq or exq.
+func Reserved(field string) bool { return reserved[field] }
 
 // Unique holds the lock settings of a unique job, as Exq writes them.
 type Unique struct {
@@ -61,6 +76,12 @@ func (j NewJob) Encode() string {
 		b = AppendQuote(b, u.Token)
 		b = append(b, `,"unlocks_at":`...)
 		b = AppendTime(b, u.UnlocksAt)
+	}
+	for _, m := range j.Meta {
+		b = append(b, ',')
+		b = AppendQuote(b, m[0])
+		b = append(b, ':')
+		b = AppendQuote(b, m[1])
 	}
 	b = append(b, '}')
 	return string(b)
