@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // QueueState is a queue as the fleet controls it: its size, whether it is paused, and its
@@ -74,4 +77,31 @@ func unionSorted(lists ...[]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// QueueLatencies maps every known queue to how long its oldest waiting job has waited (now
+// minus its enqueued_at, Sidekiq's "latency"); 0 for an empty queue or a job without the field.
+// One round trip for all queues.
+func (a *API) QueueLatencies(ctx context.Context) (map[string]time.Duration, error) {
+	qs, err := a.jq.knownQueues(ctx)
+	if err != nil || len(qs) == 0 {
+		return map[string]time.Duration{}, err
+	}
+	oldest, err := a.jq.oldestJobs(ctx, qs)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue latencies: %w", err)
+	}
+	now := time.Now()
+	out := make(map[string]time.Duration, len(qs))
+	for i, q := range qs {
+		out[q] = 0
+		if oldest[i] == "" {
+			continue
+		}
+		if h, err := wire.DecodeHeader(oldest[i]); err == nil && h.EnqueuedAt != nil {
+			at := time.Unix(0, int64(*h.EnqueuedAt*1e9))
+			out[q] = max(now.Sub(at), 0)
+		}
+	}
+	return out, nil
 }

@@ -303,3 +303,21 @@ func (jq *jobQueue) sendSignal(ctx context.Context, node, signal string) error {
 	})
 	return err
 }
+
+// oldestJobs reads the next job to run (the oldest) of every queue in qs, "" for an empty one.
+func (jq *jobQueue) oldestJobs(ctx context.Context, qs []string) ([]string, error) {
+	cmds := make([]*redis.StringCmd, len(qs))
+	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range qs {
+			cmds[i] = p.LIndex(ctx, jq.keys.Queue(q), -1)
+		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return nil, err
+	}
+	out := make([]string, len(qs))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}

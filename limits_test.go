@@ -265,3 +265,16 @@ func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"fixed:2:3"}, members)
 }
+
+func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
+	v := newEnv(t)
+	old := time.Now().Add(-90 * time.Second)
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d}`, old.Unix()))
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"b","enqueued_at":%d}`, time.Now().Unix()))
+	require.NoError(t, v.client.SAdd(context.Background(), v.keys.Queues(), "slow", "empty").Err())
+	a, _ := v.api()
+	got, err := a.QueueLatencies(context.Background())
+	require.NoError(t, err)
+	assert.InDelta(t, 90*time.Second, got["slow"], float64(3*time.Second), "the oldest job's age")
+	assert.Zero(t, got["empty"])
+}
