@@ -61,7 +61,7 @@ func newPeer(t *testing.T) *peer {
 	t.Helper()
 	base := testutil.RedisURL(t)
 	if err := rubyReady(); err != nil {
-		testutil.SkipMissing(t, fmt.Sprintf("interop tests need ruby with Sidekiq 6 (apt-get install ruby-sidekiq ruby-redis-namespace): %v", err))
+		testutil.SkipMissing(t, fmt.Sprintf("interop tests need ruby with Sidekiq 6 and sidekiq-cron (apt-get install ruby-sidekiq ruby-redis-namespace ruby-sidekiq-cron): %v", err))
 	}
 	dir, err := filepath.Abs("ruby") // go test runs in the package folder
 	require.NoError(t, err)
@@ -126,6 +126,7 @@ func rubyReady() error {
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "ruby", "-e", `
 			require "sidekiq"; require "sidekiq/api"; require "sidekiq/web"; require "redis-namespace"
+			require "sidekiq-cron"; require "sidekiq/cron/web"; require "fugit"
 			require "rack/session/cookie"; require "webrick"
 			abort "Sidekiq #{Sidekiq::VERSION} is installed; these tests are for Sidekiq 6" unless Sidekiq::VERSION.start_with?("6.")
 		`).CombinedOutput()
