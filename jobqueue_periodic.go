@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,11 +130,15 @@ func (jq *jobQueue) saveCron(ctx context.Context, p PeriodicJob, line string, s 
 	if p.Disabled {
 		status = "disabled"
 	}
-	prev := ""
-	if t := s.latest(now); !t.IsZero() {
-		prev = tickMember(t)
+	// The tick before now as exq sees it, and as sidekiq-cron does (the latest at or before the
+	// second before now): a poll of either in this second must not fire a tick from before.
+	var prev []string
+	for _, at := range []time.Time{now, now.Truncate(time.Second).Add(-time.Second)} {
+		if t := s.latest(at); !t.IsZero() && !slices.Contains(prev, tickMember(t)) {
+			prev = append(prev, tickMember(t))
+		}
 	}
-	args := append([]any{wire.CronMember(p.Name), mode, status, prev, float64(now.UnixMicro()) / 1e6}, fields...)
+	args := append([]any{wire.CronMember(p.Name), mode, status, strings.Join(prev, " "), float64(now.UnixMicro()) / 1e6}, fields...)
 	return scripts.CronSave.Run(ctx, jq.rdb, []string{jq.keys.CronJob(p.Name), jq.keys.CronJobs(), jq.keys.CronEnqueued(p.Name)}, args...).Int64()
 }
 

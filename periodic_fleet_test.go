@@ -50,8 +50,8 @@ func TestFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *test
 		tick, err := time.Parse("2006-01-02T15:04:05Z", z.Member.(string))
 		require.NoError(t, err)
 		n := perJID[tickJID("tick", tick)]
-		if i == 0 && n == 0 {
-			continue // the tick before the schedule was created: counted as done, never enqueued
+		if i < 2 && n == 0 {
+			continue // the ticks before the schedule was created: counted as done, never enqueued
 		}
 		assert.Equal(t, 1, n, "tick %s: one job", z.Member)
 		enqueued = append(enqueued, tick)
