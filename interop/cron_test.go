@@ -135,11 +135,12 @@ func TestSidekiqCronAndExqEnqueueEachTickOnce(t *testing.T) {
 	require.NoError(t, api.AddPeriodic(ctx, exq.PeriodicJob{Name: name, Spec: "* * * * * *", Queue: queue, Class: class,
 		Args: []any{"tick"}, Description: "interop: one job per second", Disabled: true}))
 	zkey := cronKey(name, ":enqueued")
-	created := map[string]bool{} // the tick the creation marks as done (sidekiq-cron's save does the same)
+	created := map[string]bool{} // the ticks the creation marks as done (sidekiq-cron's save does the same)
 	for _, z := range p.zmembers(zkey) {
 		created[z.Member.(string)] = true
 	}
-	require.Len(t, created, 1, "AddPeriodic marks the tick before now as enqueued")
+	require.NotEmpty(t, created, "AddPeriodic marks the tick before now as enqueued")
+	require.LessOrEqual(t, len(created), 2, "exq's tick before now and sidekiq-cron's")
 
 	pollLog := filepath.Join(t.TempDir(), "polls.log")
 	began := time.Now()
