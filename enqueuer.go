@@ -254,18 +254,6 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	}
 	j.Meta = cfg.meta
 	b := built{jid: j.JID, at: at}
-	if len(en.hooks) > 0 {
-		out := &OutgoingJob{Queue: queue, Class: class, JID: j.JID, At: at, meta: &j.Meta}
-		for _, h := range en.hooks {
-			if done := h(ctx, out); done != nil {
-				b.done = append(b.done, done)
-			}
-		}
-		if out.err != nil {
-			b.finish("", out.err)
-			return bad("an EnqueueHook: %v", out.err)
-		}
-	}
 	if u := cfg.unique; u != nil {
 		token := u.Token
 		if token == "" {
@@ -277,6 +265,19 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Unique = &wire.Unique{For: u.For, Until: string(u.Until), Token: token, UnlocksAt: unlocksAt}
 		b.token = token
 		b.lock = &lock{key: en.jq.keys.Unique(token), jid: j.JID, ttl: unlocksAt.Sub(now)}
+	}
+	// The hooks run last, once nothing can fail any more, so each one hears the write's end.
+	if len(en.hooks) > 0 {
+		out := &OutgoingJob{Queue: queue, Class: class, JID: j.JID, At: at, meta: &j.Meta}
+		for _, h := range en.hooks {
+			if done := h(ctx, out); done != nil {
+				b.done = append(b.done, done)
+			}
+		}
+		if out.err != nil {
+			b.finish("", out.err)
+			return bad("an EnqueueHook: %v", out.err)
+		}
 	}
 	b.doc = j.Encode()
 	return b, nil
