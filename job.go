@@ -2,7 +2,6 @@ package exq
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/exqgo/exq/internal/wire"
@@ -57,23 +56,12 @@ func (j *Job) Raw() string { return j.raw }
 // and a float64 would silently round an id like 12345678901234567890. Call its Int64,
 // Float64 or String method, or bind into a typed destination (int64, float64, a struct),
 // which decodes as usual.
+//
+// Pointers to the common built-in types (ints, uints, floats, string, bool, []string,
+// json.RawMessage, json.Number, and any for a scalar) decode without reflection, with
+// exactly encoding/json's results; see bind.go.
 func (j *Job) Bind(dst ...any) error {
-	var args []json.RawMessage
-	if err := json.Unmarshal(j.Args, &args); err != nil {
-		return fmt.Errorf("exq: bind %s: args are not a JSON array: %w", j.Class, err)
-	}
-	if len(args) != len(dst) {
-		return fmt.Errorf("exq: bind %s: job has %d args, want %d", j.Class, len(args), len(dst))
-	}
-	for i, d := range dst {
-		if d == nil {
-			continue
-		}
-		if err := decodeArg(args[i], d); err != nil {
-			return fmt.Errorf("exq: bind %s: arg %d (%s): %w", j.Class, i, args[i], err)
-		}
-	}
-	return nil
+	return j.bind(dst) // bind.go
 }
 
 // newJob builds the worker's view of a decoded document.
