@@ -147,7 +147,7 @@ var ErrPoison = errors.New("undecodable job")
 // one pass without reflection: it runs for every job.
 func DecodeHeader(raw string) (Header, error) {
 	var h Header
-	if !json.Valid([]byte(raw)) {
+	if !Valid(raw) {
 		var v any
 		err := json.Unmarshal([]byte(raw), &v) // for the message
 		return h, fmt.Errorf("%w: %v", ErrPoison, err)
@@ -217,7 +217,7 @@ func DecodeHeader(raw string) (Header, error) {
 	return h, nil
 }
 
-// The scanners below run on text json.Valid accepted, so they need not check its syntax.
+// The scanners below run on text Valid accepted, so they need not check its syntax.
 
 func skipSpace(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {

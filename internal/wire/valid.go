@@ -1,0 +1,190 @@
+package wire
+
+// maxNesting is encoding/json's limit on nested arrays and objects.
+const maxNesting = 10000
+
+// Valid reports whether s is one valid JSON value with only whitespace around it, exactly as
+// encoding/json's Valid does (same grammar, strings may hold any bytes but control characters,
+// nesting up to 10 000 deep), without copying s to a []byte: DecodeHeader runs it on every job.
+func Valid(s string) bool {
+	var small [64]byte // open containers, '[' or '{'; spills to the heap only when deeper
+	stack := small[:0]
+	i := skipWS(s, 0)
+	for {
+		// A value starts at i.
+		if i >= len(s) {
+			return false
+		}
+		switch c := s[i]; {
+		case c == '{' || c == '[':
+			if len(stack) == maxNesting {
+				return false
+			}
+			stack = append(stack, c)
+			i = skipWS(s, i+1)
+			if i < len(s) && (c == '{' && s[i] == '}' || c == '[' && s[i] == ']') {
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = objectKey(s, i); i < 0 {
+					return false
+				}
+			}
+			continue
+		case c == '"':
+			if i = validString(s, i); i < 0 {
+				return false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if i = validNumber(s, i); i < 0 {
+				return false
+			}
+		case c == 't':
+			if !hasAt(s, i, "true") {
+				return false
+			}
+			i += 4
+		case c == 'f':
+			if !hasAt(s, i, "false") {
+				return false
+			}
+			i += 5
+		case c == 'n':
+			if !hasAt(s, i, "null") {
+				return false
+			}
+			i += 4
+		default:
+			return false
+		}
+		// A value ended at i: close containers, or go on to the next element.
+		for {
+			i = skipWS(s, i)
+			if len(stack) == 0 {
+				return i == len(s)
+			}
+			if i >= len(s) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			switch {
+			case s[i] == ',':
+				i = skipWS(s, i+1)
+				if top == '{' {
+					if i = objectKey(s, i); i < 0 {
+						return false
+					}
+				}
+			case top == '[' && s[i] == ']' || top == '{' && s[i] == '}':
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			default:
+				return false
+			}
+			break
+		}
+	}
+}
+
+// objectKey reads `"key" :` at i and returns where the value starts, or -1.
+func objectKey(s string, i int) int {
+	if i >= len(s) || s[i] != '"' {
+		return -1
+	}
+	if i = validString(s, i); i < 0 {
+		return -1
+	}
+	i = skipWS(s, i)
+	if i >= len(s) || s[i] != ':' {
+		return -1
+	}
+	return skipWS(s, i+1)
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasAt(s string, i int, word string) bool {
+	return len(s)-i >= len(word) && s[i:i+len(word)] == word
+}
+
+// validString checks the string starting at s[i] == '"' and returns the index after it, or -1.
+func validString(s string, i int) int {
+	for i++; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			i++
+			if i >= len(s) {
+				return -1
+			}
+			switch s[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(s)-i < 5 {
+					return -1
+				}
+				for _, h := range []byte(s[i+1 : i+5]) {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return -1
+					}
+				}
+				i += 4
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// validNumber checks the number starting at s[i] and returns the index after it, or -1.
+func validNumber(s string, i int) int {
+	digits := func(i int) int {
+		j := i
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return -1
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
