@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"strconv"
+	"encoding/json"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -10,7 +10,9 @@ import (
 
 // asynq at its defaults, and tuned: TaskCheckInterval (how long an idle processor sleeps
 // before polling again; default 1 s, jittered to 0.5–1.5 s) down to 1 ms, and the go-redis pool
-// (default 10 per CPU) sized to the callers or the concurrency.
+// (default 10 per CPU) sized to the callers or the concurrency. The payload is a JSON object of
+// the two ints, written with json.Marshal and read with json.Unmarshal into a struct, as asynq's
+// README teaches (it used to be "[i]", read with strconv).
 func asynqTargets(addr string, db int) []*target {
 	mk := func(name, knob string, checkInterval time.Duration, pool func(n int) int) *target {
 		opt := func(n int) asynq.RedisClientOpt {
@@ -26,7 +28,7 @@ func asynqTargets(addr string, db int) []*target {
 				}
 				return &asynqProducer{c: c}, nil
 			},
-			newConsumer: func(ctx context.Context, c int, onJob func(int64)) (consumer, error) {
+			newConsumer: func(ctx context.Context, c int, onJob func(i, at int64)) (consumer, error) {
 				srv := asynq.NewServer(opt(c), asynq.Config{
 					Concurrency:       c,
 					TaskCheckInterval: checkInterval,
@@ -34,7 +36,13 @@ func asynqTargets(addr string, db int) []*target {
 					LogLevel:          asynq.FatalLevel,
 				})
 				h := asynq.HandlerFunc(func(_ context.Context, t *asynq.Task) error {
-					onJob(parseArgs(t.Payload()))
+					var p asynqPayload
+					if err := json.Unmarshal(t.Payload(), &p); err != nil {
+						argError("asynq", err)
+						onJob(-1, 0)
+						return nil
+					}
+					onJob(p.I, p.At)
 					return nil
 				})
 				if err := srv.Start(h); err != nil {
@@ -51,12 +59,20 @@ func asynqTargets(addr string, db int) []*target {
 	}
 }
 
+// asynqPayload is the task's payload.
+type asynqPayload struct {
+	I  int64 `json:"i"`
+	At int64 `json:"at"`
+}
+
 type asynqProducer struct{ c *asynq.Client }
 
 func (p *asynqProducer) enqueue(ctx context.Context, i int64) error {
-	payload := strconv.AppendInt(append(make([]byte, 0, 24), '['), i, 10)
-	payload = append(payload, ']')
-	_, err := p.c.EnqueueContext(ctx, asynq.NewTask(jobClass, payload), asynq.Queue(queueName))
+	payload, err := json.Marshal(asynqPayload{I: i, At: nowNS()})
+	if err != nil {
+		return err
+	}
+	_, err = p.c.EnqueueContext(ctx, asynq.NewTask(jobClass, payload), asynq.Queue(queueName))
 	return err
 }
 

@@ -10,7 +10,8 @@ import (
 // gocraft/work takes a redigo pool from the caller and has no default for it. "Defaults" here
 // is the pool of its README (MaxActive 5, MaxIdle 5, Wait); tuned sizes the pool to the
 // callers or the concurrency. Its idle back-off (0, 10, 100, 1000, 5000 ms between empty
-// polls, per worker) is a package variable and cannot be tuned.
+// polls, per worker) is a package variable and cannot be tuned. Jobs carry work.Q{"i", "at"}, read
+// with ArgInt64 and checked with ArgError, as its README teaches (it used to read "i" only).
 func gocraftTargets(addr string, db int) []*target {
 	mk := func(name, knob string, size func(n int) int) *target {
 		pool := func(n int) *redis.Pool {
@@ -36,11 +37,17 @@ func gocraftTargets(addr string, db int) []*target {
 				}
 				return &gocraftProducer{pool: p, e: work.NewEnqueuer(gocraftNS, p)}, nil
 			},
-			newConsumer: func(ctx context.Context, c int, onJob func(int64)) (consumer, error) {
+			newConsumer: func(ctx context.Context, c int, onJob func(i, at int64)) (consumer, error) {
 				p := pool(c)
 				wp := work.NewWorkerPool(gocraftCtx{}, uint(c), gocraftNS, p)
 				wp.Job(jobClass, func(j *work.Job) error {
-					onJob(j.ArgInt64("i"))
+					i, at := j.ArgInt64("i"), j.ArgInt64("at")
+					if err := j.ArgError(); err != nil {
+						argError("gocraft", err)
+						onJob(-1, 0)
+						return nil
+					}
+					onJob(i, at)
 					return nil
 				})
 				wp.Start()
@@ -63,7 +70,7 @@ type gocraftProducer struct {
 }
 
 func (p *gocraftProducer) enqueue(_ context.Context, i int64) error {
-	_, err := p.e.Enqueue(jobClass, work.Q{"i": i})
+	_, err := p.e.Enqueue(jobClass, work.Q{"i": i, "at": nowNS()})
 	return err
 }
 

@@ -18,7 +18,8 @@ import (
 // and tuned: the pool sized to the callers or the concurrency + 10, and the queue's
 // concurrency split over several fetchers (AddWorker called once per fetcher). Both variants
 // set PollInterval (the scheduled/retry poller) to 1 s instead of 15 s so that Stop returns
-// promptly; it is on no measured path.
+// promptly; it is on no measured path. Jobs carry []int64{i, at}, read with its simplejson
+// Args().GetIndex(k).Int64(), as its README points to (it used to read index 0 only).
 func goworkers2Targets(addr string, db int) []*target {
 	quiet := log.New(io.Discard, "", 0)
 	mk := func(name, knob string, pool func(n int) int, fetchers int) *target {
@@ -45,7 +46,7 @@ func goworkers2Targets(addr string, db int) []*target {
 				}
 				return &gw2Producer{p: p}, nil
 			},
-			newConsumer: func(ctx context.Context, c int, onJob func(int64)) (consumer, error) {
+			newConsumer: func(ctx context.Context, c int, onJob func(i, at int64)) (consumer, error) {
 				m, err := workers.NewManager(opts(c))
 				if err != nil {
 					return nil, errorf("go-workers2", "manager", err)
@@ -57,11 +58,20 @@ func goworkers2Targets(addr string, db int) []*target {
 						share++
 					}
 					m.AddWorker(queueName, share, func(msg *workers.Msg) error {
-						i, err := msg.Args().GetIndex(0).Int64()
+						args := msg.Args()
+						i, err := args.GetIndex(0).Int64()
 						if err != nil {
-							return fmt.Errorf("arg: %w", err)
+							argError("go-workers2", fmt.Errorf("arg 0: %w", err))
+							onJob(-1, 0)
+							return nil
 						}
-						onJob(i)
+						at, err := args.GetIndex(1).Int64()
+						if err != nil {
+							argError("go-workers2", fmt.Errorf("arg 1: %w", err))
+							onJob(-1, 0)
+							return nil
+						}
+						onJob(i, at)
 						return nil
 					})
 				}
@@ -84,7 +94,7 @@ func goworkers2Targets(addr string, db int) []*target {
 type gw2Producer struct{ p *workers.Producer }
 
 func (p *gw2Producer) enqueue(ctx context.Context, i int64) error {
-	_, err := p.p.EnqueueWithContext(ctx, queueName, jobClass, []int64{i}, workers.EnqueueOptions{})
+	_, err := p.p.EnqueueWithContext(ctx, queueName, jobClass, []int64{i, nowNS()}, workers.EnqueueOptions{})
 	return err
 }
 

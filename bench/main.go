@@ -1,7 +1,8 @@
 // Command bench measures exq against asynq, gocraft/work, go-workers2 and a raw go-redis
 // baseline on one Redis, side by side: single and concurrent enqueue, batch enqueue, draining a
-// pre-filled queue, pickup latency of idle workers, and a soak of exq's memory. See
-// ../BENCHMARKS.md.
+// pre-filled queue, pickup latency of idle workers, latency under a steady load (-modes loaded),
+// and a soak of exq's memory. See ../BENCHMARKS.md. Besides the raw go-redis baseline (one job
+// per round trip), raw-batched is the bare ceiling of exq's own job model (lib_rawbatched.go).
 //
 //	go run . -redis 127.0.0.1:6421 [-n 20000] [-reps 3] [-out results.md] [-modes ...] [-libs ...]
 //	go run . -redis 127.0.0.1:6421 -smoke   # every mode and library, tiny N, a few seconds
@@ -14,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -49,10 +51,14 @@ type config struct {
 	cpuprofile  string
 	profConc    int
 	profN       int
-	args        []string // the command line, for the report
+	loadedRate  float64       // loaded mode: jobs/s to offer; 0 = half of exq's measured maximum
+	loadedFor   time.Duration // loaded mode: how long to enqueue
+	loadedConc  int           // loaded mode: worker concurrency (and of the probe drain)
+	loadedProbe int           // loaded mode: jobs in the drain that measures exq's maximum
+	args        []string      // the command line, for the report
 }
 
-var allModes = []string{"enqueue", "batch", "process", "latency", "soak"}
+var allModes = []string{"enqueue", "batch", "process", "latency", "loaded", "soak"}
 
 type bench struct {
 	cfg     config
@@ -84,9 +90,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "", "also write the markdown report to this file")
 	fs.StringVar(&modes, "modes", "enqueue,batch,process,latency", "modes to run: "+strings.Join(allModes, ",")+" (soak also needs -soak N)")
 	fs.StringVar(&libs, "libs", strings.Join(libOrder, ","), "libraries to run: "+strings.Join(libOrder, ","))
-	fs.IntVar(&c.dbBase, "db", 8, "first Redis DB; library k uses DB db+k (exq, asynq, gocraft, goworkers2, raw)")
+	fs.IntVar(&c.dbBase, "db", 8, "first Redis DB; library k uses DB db+k (exq, asynq, gocraft, goworkers2, raw; raw-batched shares raw's)")
 	fs.BoolVar(&c.tuned, "tuned", true, "also run the tuned variant of every peer")
-	fs.BoolVar(&c.smoke, "smoke", false, "every mode and library with tiny sizes (n 200, 1 rep, soak 2000); exits non-zero if exq or the raw baseline fails")
+	fs.BoolVar(&c.smoke, "smoke", false, "every mode and library with tiny sizes (n 200, 1 rep, soak 2000, loaded 1 s); exits non-zero if exq or a raw baseline fails")
 	fs.IntVar(&c.soakN, "soak", 0, "jobs for the soak mode (exq only; 0 = no soak)")
 	fs.StringVar(&callers, "callers", "1,50", "enqueue mode: caller goroutines")
 	fs.StringVar(&batches, "batch", "100,500", "batch mode: jobs per EnqueueAll / pipeline")
@@ -95,6 +101,10 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.every, "latency-every", 2*time.Millisecond, "latency mode: time between enqueues")
 	fs.DurationVar(&c.idle, "idle", 1500*time.Millisecond, "latency mode: how long the workers sit idle before the first job")
 	fs.DurationVar(&c.latencyWait, "latency-wait", 15*time.Second, "latency mode: how long to wait for the last jobs after the last enqueue")
+	fs.Float64Var(&c.loadedRate, "loaded-rate", 0, "loaded mode: jobs/s to enqueue steadily (0 = half of exq's maximum process rate, measured first)")
+	fs.DurationVar(&c.loadedFor, "loaded-for", 10*time.Second, "loaded mode: how long to enqueue at that rate")
+	fs.IntVar(&c.loadedConc, "loaded-conc", 50, "loaded mode: worker concurrency")
+	fs.IntVar(&c.loadedProbe, "loaded-probe-n", 100000, "loaded mode: jobs in the drain that measures exq's maximum process rate (unless process mode measured it at -loaded-conc)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "process mode: give up on a drain after this long")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "after the runs, drain -n jobs once more through exq under the CPU profiler and write the profile here")
 	fs.IntVar(&c.profConc, "profile-conc", 50, "concurrency of the profiled exq drain")
@@ -150,6 +160,7 @@ func parseFlags(args []string) (config, error) {
 	if c.smoke {
 		c.n, c.reps, c.latJobs = 200, 1, 50
 		c.idle, c.latencyWait, c.timeout = 200*time.Millisecond, 15*time.Second, time.Minute
+		c.loadedFor, c.loadedProbe = time.Second, 2000
 		if c.soakN == 0 {
 			c.soakN = 2000
 		}
@@ -163,6 +174,9 @@ func parseFlags(args []string) (config, error) {
 	if c.n <= 0 || c.reps <= 0 || c.latJobs <= 0 {
 		return c, fmt.Errorf("-n, -reps and -latency-jobs must be positive")
 	}
+	if c.loadedRate < 0 || c.loadedFor <= 0 || c.loadedConc <= 0 || c.loadedProbe <= 0 {
+		return c, fmt.Errorf("-loaded-rate must not be negative; -loaded-for, -loaded-conc and -loaded-probe-n must be positive")
+	}
 	if c.dbBase < 0 {
 		return c, fmt.Errorf("-db must not be negative")
 	}
@@ -172,6 +186,12 @@ func parseFlags(args []string) (config, error) {
 func run(ctx context.Context, cfg config) int {
 	b := &bench{cfg: cfg, admins: map[int]*redis.Client{}}
 	b.targets = allTargets(cfg.addr, cfg.dbBase, cfg.libs, cfg.tuned)
+	var enqTargets []*target // the enqueue modes skip raw-batched: its producer is raw's
+	for _, t := range b.targets {
+		if !t.NoEnqueue {
+			enqTargets = append(enqTargets, t)
+		}
+	}
 	for _, lib := range libOrder {
 		if cfg.libs[lib] {
 			if err := b.claimDB(ctx, cfg.dbBase+libIndex(lib)); err != nil {
@@ -188,7 +208,7 @@ func run(ctx context.Context, cfg config) int {
 	if cfg.modes["enqueue"] {
 		for _, callers := range cfg.callers {
 			sec := rep.section(fmt.Sprintf("enqueue-%d", callers), fmt.Sprintf("Enqueue, %d caller%s (jobs/s, higher is better)", callers, plural(callers)), "jobs/s")
-			b.repeat(ctx, sec, b.targets, func(t *target) (float64, error) { return b.runEnqueue(ctx, t, cfg.n, callers) })
+			b.repeat(ctx, sec, enqTargets, func(t *target) (float64, error) { return b.runEnqueue(ctx, t, cfg.n, callers) })
 		}
 	}
 	if cfg.modes["batch"] {
@@ -220,6 +240,9 @@ func run(ctx context.Context, cfg config) int {
 	}
 	if cfg.modes["latency"] {
 		b.repeatLatency(ctx, rep)
+	}
+	if cfg.modes["loaded"] {
+		b.repeatLoaded(ctx, rep)
 	}
 	if cfg.modes["soak"] && cfg.soakN > 0 && cfg.libs["exq"] {
 		t := b.exqTarget()
@@ -344,6 +367,68 @@ func (b *bench) repeatLatency(ctx context.Context, rep *report) {
 	}
 }
 
+// repeatLoaded runs the latency-under-load mode: it settles the rate (-loaded-rate, else half
+// of exq's maximum process rate at -loaded-conc: the median of process mode if it ran at that
+// concurrency, else one drain of -loaded-probe-n jobs), then runs every target that can take
+// it (exq and raw-batched: the same offered load for both) reps times, interleaved. The peers
+// and the one-job-per-round-trip raw baseline drain far below half of exq's rate, so their
+// backlog would only grow; they sit this mode out.
+func (b *bench) repeatLoaded(ctx context.Context, rep *report) {
+	ld := &loadedReport{conc: b.cfg.loadedConc, dur: b.cfg.loadedFor}
+	rep.loaded = ld
+	switch {
+	case b.cfg.loadedRate > 0:
+		ld.rate, ld.source = b.cfg.loadedRate, "-loaded-rate"
+	case b.exqTarget() == nil:
+		ld.err = fmt.Errorf("needs exq in -libs to measure its maximum rate, or -loaded-rate")
+		return
+	default:
+		if s := rep.find(fmt.Sprintf("process-%d", b.cfg.loadedConc)); s != nil {
+			if _, v := libRow(s.rows, "exq"); !math.IsNaN(v) {
+				ld.max, ld.source = v, fmt.Sprintf("median of process mode, exq at c=%d, N=%d", b.cfg.loadedConc, b.cfg.n)
+			}
+		}
+		if ld.max == 0 {
+			res, err := b.runProcess(ctx, b.exqTarget(), b.cfg.loadedProbe, b.cfg.loadedConc, nil)
+			if err != nil {
+				ld.err = fmt.Errorf("measuring exq's maximum process rate: %w", err)
+				b.fail(b.exqTarget(), "loaded", ld.err)
+				return
+			}
+			ld.max, ld.source = res.rate, fmt.Sprintf("one drain of %d pre-filled jobs by exq at c=%d", b.cfg.loadedProbe, b.cfg.loadedConc)
+		}
+		ld.rate = ld.max / 2
+		logf("loaded: exq's maximum process rate %.0f jobs/s (%s); offering %.0f jobs/s", ld.max, ld.source, ld.rate)
+	}
+	var ts []*target
+	for _, t := range b.targets {
+		if t.Lib == "exq" || t.Lib == "raw-batched" {
+			ts = append(ts, t)
+			ld.rows = append(ld.rows, &latRow{t: t})
+		}
+	}
+	for r := 0; r < b.cfg.reps && ctx.Err() == nil; r++ {
+		for i, t := range ts {
+			row := ld.rows[i]
+			if ctx.Err() != nil || row.err != nil {
+				continue
+			}
+			n0, t0 := b.noiseNow(ctx), time.Now()
+			res, err := b.runLoaded(ctx, t, ld.rate, b.cfg.loadedFor, b.cfg.loadedConc)
+			others := b.foreign(ctx, n0) / time.Since(t0).Seconds()
+			if err != nil {
+				row.err = err
+				b.fail(t, "loaded", err)
+				continue
+			}
+			row.runs = append(row.runs, res)
+			logf("%-12s rep %d/%d  %-28s offered %.0f, enqueued at %.0f jobs/s; p50 %s  p90 %s  p99 %s  max %s; client CPU %.1f µs/job  (other processes: %.0f %% of a core)",
+				"loaded", r+1, b.cfg.reps, t.Name, ld.rate, res.achieved, fmtDur(res.pct(0.5)), fmtDur(res.pct(0.9)), fmtDur(res.pct(0.99)), fmtDur(res.pct(1)),
+				res.clientUS, 100*others)
+		}
+	}
+}
+
 // profile drains -n jobs through exq once more with the CPU profiler on for the timed part.
 func (b *bench) profile(ctx context.Context) error {
 	f, err := os.Create(b.cfg.cpuprofile)
@@ -373,7 +458,7 @@ func (b *bench) exqTarget() *target {
 func (b *bench) fail(t *target, mode string, err error) {
 	logf("FAILED %s %s: %v", mode, t.Name, err)
 	b.failed = append(b.failed, fmt.Sprintf("%s %s: %v", mode, t.Name, err))
-	if t.Lib == "exq" || t.Lib == "raw" {
+	if t.Lib == "exq" || t.Lib == "raw" || t.Lib == "raw-batched" {
 		b.exqFail = true
 	}
 }

@@ -108,7 +108,7 @@ func (b *bench) runProcess(ctx context.Context, t *target, n, c int, prof io.Wri
 	}
 	var done atomic.Int64
 	all := make(chan struct{})
-	onJob := func(int64) {
+	onJob := func(int64, int64) {
 		if done.Add(1) == int64(n) {
 			close(all)
 		}
@@ -139,16 +139,20 @@ func (b *bench) runProcess(ctx context.Context, t *target, n, c int, prof io.Wri
 		pprof.StopCPUProfile()
 	}
 	stopErr := b.stopConsumer(cons)
+	if d, ok := cons.(interface{ describe() string }); ok {
+		logf("%s: %s", t.Name, d.describe())
+	}
 	if timedOut {
 		return res, fmt.Errorf("%s: only %d of %d jobs ran within %s", t.Name, done.Load(), n, b.cfg.timeout)
 	}
 	if stopErr != nil {
 		return res, fmt.Errorf("%s: stop: %w", t.Name, stopErr)
 	}
-	if t.Lib == "exq" {
-		if err := b.checkExqDrained(ctx, t.DB, n); err != nil {
-			return res, err
-		}
+	if err := takeArgErr(); err != nil {
+		return res, err
+	}
+	if err := b.checkDrained(ctx, t, n); err != nil {
+		return res, err
 	}
 	res.rate = float64(n) / elapsed.Seconds()
 	res.clientUS = (cpu1 - cpu0).Seconds() * 1e6 / float64(n)
@@ -168,6 +172,9 @@ func (b *bench) stopConsumer(c consumer) error {
 type latencyResult struct {
 	lat  []time.Duration
 	lost int
+	// loaded mode only: the rate the producer reached (jobs/s), and this process's CPU per job
+	// (enqueue and run) from the first enqueue until the last job started.
+	achieved, clientUS float64
 }
 
 func (l latencyResult) pct(p float64) time.Duration {
@@ -195,7 +202,7 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 	}
 	var received atomic.Int64
 	all := make(chan struct{})
-	onJob := func(i int64) {
+	onJob := func(i, _ int64) {
 		if i < 0 || i >= int64(m) {
 			return
 		}
@@ -242,6 +249,9 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 	if stopErr != nil {
 		return res, fmt.Errorf("%s: stop: %w", t.Name, stopErr)
 	}
+	if err := takeArgErr(); err != nil {
+		return res, err
+	}
 	for k := range got {
 		if d := got[k].Load(); d >= 0 {
 			res.lat = append(res.lat, time.Duration(d))
@@ -252,6 +262,114 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
 	if res.lost > 0 {
 		return res, fmt.Errorf("%s: %d of %d jobs did not start within %s of the last enqueue", t.Name, res.lost, m, b.cfg.latencyWait)
+	}
+	return res, nil
+}
+
+// runLoaded starts t's workers (concurrency c) and, after a warm-up job and a short settle,
+// enqueues jobs steadily at rate jobs/s for dur: one producer, open loop (job k is due at
+// k/rate after the start), each call writing every job that has fallen due since the previous
+// one (EnqueueAll for exq, a pipeline of LPUSHes for raw-batched; at tens of thousands of jobs
+// a second one Enqueue per job would need more CPU than the 2 cores have). Every job carries its
+// enqueue time (nowNS, stamped as the call is built) as its second arg; the worker records
+// enqueue→start from it.
+func (b *bench) runLoaded(ctx context.Context, t *target, rate float64, dur time.Duration, c int) (latencyResult, error) {
+	var res latencyResult
+	if err := b.flush(ctx, t.DB); err != nil {
+		return res, err
+	}
+	total := max(int(rate*dur.Seconds()), 1)
+	got := make([]atomic.Int64, total)
+	for k := range got {
+		got[k].Store(-1)
+	}
+	var received atomic.Int64
+	all := make(chan struct{})
+	onJob := func(i, at int64) {
+		if i < 0 || i >= int64(total) {
+			return
+		}
+		d := nowNS() - at
+		if got[i].CompareAndSwap(-1, d) && received.Add(1) == int64(total) {
+			close(all)
+		}
+	}
+	cons, err := t.newConsumer(ctx, c, onJob)
+	if err != nil {
+		return res, err
+	}
+	p, err := t.newProducer(ctx, 1)
+	if err != nil {
+		_ = b.stopConsumer(cons)
+		return res, err
+	}
+	bp, ok := p.(batcher)
+	if !ok {
+		_ = p.close()
+		_ = b.stopConsumer(cons)
+		return res, fmt.Errorf("%s has no batch enqueue", t.Name)
+	}
+	// A warm-up job (ignored by onJob, counted by checkDrained), then a short settle.
+	err = bp.enqueueBatch(ctx, []int64{-1})
+	if err == nil && !sleepCtx(ctx, 300*time.Millisecond) {
+		err = ctx.Err()
+	}
+	cpu0 := selfCPU()
+	start := time.Now()
+	ids := make([]int64, 0, 1000)
+	sent := 0
+	for err == nil && sent < total {
+		due := min(total, int(time.Since(start).Seconds()*rate)+1, sent+cap(ids))
+		if due <= sent {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(sent) / rate * 1e9))))
+			continue
+		}
+		ids = ids[:0]
+		for k := sent; k < due; k++ {
+			ids = append(ids, int64(k))
+		}
+		err = bp.enqueueBatch(ctx, ids)
+		sent = due
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	sendTime := time.Since(start)
+	if err == nil {
+		select {
+		case <-all:
+		case <-time.After(b.cfg.latencyWait):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	cpu1 := selfCPU()
+	_ = p.close()
+	stopErr := b.stopConsumer(cons)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if stopErr != nil {
+		return res, fmt.Errorf("%s: stop: %w", t.Name, stopErr)
+	}
+	if err := takeArgErr(); err != nil {
+		return res, err
+	}
+	res.achieved = float64(sent) / sendTime.Seconds()
+	res.clientUS = (cpu1 - cpu0).Seconds() * 1e6 / float64(total)
+	for k := range got {
+		if d := got[k].Load(); d >= 0 {
+			res.lat = append(res.lat, time.Duration(d))
+		} else {
+			res.lost++
+		}
+	}
+	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
+	if res.lost > 0 {
+		return res, fmt.Errorf("%s: %d of %d jobs did not start within %s of the last enqueue", t.Name, res.lost, total, b.cfg.latencyWait)
+	}
+	if err := b.checkDrained(ctx, t, total+1); err != nil {
+		return res, err
 	}
 	return res, nil
 }

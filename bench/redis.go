@@ -138,15 +138,20 @@ func (b *bench) foreign(ctx context.Context, n0 noise) float64 {
 	return max((n1.busy-n0.busy)-(n1.self-n0.self)-(n1.redis-n0.redis), 0)
 }
 
-// checkExqDrained checks, after an exq node stopped, that every job was acknowledged (queue
-// and backup lists empty) and counted (stat:processed = n).
-func (b *bench) checkExqDrained(ctx context.Context, db, n int) error {
-	c := b.admin(db)
-	left, err := c.LLen(ctx, exqNS+":queue:"+queueName).Result()
+// checkDrained checks, after t's consumer stopped, that every job was acknowledged (queue
+// and backup lists empty) and counted (stat:processed = n), for targets with an exq-layout
+// namespace (exq, raw-batched); others pass.
+func (b *bench) checkDrained(ctx context.Context, t *target, n int) error {
+	if t.drainNS == "" {
+		return nil
+	}
+	ns := t.drainNS
+	c := b.admin(t.DB)
+	left, err := c.LLen(ctx, ns+":queue:"+queueName).Result()
 	if err != nil {
 		return err
 	}
-	backups, err := c.Keys(ctx, exqNS+":queue:backup::*").Result()
+	backups, err := c.Keys(ctx, ns+":queue:backup::*").Result()
 	if err != nil {
 		return err
 	}
@@ -158,13 +163,13 @@ func (b *bench) checkExqDrained(ctx context.Context, db, n int) error {
 		}
 		inBackup += l
 	}
-	processed, err := c.Get(ctx, exqNS+":stat:processed").Int64()
+	processed, err := c.Get(ctx, ns+":stat:processed").Int64()
 	if err != nil && err != redis.Nil {
 		return err
 	}
 	if left != 0 || inBackup != 0 || processed != int64(n) {
-		return fmt.Errorf("exq: after the drain and Stop: %d jobs left in the queue, %d in backup lists, stat:processed %d (want 0, 0, %d)",
-			left, inBackup, processed, n)
+		return fmt.Errorf("%s: after the drain and Stop: %d jobs left in the queue, %d in backup lists, stat:processed %d (want 0, 0, %d)",
+			t.Name, left, inBackup, processed, n)
 	}
 	return nil
 }

@@ -56,10 +56,28 @@ type report struct {
 	latency  []*latRow
 	soak     *soakResult
 	soakErr  error
+	loaded   *loadedReport
 
 	load       string  // load average when the run started
 	foreignCPU float64 // CPU seconds other processes used during the run
 }
+
+// loadedReport is the latency-under-load mode: the rate offered and each target's runs.
+type loadedReport struct {
+	conc   int
+	dur    time.Duration
+	rate   float64 // offered, jobs/s
+	max    float64 // exq's maximum process rate it was derived from; 0 if given by flag
+	source string  // where rate (or max) came from
+	rows   []*latRow
+	err    error
+}
+
+// Targets of the latency-under-load mode (issue 17).
+const (
+	loadedP50Target = time.Millisecond
+	loadedP99Target = 5 * time.Millisecond
+)
 
 func (r *report) section(key, title, unit string) *section {
 	s := &section{key: key, title: title, unit: unit}
@@ -177,7 +195,7 @@ func (r *report) markdown() string {
 		r.load, r.foreignCPU, 100*r.foreignCPU/r.elapsed.Seconds())
 	w("- Command: `go run . %s`\n", strings.Join(cmdline(cfg), " "))
 	w("- N = %d jobs per run, %d repetition%s, interleaved; each cell is the median with the spread (min–max) across repetitions.\n", cfg.n, cfg.reps, plural(cfg.reps))
-	w("- Every library has a Redis DB of its own (DB %d + k), flushed before every run. Jobs carry one integer and the workers only count them. exq runs at its defaults (stats, retries, heartbeat, scheduler, busy list all on).\n", cfg.dbBase)
+	w("- Every library has a Redis DB of its own (DB %d + k), flushed before every run. Jobs carry two integers (i, and the enqueue time in ns) and the workers decode both the way each library's documentation teaches (exq: `job.Bind(&i, &at)`; the raw baselines: a fixed-shape scan of class, jid and args) and only count them. exq runs at its defaults (stats, retries, heartbeat, scheduler, busy list all on).\n", cfg.dbBase)
 	if cfg.smoke {
 		w("- **Smoke run**: sizes are tiny; the numbers mean nothing.\n")
 	}
@@ -234,6 +252,14 @@ func (r *report) markdown() string {
 			if _, rv := libRow(s.rows, "raw"); !math.IsNaN(rv) {
 				w("- exq / raw go-redis (same mode): **%s**\n", ratio(ev, rv))
 			}
+			if rb, rv := libRow(s.rows, "raw-batched"); !math.IsNaN(rv) {
+				w("- exq / raw-batched (the bare ceiling of exq's model, same mode): **%s**\n", ratio(ev, rv))
+				if er, _ := libRow(s.rows, "exq"); er != nil && s.cpu {
+					w("- client CPU per job, exq / raw-batched: %.1f / %.1f µs = %s; redis CPU per job: %.1f / %.1f µs = %s\n",
+						median(er.clientUS), median(rb.clientUS), ratio(median(er.clientUS), median(rb.clientUS)),
+						median(er.redisUS), median(rb.redisUS), ratio(median(er.redisUS), median(rb.redisUS)))
+				}
+			}
 			if strings.HasPrefix(s.key, "enqueue-") && s.key != "enqueue-1" {
 				if s1 := r.find("enqueue-1"); s1 != nil {
 					if _, rv1 := libRow(s1.rows, "raw"); !math.IsNaN(rv1) {
@@ -279,8 +305,16 @@ func (r *report) markdown() string {
 				rv, _, _ := raw.pctMedian(0.5)
 				w("- exq p50 / raw blocking pop p50: %s\n", ratio(ep50, rv))
 			}
+			if rb := r.latRowOf("raw-batched"); rb != nil && len(rb.runs) > 0 {
+				rv, _, _ := rb.pctMedian(0.5)
+				w("- exq p50 / raw-batched p50: %s\n", ratio(ep50, rv))
+			}
 		}
 		w("\n")
+	}
+
+	if ld := r.loaded; ld != nil {
+		w("%s", ld.markdown())
 	}
 
 	if r.soak != nil {
@@ -355,6 +389,18 @@ func (r *report) checks() []check {
 		p99, _, _ := e.pctMedian(0.99)
 		out = append(out, check{"idle pickup: p50 ≤ 0.5 ms", fmtNsF(p50), verdict(p50 <= float64(500*time.Microsecond))})
 		out = append(out, check{"idle pickup: p99 ≤ 2 ms", fmtNsF(p99), verdict(p99 <= float64(2*time.Millisecond))})
+	}
+	if ld := r.loaded; ld != nil {
+		for _, l := range ld.rows {
+			if l.t.Lib != "exq" || len(l.runs) == 0 {
+				continue
+			}
+			p50, _, _ := l.pctMedian(0.5)
+			p99, _, _ := l.pctMedian(0.99)
+			at := fmt.Sprintf("%s jobs/s for %s", fmtRate(ld.rate), ld.dur)
+			out = append(out, check{fmt.Sprintf("latency under load (issue 17), %s: p50 ≤ %s", at, fmtDur(loadedP50Target)), fmtNsF(p50), verdict(p50 <= float64(loadedP50Target))})
+			out = append(out, check{fmt.Sprintf("latency under load (issue 17), %s: p99 ≤ %s", at, fmtDur(loadedP99Target)), fmtNsF(p99), verdict(p99 <= float64(loadedP99Target))})
+		}
 	}
 	if r.soak != nil && r.soakErr == nil {
 		var mid, end, start *sample
@@ -447,4 +493,58 @@ func moduleVersions() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// markdown is the latency-under-load section.
+func (ld *loadedReport) markdown() string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("## Latency under load: %s jobs/s offered for %s, concurrency %d (enqueue → worker start; lower is better)\n\n", fmtRate(ld.rate), ld.dur, ld.conc)
+	if ld.err != nil {
+		w("**Not run:** %s\n\n", oneLine(ld.err))
+		return b.String()
+	}
+	if ld.max > 0 {
+		w("The offered rate is half of exq's maximum process rate, %s jobs/s (%s). ", fmtRate(ld.max), ld.source)
+	} else {
+		w("The offered rate is %s. ", ld.source)
+	}
+	w("One producer enqueues open-loop (job k is due k/rate after the start), each call writing every job due since the previous one "+
+		"(exq `EnqueueAll`; raw-batched a pipeline of LPUSHes); each job carries its enqueue time (ns, monotonic) as an arg and the worker "+
+		"records enqueue → start. Both targets get the same offered load; the peers and the one-job-per-round-trip raw baseline drain "+
+		"below half of exq's rate and sit this mode out. Client CPU covers enqueue and run, from the first enqueue to the last start. "+
+		"Targets (issue 17): p50 ≤ %s, p99 ≤ %s.\n\n", fmtDur(loadedP50Target), fmtDur(loadedP99Target))
+	w("| target | enqueued jobs/s | p50 | p90 | p99 | max | p50 min–max | p99 min–max | client CPU µs/job | p50 ≤ %s | p99 ≤ %s |\n",
+		fmtDur(loadedP50Target), fmtDur(loadedP99Target))
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for _, l := range ld.rows {
+		if l.err != nil && len(l.runs) == 0 {
+			w("| %s | failed: %s | | | | | | | | | |\n", l.t.Name, oneLine(l.err))
+			continue
+		}
+		var ach, cpu []float64
+		for _, r := range l.runs {
+			ach = append(ach, r.achieved)
+			cpu = append(cpu, r.clientUS)
+		}
+		p50, p50lo, p50hi := l.pctMedian(0.5)
+		p90, _, _ := l.pctMedian(0.9)
+		p99, p99lo, p99hi := l.pctMedian(0.99)
+		mx, _, _ := l.pctMedian(1)
+		w("| %s | %s | %s | %s | %s | %s | %s – %s | %s – %s | %.1f | %s | %s |\n", l.t.Name, fmtRate(median(ach)),
+			fmtNsF(p50), fmtNsF(p90), fmtNsF(p99), fmtNsF(mx), fmtNsF(p50lo), fmtNsF(p50hi), fmtNsF(p99lo), fmtNsF(p99hi), median(cpu),
+			verdict(p50 <= float64(loadedP50Target)), verdict(p99 <= float64(loadedP99Target)))
+	}
+	w("\n")
+	for _, l := range ld.rows {
+		for _, r := range l.runs {
+			if r.achieved < 0.95*ld.rate {
+				w("- %s: the producer fell behind (a run enqueued at %s jobs/s of %s offered); its latencies do not include that lag.\n",
+					l.t.Name, fmtRate(r.achieved), fmtRate(ld.rate))
+				break
+			}
+		}
+	}
+	w("\n")
+	return b.String()
 }

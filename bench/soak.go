@@ -67,7 +67,7 @@ func (b *bench) runSoak(ctx context.Context, t *target, n int) (soakResult, erro
 	}
 	var done atomic.Int64
 	all := make(chan struct{})
-	onJob := func(int64) {
+	onJob := func(int64, int64) {
 		if done.Add(1) == int64(n) {
 			close(all)
 		}
@@ -142,7 +142,10 @@ loop:
 	runtime.GC()
 	res.samples = append(res.samples, takeSample("after Stop + GC", done.Load(), time.Since(start)))
 	if failure == nil {
-		failure = b.checkExqDrained(ctx, t.DB, n)
+		failure = b.checkDrained(ctx, t, n)
+	}
+	if err := takeArgErr(); err != nil && failure == nil {
+		failure = err
 	}
 	return res, failure
 }

@@ -1,35 +1,43 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
+	"sync"
+	"time"
 )
 
-// A target is one library (or the raw go-redis baseline) at one configuration: its defaults or
-// a tuned variant. Every job it enqueues carries one integer, i; its workers report i when a job
-// starts, and do nothing else (no-op jobs).
+// A target is one library (or a raw go-redis baseline) at one configuration: its defaults or
+// a tuned variant. Every job it enqueues carries two integers: i, and the time of its enqueue
+// (nowNS, stamped by the producer just before the enqueue call). Its workers decode both the
+// way the library's documentation teaches, report them when a job starts, and do nothing else
+// (no-op jobs).
 type target struct {
 	Name string // as printed: "asynq", "asynq (tuned)"
-	Lib  string // exq, asynq, gocraft, goworkers2, raw
+	Lib  string // exq, asynq, gocraft, goworkers2, raw, raw-batched
 	// Knob says what the tuned variant changes from the defaults; "" for the defaults.
 	Knob string
 	// Peer targets are the other job libraries (not exq, not the raw baseline).
 	Peer bool
 	// DB is the Redis database this library uses, flushed before every run.
 	DB int
+	// NoEnqueue targets sit out the enqueue modes (their producer is another target's).
+	NoEnqueue bool
+	// drainNS, when set, is the key prefix of an exq-layout queue, backup lists and
+	// stat:processed that checkDrained verifies after a run.
+	drainNS string
 
 	// newProducer returns an enqueuer that callers goroutines will share.
 	newProducer func(ctx context.Context, callers int) (producer, error)
 	// newConsumer starts workers with concurrency c on the queue "default"; onJob is called
-	// with the job's i when a job starts.
-	newConsumer func(ctx context.Context, c int, onJob func(i int64)) (consumer, error)
+	// with the job's two args when a job starts: i, and at, its enqueue time (nowNS). A worker
+	// that cannot decode its args reports it with argError and calls onJob(-1, 0).
+	newConsumer func(ctx context.Context, c int, onJob func(i, at int64)) (consumer, error)
 }
 
-// producer enqueues one no-op job carrying i.
+// producer enqueues one no-op job carrying i and its enqueue time (nowNS).
 type producer interface {
 	enqueue(ctx context.Context, i int64) error
 	close() error
@@ -51,14 +59,20 @@ const (
 	gocraftNS = "benchgocraft"
 	gw2NS     = "benchgw2"
 	rawNS     = "benchraw"
+	rawbNS    = "benchrawb"
 	jobClass  = "Noop"
 	queueName = "default"
 )
 
-// The order of libraries; a library's DB is the base DB plus its index.
-var libOrder = []string{"exq", "asynq", "gocraft", "goworkers2", "raw"}
+// The order of libraries; a library's DB is the base DB plus its index, except raw-batched,
+// which shares raw's (the documented DBs stay -db … -db+4; runs are sequential and each
+// flushes its DB first, and the two use different key prefixes anyway).
+var libOrder = []string{"exq", "asynq", "gocraft", "goworkers2", "raw", "raw-batched"}
 
 func libIndex(lib string) int {
+	if lib == "raw-batched" {
+		lib = "raw"
+	}
 	for i, l := range libOrder {
 		if l == lib {
 			return i
@@ -87,6 +101,8 @@ func allTargets(addr string, dbBase int, libs map[string]bool, tuned bool) []*ta
 			ts = goworkers2Targets(addr, db)
 		case "raw":
 			ts = rawTargets(addr, db)
+		case "raw-batched":
+			ts = rawBatchedTargets(addr, db)
 		}
 		for _, t := range ts {
 			if t.Knob != "" && !tuned {
@@ -100,17 +116,36 @@ func allTargets(addr string, dbBase int, libs map[string]bool, tuned bool) []*ta
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// parseArgs reads i from a JSON array holding one integer, "[123]", without a JSON decoder:
-// the workers are no-ops, so they should cost as little as the library lets them.
-func parseArgs(b []byte) int64 {
-	b = bytes.TrimSpace(b)
-	b = bytes.TrimPrefix(b, []byte("["))
-	b = bytes.TrimSuffix(b, []byte("]"))
-	i, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
-	if err != nil {
-		return -1
+// epoch is the origin of nowNS.
+var epoch = time.Now()
+
+// nowNS is the time in nanoseconds since the bench started, on the monotonic clock: the
+// enqueue time every job carries as its second arg (producer and workers share this process,
+// so no wall-clock step can skew a latency).
+func nowNS() int64 { return int64(time.Since(epoch)) }
+
+// argErr holds the first arg-decoding error of a worker since the last takeArgErr.
+var argErr struct {
+	sync.Mutex
+	err error
+}
+
+// argError records a worker's failure to decode its job's args (the run then fails).
+func argError(lib string, err error) {
+	argErr.Lock()
+	defer argErr.Unlock()
+	if argErr.err == nil {
+		argErr.err = fmt.Errorf("%s: worker could not decode its args: %w", lib, err)
 	}
-	return i
+}
+
+// takeArgErr returns and clears the recorded arg-decoding error.
+func takeArgErr() error {
+	argErr.Lock()
+	defer argErr.Unlock()
+	err := argErr.err
+	argErr.err = nil
+	return err
 }
 
 func errorf(lib, what string, err error) error {
