@@ -174,6 +174,9 @@ type enqueuer struct {
 	maxRetries int
 	events     listeners
 	hooks      []EnqueueHook
+	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
+	// (groupcommit.go).
+	group groupCommit
 }
 
 // enqueued reports a written job to the listeners.
@@ -360,7 +363,7 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	if err != nil {
 		return "", err
 	}
-	holder, err := en.jq.enqueue(ctx, queue, b.doc, b.lock)
+	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -396,12 +399,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	if err != nil {
 		return "", err
 	}
-	var holder string
-	if b.at.IsZero() {
-		holder, err = en.jq.enqueue(ctx, queue, b.doc, b.lock)
-	} else {
-		holder, err = en.jq.enqueueAt(ctx, b.at, b.doc, b.lock)
-	}
+	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, at: b.at, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
