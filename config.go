@@ -192,12 +192,18 @@ type Options struct {
 	// Middleware wraps every job run, outermost first.
 	Middleware []Middleware
 
-	// PollTimeout is how long an idle node waits between polls of its queues. Jobs enqueued
-	// through exq wake idle nodes at once, so it bounds the pickup delay only for jobs pushed by
-	// other runtimes. Default 100 ms.
+	// PollTimeout is how long an idle node first waits between polls of its queues; the wait
+	// doubles after each empty poll up to 50 × PollTimeout (at most 5 s, never less than
+	// PollTimeout) and drops back on a wake-up or a job found. Jobs enqueued through exq wake
+	// idle nodes at once, so the wait bounds the pickup delay only for jobs nobody announced
+	// (pushed by other runtimes, or whose wake-up was lost): 5 s at most with the default.
+	// Default 100 ms.
 	PollTimeout time.Duration
-	// SchedulerPollTimeout is how often due scheduled and retry jobs are moved to their
-	// queues. Default 200 ms.
+	// SchedulerPollTimeout bounds how late the scheduler moves a due scheduled or retry job
+	// that exq wrote (it sleeps until the earliest job is due, and exq's writes announce
+	// earlier ones), and the wait after a failure. The scheduler looks at the sets at least
+	// every 25 × SchedulerPollTimeout (at most 5 s, never less than SchedulerPollTimeout): the
+	// bound for jobs other runtimes schedule. Default 200 ms.
 	SchedulerPollTimeout time.Duration
 	// Periodic are schedules this node writes to Redis at Start (README "Periodic jobs"): a
 	// new one is created, an existing one keeps its status and history and gets the rest.

@@ -172,12 +172,18 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	e.cancelRun = cancelRun
-	e.pubsub = e.rdb.Subscribe(runCtx, keys.Wake())
-	e.goLoop(func() { e.mgr.listen(e.pubsub) })
-	e.goLoop(func() { e.mgr.run(runCtx) })
+	var sched *scheduler
+	var due func(string)
 	if !o.DisableScheduler {
-		s := &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout}
-		e.goLoop(func() { s.run(runCtx) })
+		sched = &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout,
+			wake: make(chan struct{}, 1)}
+		due = sched.due
+	}
+	e.pubsub = e.rdb.Subscribe(runCtx, keys.Wake())
+	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	e.goLoop(func() { e.mgr.run(runCtx) })
+	if sched != nil {
+		e.goLoop(func() { sched.run(runCtx) })
 		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
 			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
 		e.goLoop(func() { p.run(runCtx) })

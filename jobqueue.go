@@ -72,7 +72,7 @@ func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder
 // enqueueAt adds one job to the schedule set, due at at (unique as enqueue).
 func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string, l *lock) (holder string, err error) {
 	keys := []string{jq.keys.Schedule()}
-	args := []any{wire.FormatTime(at), job}
+	args := []any{wire.FormatTime(at), job, jq.keys.Wake()}
 	if l != nil {
 		keys = append(keys, l.key)
 		args = append(args, l.jid, l.ttlMillis())
@@ -362,7 +362,7 @@ func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.D
 func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.Retry,
 		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q)},
-		wire.FormatTime(at), rewritten, raw)
+		wire.FormatTime(at), rewritten, raw, jq.keys.Wake())
 	jq.wait.shortfall("retry", replErr)
 	n, err := cmd.Int()
 	return n == 1, err

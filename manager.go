@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,14 +279,29 @@ const (
 	maxErrorBackoff = 500 * time.Millisecond
 )
 
+// maxIdlePoll bounds how far an idle node backs its polls off (see idleCap).
+const maxIdlePoll = 5 * time.Second
+
+// idleCap is the longest wait between the polls of an idle node: 50 × PollTimeout, at most
+// maxIdlePoll but never less than PollTimeout. It bounds the pickup delay of a job whose
+// wake-up was lost or never sent (pushed by Sidekiq or Exq, or by a node whose Redis user may
+// not publish): 5 s with the default PollTimeout, 1 s with PollTimeout 20 ms.
+func idleCap(pollTimeout time.Duration) time.Duration {
+	return max(pollTimeout, min(50*pollTimeout, maxIdlePoll))
+}
+
 // run is the poll loop. It fetches, for every subscribed queue with free slots, up to that
 // many jobs in one round trip; polls again at once when it found jobs; otherwise waits for
-// PollTimeout, a wake-up from an enqueue, or a freed slot.
+// the idle wait, a wake-up from an enqueue, or a freed slot. The idle wait starts at
+// PollTimeout and doubles after every empty poll the timer ended, up to idleCap; a wake-up, a
+// freed slot, a subscription change or a job found sets it back to PollTimeout. Enqueues
+// through exq wake the node, so polling only catches what no wake-up announced.
 func (m *manager) run(ctx context.Context) {
 	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	wait := func(d time.Duration) bool {
+	// wait reports false when ctx ended, and whether something other than the timer ended it.
+	wait := func(d time.Duration) (ok, woken bool) {
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -295,13 +311,15 @@ func (m *manager) run(ctx context.Context) {
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-timer.C:
+			return true, false
 		case <-m.wake:
 		case <-m.slotFreed:
 		}
-		return true
+		return true, true
 	}
+	idle, idleMax := m.pollTimeout, idleCap(m.pollTimeout)
 	backoff := time.Duration(0)
 	var lostAt time.Time
 	reconcile := false
@@ -323,13 +341,14 @@ func (m *manager) run(ctx context.Context) {
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
 			// slots back may allow them later without either: poll as an idle node does.
-			idle := time.Minute
+			d := time.Minute
 			if limited {
-				idle = m.pollTimeout
+				d = m.pollTimeout
 			}
-			if !wait(idle) {
+			if ok, _ := wait(d); !ok {
 				return
 			}
+			idle = m.pollTimeout
 			continue
 		}
 		// The fetch itself is not cancelled by Stop: a script that ran must have its jobs
@@ -340,6 +359,7 @@ func (m *manager) run(ctx context.Context) {
 		if err != nil {
 			m.unsent(reqs, func(int) int { return 0 })
 			reconcile = true
+			idle = m.pollTimeout
 			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
 			if backoff == minErrorBackoff {
 				log.Warn("exq: fetching jobs failed; backing off until Redis answers", "error", err)
@@ -368,11 +388,24 @@ func (m *manager) run(ctx context.Context) {
 			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
 		}
 		if m.dispatch(reqs, res.jobs) > 0 {
+			idle = m.pollTimeout
 			m.gather(ctx)
 			continue
 		}
-		if !wait(res.nextPoll(m.pollTimeout)) {
+		d := idle
+		if limited || res.limitHeld() {
+			// Slots the Dequeuer held back, or a queue's limit holding waiting jobs back: what
+			// they allow changes with time or with other nodes, which announce nothing.
+			d = m.pollTimeout
+		}
+		ok, woken := wait(res.nextPoll(d))
+		if !ok {
 			return
+		}
+		if woken {
+			idle = m.pollTimeout
+		} else {
+			idle = min(2*idle, idleMax)
 		}
 	}
 }
@@ -671,14 +704,32 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 	return &emptyBackups{}
 }
 
-// listen wakes the poll loop when an enqueue announces jobs in a subscribed queue. go-redis
-// re-subscribes by itself after a reconnect; wake-ups missed meanwhile are covered by polling.
-func (m *manager) listen(ps *redis.PubSub) {
+// listen wakes the poll loop when an enqueue announces jobs in a subscribed queue, and hands
+// announcements of scheduled and retry jobs (payloads starting with dueWakePrefix, which no
+// queue name can) to due, when set: the scheduler's. go-redis re-subscribes by itself after a
+// reconnect; wake-ups missed meanwhile are covered by polling.
+func (m *manager) listen(ps *redis.PubSub, due func(payload string)) {
 	for msg := range ps.Channel() {
+		if strings.HasPrefix(msg.Payload, dueWakePrefix) {
+			if due != nil {
+				due(msg.Payload)
+			}
+			continue
+		}
 		if m.isSubscribed(msg.Payload) {
 			signal(m.wake)
 		}
 	}
+}
+
+// limitHeld reports whether a queue's cluster-wide limit held back jobs the queue still has.
+func (f fetchRes) limitHeld() bool {
+	for _, w := range f.wait {
+		if w >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sleepCtx sleeps for d and reports false if ctx ended first.

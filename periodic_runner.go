@@ -37,12 +37,27 @@ const (
 	periodicErrorSleep = 200 * time.Millisecond
 )
 
+// periodicIdleReload is how often the schedules are read again while the namespace has none
+// the runner can enqueue: a schedule added then (through the API, another node or
+// sidekiq-cron) starts within this long, and its first tick, if already past, is still
+// enqueued within PeriodicGrace.
+const periodicIdleReload = 10 * time.Second
+
+// reloadEvery is how long the schedules read last stay good: reload while there are some,
+// periodicIdleReload (or reload, if longer) while there are none.
+func (p *periodicRunner) reloadEvery() time.Duration {
+	if len(p.states) == 0 {
+		return max(p.reload, periodicIdleReload)
+	}
+	return p.reload
+}
+
 func (p *periodicRunner) run(ctx context.Context) {
 	var loaded time.Time
 	failing := false
 	for ctx.Err() == nil {
 		now := p.now()
-		if loaded.IsZero() || now.Sub(loaded) >= p.reload || now.Before(loaded) {
+		if loaded.IsZero() || now.Sub(loaded) >= p.reloadEvery() || now.Before(loaded) {
 			if err := p.load(ctx); err != nil {
 				if !failing && ctx.Err() == nil {
 					p.log.Warn("exq: periodic jobs: reading the schedules failed; will retry", "error", err)
@@ -60,7 +75,10 @@ func (p *periodicRunner) run(ctx context.Context) {
 			loaded = now
 		}
 		next, err := p.evaluate(ctx, now)
-		wait := min(next.Sub(p.now()), loaded.Add(p.reload).Sub(p.now()))
+		wait := loaded.Add(p.reloadEvery()).Sub(p.now())
+		if len(p.states) > 0 {
+			wait = min(wait, next.Sub(p.now()))
+		}
 		if err != nil {
 			wait = periodicErrorSleep
 		}

@@ -3,26 +3,83 @@ package exq
 import (
 	"context"
 	"log/slog"
+	"math"
+	"strconv"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/wire"
 )
+
+// dueWakePrefix starts the payload with which the scripts that add a job to the schedule or
+// retry set (enqueue_at.lua, enqueue_all.lua, retry.lua) announce it on the wake channel,
+// followed by the job's score: ":due:1796010415.667948". They publish only when the job is due
+// before every job the set held. A queue name cannot start with ':' (checkQueueName), so the
+// poll loop never mistakes it for a queue, and nodes of earlier versions ignore it.
+const dueWakePrefix = ":due:"
+
+// maxSchedulerSleep bounds how long the scheduler sleeps (see schedulerCap).
+const maxSchedulerSleep = 5 * time.Second
+
+// schedulerCap is the longest the scheduler sleeps without looking at the sets: 25 ×
+// SchedulerPollTimeout, at most maxSchedulerSleep but never less than SchedulerPollTimeout.
+// It bounds how late a job is moved when it was added without an announcement (by Sidekiq or
+// Exq, by a node of an earlier version, or when the announcement was lost) and is due before
+// what the scheduler last read: 5 s with the default SchedulerPollTimeout.
+func schedulerCap(interval time.Duration) time.Duration {
+	return max(interval, min(25*interval, maxSchedulerSleep))
+}
+
+// minSchedulerSleep keeps a scheduler whose clock disagrees with the scores (a test clock)
+// from spinning.
+const minSchedulerSleep = time.Millisecond
 
 // scheduler moves due jobs from the schedule and retry sets to their queues. Every node runs
 // one; each move is one atomic script call, so nodes racing never lose or duplicate a job.
+//
+// It does not poll: it reads the earliest score of both sets and sleeps until then, at most
+// schedulerCap, or until a script announces a job due earlier than that (wake), and passes at
+// most once per interval. An idle node thus reads the two heads once every few seconds, a job
+// is moved when it is due (within the interval when another pass just ran), and a busy set
+// costs no more than polling every interval did.
 type scheduler struct {
 	jq       *jobQueue
-	interval time.Duration
+	interval time.Duration // SchedulerPollTimeout: the wait after a failure, and the cap's base
 	page     int
 	now      func() time.Time
 	log      *slog.Logger
 	timeout  time.Duration
+
+	wake  chan struct{} // buffered (1): announcements of jobs due before armed
+	armed atomic.Int64  // when the sleeping scheduler looks next (Unix µs); 0 while it works
+}
+
+// due takes an announcement from the wake channel (manager.listen): it wakes the scheduler
+// when the job is due before the scheduler looks next, or while it works (the sets it reads
+// may already be behind). A payload it cannot read wakes it too.
+func (s *scheduler) due(payload string) {
+	score, err := strconv.ParseFloat(payload[len(dueWakePrefix):], 64)
+	armed := s.armed.Load()
+	if err != nil || math.IsNaN(score) || armed == 0 || score*1e6 < float64(armed) {
+		signal(s.wake)
+	}
 }
 
 func (s *scheduler) run(ctx context.Context) {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	limit := schedulerCap(s.interval)
 	failing := false
 	for {
-		err := s.tick(ctx)
+		s.armed.Store(0)
+		select {
+		case <-s.wake: // what it announced, this pass reads
+		default:
+		}
+		began := time.Now()
+		next, err := s.pass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			s.log.Warn("exq: scheduler: moving due jobs failed; will retry", "error", err)
@@ -31,12 +88,57 @@ func (s *scheduler) run(ctx context.Context) {
 			s.log.Info("exq: scheduler: moving due jobs works again")
 			failing = false
 		}
+		now := s.now()
+		d := limit
+		switch {
+		case err != nil:
+			d = s.interval
+		case !next.IsZero():
+			d = min(d, max(next.Sub(now), minSchedulerSleep))
+		}
+		// At most one pass per interval, however many distinct due times follow each other: a
+		// busy set costs what polling every interval did, and each job is still moved within
+		// the interval of being due.
+		d = max(d, s.interval-time.Since(began))
+		s.armed.Store(now.Add(d).UnixMicro())
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(d)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-timer.C:
+		case <-s.wake:
+			s.armed.Store(0)
+			if rest := s.interval - time.Since(began); rest > 0 && !sleepCtx(ctx, rest) {
+				return
+			}
 		}
 	}
+}
+
+// pass moves every job due now, if the heads of the sets say there is one, and returns the
+// earliest score left in either set (zero when both are empty).
+func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
+	next, err := s.earliest(ctx)
+	if err != nil || next.IsZero() || next.After(s.now()) {
+		return next, err
+	}
+	if err := s.tick(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return s.earliest(ctx)
+}
+
+// earliest reads the lowest score of the schedule and retry sets in one round trip.
+func (s *scheduler) earliest(ctx context.Context) (time.Time, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.jq.earliestDue(cctx)
 }
 
 // tick moves every due job of both sets, a page per script call.
@@ -56,4 +158,34 @@ func (s *scheduler) tick(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// earliestDue returns the lowest score of the schedule and retry sets (ZRANGE 0 0 WITHSCORES
+// on each, pipelined), or the zero time when both are empty.
+func (jq *jobQueue) earliestDue(ctx context.Context) (time.Time, error) {
+	var heads [2]*redis.ZSliceCmd
+	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		heads[0] = p.ZRangeWithScores(ctx, jq.keys.Schedule(), 0, 0)
+		heads[1] = p.ZRangeWithScores(ctx, jq.keys.Retry(), 0, 0)
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	for _, h := range heads {
+		for _, z := range h.Val() {
+			if math.IsInf(z.Score, 1) {
+				continue // never due: nothing moves it, nothing to wait for
+			}
+			at := wire.ParseTime(z.Score)
+			if at.IsZero() {
+				at = time.Unix(0, 0) // a score of 0 or -inf: long due
+			}
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+	}
+	return next, nil
 }

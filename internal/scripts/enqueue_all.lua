@@ -10,8 +10,10 @@
 -- type-checked before the first write. A lock already held by its own job's jid means this
 -- call repeats one that wrote the whole batch (a client library sending the script again after
 -- a broken connection): then nothing is written and {} is returned.
--- (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel permission
--- must not turn a written job into a failed call.)
+-- Scheduled jobs are announced on the wake channel as ":due:<earliest score>" when the earliest
+-- is due before every job the schedule set held, so that sleeping schedulers look again
+-- (scheduler.go). (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel
+-- permission must not turn a written job into a failed call.)
 local Q, N, U = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local jobs0, uniq0 = 4 + Q, 4 + Q + 3 * N
 local function expect(key, want)
@@ -73,7 +75,18 @@ for q = 1, Q do
     redis.pcall('PUBLISH', ARGV[1], ARGV[4 + q])
   end
 end
-for s = 1, #scheduled, 2 * chunk do
-  redis.call('ZADD', KEYS[1], unpack(scheduled, s, math.min(s + 2 * chunk - 1, #scheduled)))
+if #scheduled > 0 then
+  local head = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2] or '')
+  local earliest, at = nil, nil
+  for s = 1, #scheduled, 2 do
+    local n = tonumber(scheduled[s])
+    if not earliest or n < earliest then earliest, at = n, scheduled[s] end
+  end
+  for s = 1, #scheduled, 2 * chunk do
+    redis.call('ZADD', KEYS[1], unpack(scheduled, s, math.min(s + 2 * chunk - 1, #scheduled)))
+  end
+  if not head or earliest < head then
+    redis.pcall('PUBLISH', ARGV[1], ':due:' .. at)
+  end
 end
 return out
