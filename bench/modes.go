@@ -233,23 +233,7 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 		sent[k].Store(int64(time.Since(base)))
 		err = p.enqueue(ctx, int64(k))
 	}
-	if err == nil {
-		select {
-		case <-all:
-		case <-time.After(b.cfg.latencyWait):
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
-	_ = p.close()
-	stopErr := b.stopConsumer(cons)
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	if stopErr != nil {
-		return res, fmt.Errorf("%s: stop: %w", t.Name, stopErr)
-	}
-	if err := takeArgErr(); err != nil {
+	if err := b.awaitAndStop(ctx, t, all, p, cons, err, nil); err != nil {
 		return res, err
 	}
 	for k := range got {
@@ -335,24 +319,8 @@ func (b *bench) runLoaded(ctx context.Context, t *target, rate float64, dur time
 		}
 	}
 	sendTime := time.Since(start)
-	if err == nil {
-		select {
-		case <-all:
-		case <-time.After(b.cfg.latencyWait):
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
-	cpu1 := selfCPU()
-	_ = p.close()
-	stopErr := b.stopConsumer(cons)
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	if stopErr != nil {
-		return res, fmt.Errorf("%s: stop: %w", t.Name, stopErr)
-	}
-	if err := takeArgErr(); err != nil {
+	var cpu1 time.Duration
+	if err := b.awaitAndStop(ctx, t, all, p, cons, err, func() { cpu1 = selfCPU() }); err != nil {
 		return res, err
 	}
 	res.achieved = float64(sent) / sendTime.Seconds()
@@ -414,4 +382,30 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// awaitAndStop ends a latency run: it waits (unless err is set) until every job has started or
+// latencyWait passed, calls measured (if any) at that moment, closes the producer and stops the
+// consumer, and returns the first error of the run, the stop or the workers' arg decoding.
+func (b *bench) awaitAndStop(ctx context.Context, t *target, all <-chan struct{}, p interface{ close() error }, cons consumer, err error, measured func()) error {
+	if err == nil {
+		select {
+		case <-all:
+		case <-time.After(b.cfg.latencyWait):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if measured != nil {
+		measured()
+	}
+	_ = p.close()
+	stopErr := b.stopConsumer(cons)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if stopErr != nil {
+		return fmt.Errorf("%s: stop: %w", t.Name, stopErr)
+	}
+	return takeArgErr()
 }
