@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,40 +341,8 @@ func enqueueTimes(jobs []queuedJob) []string {
 }
 
 // startCronWeb starts Sidekiq Web with sidekiq-cron's tab (ruby/cron_web.ru) on a free
-// loopback port, as startWebUI does with sidekiq_web.ru, and waits until it answers.
-func (p *peer) startCronWeb() *webUI {
-	t := p.t
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	tr := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{
-		Jar:           jar,
-		Transport:     tr,
-		Timeout:       30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		pr := p.start("cron-web", os.Interrupt, p.dir, nil,
-			"rackup", filepath.Join(p.dir, "cron_web.ru"), "-s", "webrick", "-o", "127.0.0.1", "-p", strconv.Itoa(port))
-		w := &webUI{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), proc: pr, client: client}
-		deadline := time.Now().Add(waitTimeout)
-		for !pr.exited() {
-			if _, err := w.stats(); err == nil {
-				return w
-			} else if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for cron_web.ru to answer /stats: %v", waitTimeout, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if attempt == 3 {
-			t.Fatalf("cron_web.ru ended before it answered, three times; last log:\n%s", tail(pr.logPath, 40))
-		}
-		t.Logf("cron_web.ru on port %d ended before it answered (port taken?); trying another port:\n%s", port, tail(pr.logPath, 10))
-	}
-}
+// loopback port and waits until it answers.
+func (p *peer) startCronWeb() *webUI { return p.startRack("cron-web", "cron_web.ru") }
 
 // cronButton reads the Cron tab afresh (a token serves one post) and returns the path and the
 // form of the button action ("disable", "enable", "enque", "delete") of schedule name.

@@ -525,9 +525,14 @@ type webUI struct {
 	proc   *proc
 }
 
-// startWebUI starts the Web UI on a free loopback port and waits until it answers. If the port
-// was taken meanwhile (WEBrick then exits), it tries another one.
-func (p *peer) startWebUI() *webUI {
+// startWebUI starts Sidekiq's Web UI (ruby/sidekiq_web.ru) on a free loopback port and waits
+// until it answers.
+func (p *peer) startWebUI() *webUI { return p.startRack("sidekiq-web", "sidekiq_web.ru") }
+
+// startRack runs the Rack app ru (a file in ruby/) under WEBrick on a free loopback port and
+// waits until it answers /stats. If the port was taken meanwhile (WEBrick then exits), it tries
+// another one.
+func (p *peer) startRack(name, ru string) *webUI {
 	t := p.t
 	t.Helper()
 	jar, err := cookiejar.New(nil)
@@ -543,8 +548,8 @@ func (p *peer) startWebUI() *webUI {
 	}
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
-		pr := p.start("sidekiq-web", os.Interrupt, p.dir, nil,
-			"rackup", filepath.Join(p.dir, "sidekiq_web.ru"), "-s", "webrick", "-o", "127.0.0.1", "-p", strconv.Itoa(port))
+		pr := p.start(name, os.Interrupt, p.dir, nil,
+			"rackup", filepath.Join(p.dir, ru), "-s", "webrick", "-o", "127.0.0.1", "-p", strconv.Itoa(port))
 		w := &webUI{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), proc: pr, client: client}
 		deadline := time.Now().Add(waitTimeout)
 		for !pr.exited() {
@@ -553,14 +558,14 @@ func (p *peer) startWebUI() *webUI {
 				return w
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for Sidekiq's Web UI to answer /stats: %v", waitTimeout, err)
+				t.Fatalf("timed out after %s waiting for %s to answer /stats: %v", waitTimeout, ru, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		if attempt == 3 {
-			t.Fatalf("the Web UI ended before it answered, three times; last log:\n%s", tail(pr.logPath, 40))
+			t.Fatalf("%s ended before it answered, three times; last log:\n%s", ru, tail(pr.logPath, 40))
 		}
-		t.Logf("the Web UI on port %d ended before it answered (port taken?); trying another port:\n%s", port, tail(pr.logPath, 10))
+		t.Logf("%s on port %d ended before it answered (port taken?); trying another port:\n%s", ru, port, tail(pr.logPath, 10))
 	}
 }
 
