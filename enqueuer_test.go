@@ -22,6 +22,19 @@ func (v *env) enqueuer(now func() time.Time) *enqueuer {
 	return &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "test-node"}, now: now, maxRetries: DefaultMaxRetries}
 }
 
+// enqueueN enqueues n jobs of class W on queue q, with args [i], and returns their jids in order.
+func (v *env) enqueueN(q string, n int) []string {
+	v.t.Helper()
+	en := v.enqueuer(time.Now)
+	jids := make([]string, n)
+	for i := range jids {
+		jid, err := en.enqueue(context.Background(), q, "W", []any{i}, nil)
+		require.NoError(v.t, err)
+		jids[i] = jid
+	}
+	return jids
+}
+
 func TestEnqueueWritesExactWireJSONAndQueueMembership(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()

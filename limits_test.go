@@ -151,13 +151,7 @@ func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			const jobs = 12
-			en := c.enqueuer(time.Now)
-			var want []string
-			for i := 0; i < jobs; i++ {
-				jid, err := en.enqueue(context.Background(), "limited", "W", []any{i}, nil)
-				require.NoError(t, err)
-				want = append(want, jid)
-			}
+			want := c.enqueueN("limited", jobs)
 			cut := c.cutScript(scripts.FetchLimited, 1)
 			rec := &recorder{}
 			o := tc.opts(c)

@@ -17,16 +17,9 @@ import (
 
 func TestJobsRunInFIFOOrder(t *testing.T) {
 	v := newEnv(t)
-	ctx := context.Background()
 	rec := &recorder{}
 	// Enqueue before the node starts, so the whole backlog is waiting at the first poll.
-	en := v.enqueuer(time.Now)
-	var want []string
-	for i := 0; i < 20; i++ {
-		jid, err := en.enqueue(ctx, "default", "W", []any{i}, nil)
-		require.NoError(t, err)
-		want = append(want, jid)
-	}
+	want := v.enqueueN("default", 20)
 	v.start(Options{Queues: []Queue{{Name: "default", Concurrency: 1}}, Workers: map[string]Worker{"W": rec}})
 	testutil.WaitFor(t, "20 jobs ran", func() bool { return rec.count() == 20 })
 	assert.Equal(t, want, rec.jids())

@@ -95,13 +95,7 @@ func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			const jobs = 20
-			en := c.enqueuer(time.Now)
-			var want []string
-			for i := 0; i < jobs; i++ {
-				jid, err := en.enqueue(context.Background(), "default", "W", []any{i}, nil)
-				require.NoError(t, err)
-				want = append(want, jid)
-			}
+			want := c.enqueueN("default", jobs)
 			cut := c.cutScript(scripts.Fetch, 1)
 			rec := &recorder{}
 			o := tc.opts(c)
