@@ -38,27 +38,30 @@ func (a *API) QueueStates(ctx context.Context) ([]QueueState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue states: %w", err)
 	}
-	limited, err := a.jq.limitedQueues(ctx)
+	limits, err := a.jq.publishedLimits(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue states: %w", err)
+	}
+	limited := make([]string, 0, len(limits))
+	for q := range limits {
+		limited = append(limited, q)
 	}
 	names := unionSorted(known, paused, limited)
 	if len(names) == 0 {
 		return []QueueState{}, nil
 	}
-	sizes, err := a.jq.queueSizes(ctx, names)
+	uses, err := a.jq.queueUses(ctx, names, limits)
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue states: %w", err)
 	}
-	controls, err := a.jq.queueControls(ctx, names)
-	if err != nil {
-		return nil, fmt.Errorf("exq: queue states: %w", err)
+	isPaused := make(map[string]bool, len(paused))
+	for _, q := range paused {
+		isPaused[q] = true
 	}
 	out := make([]QueueState, len(names))
 	for i, q := range names {
-		c := controls[q]
-		out[i] = QueueState{Name: q, Size: sizes[q], Paused: c.paused, GlobalLimit: c.limits.GlobalLimit, InUse: c.inUse,
-			Rate: c.limits.rate(), Started: c.started}
+		u, l := uses[q], limits[q]
+		out[i] = QueueState{Name: q, Size: u.size, Paused: isPaused[q], GlobalLimit: l.GlobalLimit, InUse: u.inUse, Rate: l.rate(), Started: u.started}
 	}
 	return out, nil
 }

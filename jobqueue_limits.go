@@ -69,80 +69,70 @@ func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[stri
 	return differ, err
 }
 
-// queueControl is what Redis holds on how queue q is controlled.
-type queueControl struct {
-	paused  bool
-	limits  limitsRecord
+// queueUse is how much of its limits a queue uses now, and its size.
+type queueUse struct {
+	size    int64
 	inUse   int64 // live leases
 	started int64 // starts within the rate's window
 }
 
-// queueControls reads, for every queue in qs, whether it is paused, its published limits, its
-// live leases and its starts within the rate's window, by the server's clock, in one round
-// trip after reading the clock.
-func (jq *jobQueue) queueControls(ctx context.Context, qs []string) (map[string]queueControl, error) {
+// queueUses reads, for every queue in qs, its size and, by the server's clock, its live leases
+// (a GlobalLimit in limits) and its starts within the rate's window (a Rate in limits), in one
+// round trip after reading the clock.
+func (jq *jobQueue) queueUses(ctx context.Context, qs []string, limits map[string]limitsRecord) (map[string]queueUse, error) {
 	now, err := jq.rdb.Time(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
-	paused := jq.rdb.SMembers(ctx, jq.keys.Paused())
-	if paused.Err() != nil {
-		return nil, paused.Err()
-	}
-	limits, err := jq.rdb.HGetAll(ctx, jq.keys.Limits()).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]queueControl, len(qs))
-	type counts struct{ inUse, started *redis.IntCmd }
-	cmds := make(map[string]counts, len(qs))
 	secs := func(t time.Time) string {
 		return strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', 6, 64)
 	}
-	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	type cmds struct{ size, inUse, started *redis.IntCmd }
+	byQueue := make(map[string]cmds, len(qs))
+	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, q := range qs {
-			var c queueControl
-			if s, ok := limits[q]; ok {
-				_ = json.Unmarshal([]byte(s), &c.limits)
+			c := cmds{size: p.LLen(ctx, jq.keys.Queue(q))}
+			l := limits[q]
+			if l.GlobalLimit > 0 {
+				c.inUse = p.ZCount(ctx, jq.keys.Leases(q), "("+secs(now), "+inf")
 			}
-			out[q] = c
-			var cs counts
-			if c.limits.GlobalLimit > 0 {
-				cs.inUse = p.ZCount(ctx, jq.keys.Leases(q), "("+secs(now), "+inf")
-			}
-			if r := c.limits.rate(); r.N > 0 {
+			if r := l.rate(); r.N > 0 {
 				window := queueLimits{rate: r}.window()
-				cs.started = p.ZCount(ctx, jq.keys.Starts(q), "("+secs(now.Add(-window)), "+inf")
+				c.started = p.ZCount(ctx, jq.keys.Starts(q), "("+secs(now.Add(-window)), "+inf")
 			}
-			cmds[q] = cs
+			byQueue[q] = c
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
-	for _, q := range paused.Val() {
-		if c, ok := out[q]; ok {
-			c.paused = true
-			out[q] = c
+	val := func(c *redis.IntCmd) int64 {
+		if c == nil {
+			return 0
 		}
+		return c.Val()
 	}
-	for q, cs := range cmds {
-		c := out[q]
-		if cs.inUse != nil {
-			c.inUse = cs.inUse.Val()
-		}
-		if cs.started != nil {
-			c.started = cs.started.Val()
-		}
-		out[q] = c
+	out := make(map[string]queueUse, len(qs))
+	for q, c := range byQueue {
+		out[q] = queueUse{size: c.size.Val(), inUse: val(c.inUse), started: val(c.started)}
 	}
 	return out, nil
 }
 
-// limitedQueues lists the queues with published limits.
-func (jq *jobQueue) limitedQueues(ctx context.Context) ([]string, error) {
-	return jq.rdb.HKeys(ctx, jq.keys.Limits()).Result()
+// publishedLimits reads the limits the nodes published, per queue (an unreadable record counts
+// as none).
+func (jq *jobQueue) publishedLimits(ctx context.Context) (map[string]limitsRecord, error) {
+	raw, err := jq.rdb.HGetAll(ctx, jq.keys.Limits()).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]limitsRecord, len(raw))
+	for q, s := range raw {
+		var r limitsRecord
+		_ = json.Unmarshal([]byte(s), &r)
+		out[q] = r
+	}
+	return out, nil
 }
 
 // dropOwnLeases removes the leases on queue q named after this node: those a previous process
