@@ -215,12 +215,19 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 			kept = append(kept, r)
 		}
 	}
+	// Leases of queues this node no longer works on.
+	return append(kept, m.takeReleases()...), limited
+}
+
+// takeReleases turns the leases of ended jobs still to release into requests that take no job
+// and only release, and forgets them (a failed fetch gives them back: unsent). Call with mu held.
+func (m *manager) takeReleases() []fetchReq {
+	var reqs []fetchReq
 	for q, ls := range m.ended {
-		// Leases of a queue this node no longer works on.
-		kept = append(kept, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
+		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
 		delete(m.ended, q)
 	}
-	return kept, limited
+	return reqs
 }
 
 // unsent gives a failed fetch's leases back, to be released by the next one, with the numbers
@@ -259,11 +266,7 @@ func (m *manager) heldLeases() map[string][]string {
 // Stop, once no job runs. Leases it cannot remove lapse within the heartbeat window.
 func (m *manager) releaseLeases(ctx context.Context) {
 	m.mu.Lock()
-	var reqs []fetchReq
-	for q, ls := range m.ended {
-		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
-	}
-	m.ended = map[string][]string{}
+	reqs := m.takeReleases()
 	m.mu.Unlock()
 	if len(reqs) == 0 {
 		return
