@@ -219,7 +219,7 @@ func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing
 	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
 	require.NoError(t, v.rdb.Set(ctx, v.keys.Queue("broken"), "a string", 0).Err())
 	require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
-	require.NoError(t, enqueueGroupScript.Load(ctx, v.rdb).Err())
+	require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
 	unique := Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour, Token: "tok"})
 
 	r := &groupRun{t: t, en: en}
@@ -323,8 +323,8 @@ func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T
 			rdb, counter, proxy := slowClient(t, v, 100*time.Millisecond, tc.noRetry)
 			en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
 			require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
-			require.NoError(t, enqueueGroupScript.Load(ctx, v.rdb).Err())
-			cut := proxy.CutReplyTo(1, enqueueGroupScript.Hash())
+			require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
+			cut := proxy.CutReplyTo(1, scripts.EnqueueGroup.Hash())
 
 			r := &groupRun{t: t, en: en}
 			first := r.lead(func() (string, error) { return en.enqueue(ctx, "default", "W", []any{0}, nil) })

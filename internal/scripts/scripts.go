@@ -14,6 +14,8 @@ var (
 	enqueueSrc string
 	//go:embed enqueue_all.lua
 	enqueueAllSrc string
+	//go:embed enqueue_group.lua
+	enqueueGroupSrc string
 	//go:embed fetch.lua
 	fetchSrc string
 	//go:embed fetch_limited.lua
@@ -62,7 +64,9 @@ var (
 var (
 	Enqueue    = redis.NewScript(enqueueSrc)
 	EnqueueAll = redis.NewScript(enqueueAllSrc)
-	Fetch      = redis.NewScript(fetchSrc)
+	// EnqueueGroup writes the enqueues that concurrent callers share (groupcommit.go).
+	EnqueueGroup = redis.NewScript(enqueueGroupSrc)
+	Fetch        = redis.NewScript(fetchSrc)
 	// FetchLimited is Fetch for polls where a queue has a cluster-wide limit or leases to release.
 	FetchLimited = redis.NewScript(fetchLimitedSrc)
 	// CronSave and CronEnqueue keep periodic jobs in sidekiq-cron 1.x's layout.

@@ -1,0 +1,104 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// writeOne writes one job with its own script, as an enqueue always did.
+func (jq *jobQueue) writeOne(ctx context.Context, it batchItem) (holder string, err error) {
+	if it.at.IsZero() {
+		return jq.enqueue(ctx, it.queue, it.job, it.lock)
+	}
+	return jq.enqueueAt(ctx, it.at, it.job, it.lock)
+}
+
+// groupOutcome is what the group script did with one job: written (holder ""), refused on a
+// unique conflict (holder), or failed (err, for that job alone).
+type groupOutcome struct {
+	holder string
+	err    error
+}
+
+// scriptError is an error a command of the group script returned for one job: a Redis error
+// reply, as the one-job script's failure would have been.
+type scriptError string
+
+func (e scriptError) Error() string { return string(e) }
+
+// RedisError marks it as a Redis error reply (go-redis' redis.Error).
+func (e scriptError) RedisError() {}
+
+var _ redis.Error = scriptError("")
+
+// enqueueGroup writes items (each as enqueue or enqueueAt would, in order) in one script call
+// and returns each one's outcome. err is an error of the whole call: then nothing is known of
+// any item (they may have been written). With WaitReplicas, replErr wraps ErrNotReplicated
+// when too few replicas confirmed the call; the outcomes stand.
+func (jq *jobQueue) enqueueGroup(ctx context.Context, items []batchItem) (out []groupOutcome, replErr, err error) {
+	queueNo := map[string]int{}
+	var queues []string
+	locks := 0
+	for _, it := range items {
+		if it.at.IsZero() {
+			if _, ok := queueNo[it.queue]; !ok {
+				queues = append(queues, it.queue)
+				queueNo[it.queue] = len(queues)
+			}
+		}
+		if it.lock != nil {
+			locks++
+		}
+	}
+	keys := make([]string, 0, 2+len(queues)+locks)
+	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
+	args := make([]any, 0, 3+len(queues)+6*len(items))
+	args = append(args, jq.keys.Wake(), len(queues), len(items))
+	for _, q := range queues {
+		keys = append(keys, jq.keys.Queue(q))
+		args = append(args, q)
+	}
+	lockNo := 0
+	for _, it := range items {
+		q, score := 0, ""
+		if it.at.IsZero() {
+			q = queueNo[it.queue]
+		} else {
+			score = wire.FormatTime(it.at)
+		}
+		args = append(args, q, score, it.job)
+		if it.lock == nil {
+			args = append(args, 0, "", 0)
+			continue
+		}
+		keys = append(keys, it.lock.key)
+		lockNo++
+		args = append(args, lockNo, it.lock.jid, it.lock.ttlMillis())
+	}
+	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueGroup, keys, args...)
+	res, err := cmd.Slice()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(res) != 2*len(items) {
+		return nil, nil, fmt.Errorf("enqueue group: %d values in the reply for %d jobs", len(res), len(items))
+	}
+	out = make([]groupOutcome, len(items))
+	for i := range items {
+		code, _ := res[2*i].(int64)
+		val, _ := res[2*i+1].(string)
+		switch code {
+		case 0:
+		case 1:
+			out[i].holder = val
+		default:
+			out[i].err = scriptError(val)
+		}
+	}
+	return out, replErr, nil
+}
