@@ -44,7 +44,8 @@ func checkMetaKey(key string) error {
 // EnqueueHook sees every job an enqueuer (a node or a Client) is about to write, with the
 // context of the enqueue call: it may add metadata (OutgoingJob.SetMeta) and start work such
 // as a tracing span, and returns a function that is called with the write's result (nil for
-// none). EnqueueAll calls it once per job. Set hooks with Options.EnqueueHooks or
+// none): the jid, or "" and the error when nothing was written ("" and nil for a periodic
+// job's tick that another node or sidekiq-cron enqueued). EnqueueAll calls it once per job. Set hooks with Options.EnqueueHooks or
 // ClientOptions.EnqueueHooks.
 type EnqueueHook func(ctx context.Context, job *OutgoingJob) (done func(jid string, err error))
 

@@ -176,6 +176,10 @@ func (p *periodicRunner) enqueue(ctx context.Context, rec cronRecord, tick, now 
 	ok, err := p.jq.cronEnqueue(ctx, rec.name, rec.queue, jid, b.doc, tick, now)
 	if err == nil && ok {
 		p.log.Debug("exq: periodic job enqueued", "name", rec.name, "tick", tick, "jid", jid)
+		p.en.enqueued(rec.queue, rec.class, jid, time.Time{})
+		b.finish(jid, nil)
+	} else {
+		b.finish("", err) // not written: an error, or the tick was another's
 	}
 	return err
 }

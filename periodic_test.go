@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,4 +361,44 @@ func tickJIDOf(t *testing.T, name, member string) string {
 	tick, err := time.Parse("2006-01-02T15:04:05Z", member)
 	require.NoError(t, err)
 	return tickJID(name, tick)
+}
+
+func TestAPeriodicTickReachesTheEnqueueHooksAndListeners(t *testing.T) {
+	v := newEnv(t)
+	var mu sync.Mutex
+	var hooked, enqueued []string
+	hook := EnqueueHook(func(ctx context.Context, job *OutgoingJob) func(string, error) {
+		return func(jid string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if jid != "" {
+				hooked = append(hooked, jid)
+			}
+		}
+	})
+	listen := Listener(func(ev Event) {
+		if ev.Kind == JobEnqueued {
+			mu.Lock()
+			enqueued = append(enqueued, ev.JID)
+			mu.Unlock()
+		}
+	})
+	v.start(Options{Queues: []Queue{{Name: "other"}}, EnqueueHooks: []EnqueueHook{hook}, Listeners: []Listener{listen},
+		Periodic: []PeriodicJob{{Name: "tick", Spec: "* * * * * *", Class: "Tick", Queue: "cron"}}})
+	testutil.WaitFor(t, "two ticks enqueued", func() bool { return len(v.list(v.keys.Queue("cron"))) >= 2 })
+	testutil.WaitFor(t, "the hook and the listener heard them", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(hooked) >= 2 && len(enqueued) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	queued := map[string]bool{}
+	for _, raw := range v.list(v.keys.Queue("cron")) {
+		queued[decode(t, raw)["jid"].(string)] = true
+	}
+	for _, jid := range hooked {
+		assert.True(t, queued[jid], "the hook heard %s, a tick's job", jid)
+	}
+	assert.Equal(t, hooked, enqueued)
 }
