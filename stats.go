@@ -28,6 +28,7 @@ type stats struct {
 
 	mu      sync.Mutex
 	pending map[statKey]int64
+	cur     statSecond // the second being counted, folded into pending when it changes
 
 	flushMu sync.Mutex // one flush at a time: the batch in flight must go before any other
 	sending *statBatch // sent, and not known to be applied; under flushMu
@@ -38,6 +39,14 @@ type stats struct {
 type statBatch struct {
 	id     string
 	counts map[statKey]int64
+}
+
+// statSecond counts the runs that ended in one second. Nearly every run ends in the same
+// second as the one before it, so record touches these two integers rather than three map
+// entries: the map holds the seconds that are complete.
+type statSecond struct {
+	sec               int64
+	processed, failed int64
 }
 
 // statKey is one counter: kind is "processed" or "failed"; at is the second it counts for
@@ -57,17 +66,37 @@ func (s *stats) record(ok bool, now time.Time) {
 	if s.disabled {
 		return
 	}
-	kind := "failed"
-	if ok {
-		kind = "processed"
-	}
-	now = now.UTC()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Unix()
+	sec := now.Unix()
 	s.mu.Lock()
-	s.pending[statKey{kind, 't', 0}]++
-	s.pending[statKey{kind, 'd', day}]++
-	s.pending[statKey{kind, 's', now.Unix()}]++
+	if sec != s.cur.sec {
+		s.foldLocked()
+		s.cur.sec = sec
+	}
+	if ok {
+		s.cur.processed++
+	} else {
+		s.cur.failed++
+	}
 	s.mu.Unlock()
+}
+
+// foldLocked moves the counts of the current second into pending: its all-time, day and
+// second counters. Call with mu held.
+func (s *stats) foldLocked() {
+	c := s.cur
+	s.cur = statSecond{sec: c.sec}
+	day := c.sec - ((c.sec%86400)+86400)%86400 // the UTC midnight that began its day
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{{"processed", c.processed}, {"failed", c.failed}} {
+		if k.n == 0 {
+			continue
+		}
+		s.pending[statKey{k.kind, 't', 0}] += k.n
+		s.pending[statKey{k.kind, 'd', day}] += k.n
+		s.pending[statKey{k.kind, 's', c.sec}] += k.n
+	}
 }
 
 // run flushes every interval until ctx ends.
@@ -104,6 +133,7 @@ func (s *stats) flush(ctx context.Context) error {
 	for {
 		if s.sending == nil {
 			s.mu.Lock()
+			s.foldLocked()
 			counts := s.pending
 			s.pending = map[statKey]int64{}
 			s.mu.Unlock()
