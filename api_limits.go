@@ -101,8 +101,8 @@ func (a *API) QueueLatencies(ctx context.Context) (map[string]time.Duration, err
 		if oldest[i] == "" {
 			continue
 		}
-		if h, err := wire.DecodeHeader(oldest[i]); err == nil && h.EnqueuedAt != nil {
-			at := time.Unix(0, int64(*h.EnqueuedAt*1e9))
+		if h, err := wire.DecodeHeader(oldest[i]); err == nil && h.EnqueuedAt.OK {
+			at := time.Unix(0, int64(h.EnqueuedAt.V*1e9))
 			out[q] = max(now.Sub(at), 0)
 		}
 	}

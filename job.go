@@ -89,9 +89,9 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 	return j
 }
 
-func timeOf(sec *float64) time.Time {
-	if sec == nil {
+func timeOf(sec wire.Number) time.Time {
+	if !sec.OK {
 		return time.Time{}
 	}
-	return wire.ParseTime(*sec)
+	return wire.ParseTime(sec.V)
 }

@@ -25,6 +25,9 @@ import (
 func FuzzDecodeHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		h, err := DecodeHeader(raw)
+		if want := runnableByEncodingJSON(raw); (err == nil) != want {
+			t.Fatalf("DecodeHeader(%q): error %v, but encoding/json says runnable=%v", raw, err, want)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrPoison) {
 				t.Fatalf("DecodeHeader(%q) failed without ErrPoison: %v", raw, err)
@@ -44,6 +47,21 @@ func FuzzDecodeHeader(f *testing.F) {
 			t.Fatalf("DecodeHeader accepted %q but ParseObject refuses it (a failure could not be written): %v", raw, err)
 		}
 	})
+}
+
+// runnableByEncodingJSON is DecodeHeader's verdict worked out with encoding/json: a JSON
+// object whose class is a non-empty string and whose args are absent, null or a list.
+func runnableByEncodingJSON(raw string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &m) != nil || m == nil {
+		return false
+	}
+	var class string
+	if c, ok := m["class"]; !ok || len(c) == 0 || c[0] != '"' || json.Unmarshal(c, &class) != nil || class == "" {
+		return false
+	}
+	args, ok := m["args"]
+	return !ok || string(args) == "null" || args[0] == '['
 }
 
 // FuzzObjectRewrite: for any document ParseObject accepts, String() is valid JSON and stable

@@ -125,16 +125,24 @@ type Header struct {
 	Queue        string
 	JID          string
 	Args         json.RawMessage
-	Retry        json.RawMessage
-	RetryCount   *float64
-	EnqueuedAt   *float64
-	CreatedAt    *float64
-	FailedAt     *float64
-	RetriedAt    *float64
+	Retry        string // the field's JSON text, "" when absent
+	RetryCount   Number
+	EnqueuedAt   Number
+	CreatedAt    Number
+	FailedAt     Number
+	RetriedAt    Number
 	ErrorMessage *string
 	ErrorClass   *string
 	UniqueUntil  string
 	UniqueToken  string
+}
+
+// Number is a numeric field of a job: OK is false when the field is absent or not a number.
+// (A value rather than a pointer: DecodeHeader runs for every job, and each pointer was an
+// allocation.)
+type Number struct {
+	V  float64
+	OK bool
 }
 
 // ErrPoison is wrapped by DecodeHeader for documents that can never run.
@@ -143,62 +151,82 @@ var ErrPoison = errors.New("undecodable job")
 // DecodeHeader reads the engine's fields of a raw job. A document that is not a JSON object,
 // has no string class, or has args that are not a list is a poison message (ErrPoison). Field
 // names match exactly, as in Ruby and Elixir ("CLASS" is not "class"), and an optional field
-// of an unexpected type is ignored rather than making the job poison. It reads the document in
-// one pass without reflection: it runs for every job.
+// of an unexpected type is ignored rather than making the job poison. It validates and reads
+// the document in one pass without reflection: it runs for every job.
 func DecodeHeader(raw string) (Header, error) {
 	var h Header
-	if !Valid(raw) {
-		var v any
-		err := json.Unmarshal([]byte(raw), &v) // for the message
-		return h, fmt.Errorf("%w: %v", ErrPoison, err)
-	}
-	i := skipSpace(raw, 0)
-	if raw[i] != '{' {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		if !Valid(raw) {
+			return h, syntaxPoison(raw)
+		}
 		return h, fmt.Errorf("%w: not a JSON object", ErrPoison)
 	}
-	i = skipSpace(raw, i+1)
 	var class, args string
-	for raw[i] != '}' {
-		keyEnd := skipString(raw, i)
-		key := unquote(raw[i:keyEnd])
-		i = skipSpace(raw, keyEnd)
-		i = skipSpace(raw, i+1) // ':'
-		end := skipValue(raw, i)
-		v := raw[i:end]
-		switch key {
-		case "class":
-			class = v
-		case "args":
-			args = v
-		case "queue":
-			h.Queue = stringOf(v)
-		case "jid":
-			h.JID = stringOf(v)
-		case "retry":
-			h.Retry = json.RawMessage(v)
-		case "retry_count":
-			h.RetryCount = countOf(v)
-		case "enqueued_at":
-			h.EnqueuedAt = numberOf(v)
-		case "created_at":
-			h.CreatedAt = numberOf(v)
-		case "failed_at":
-			h.FailedAt = numberOf(v)
-		case "retried_at":
-			h.RetriedAt = numberOf(v)
-		case "error_message":
-			h.ErrorMessage = stringPtrOf(v)
-		case "error_class":
-			h.ErrorClass = stringPtrOf(v)
-		case "unique_until":
-			h.UniqueUntil = stringOf(v)
-		case "unique_token":
-			h.UniqueToken = stringOf(v)
+	if i = skipWS(raw, i+1); i < len(raw) && raw[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(raw) || raw[i] != '"' {
+				return h, syntaxPoison(raw)
+			}
+			keyEnd := validString(raw, i)
+			if keyEnd < 0 {
+				return h, syntaxPoison(raw)
+			}
+			key := unquote(raw[i:keyEnd])
+			if i = skipWS(raw, keyEnd); i >= len(raw) || raw[i] != ':' {
+				return h, syntaxPoison(raw)
+			}
+			i = skipWS(raw, i+1)
+			end := validValue(raw, i, 1)
+			if end < 0 {
+				return h, syntaxPoison(raw)
+			}
+			v := raw[i:end]
+			switch key {
+			case "class":
+				class = v
+			case "args":
+				args = v
+			case "queue":
+				h.Queue = stringOf(v)
+			case "jid":
+				h.JID = stringOf(v)
+			case "retry":
+				h.Retry = v
+			case "retry_count":
+				h.RetryCount = countOf(v)
+			case "enqueued_at":
+				h.EnqueuedAt = numberOf(v)
+			case "created_at":
+				h.CreatedAt = numberOf(v)
+			case "failed_at":
+				h.FailedAt = numberOf(v)
+			case "retried_at":
+				h.RetriedAt = numberOf(v)
+			case "error_message":
+				h.ErrorMessage = stringPtrOf(v)
+			case "error_class":
+				h.ErrorClass = stringPtrOf(v)
+			case "unique_until":
+				h.UniqueUntil = stringOf(v)
+			case "unique_token":
+				h.UniqueToken = stringOf(v)
+			}
+			if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {
+				i = skipWS(raw, i+1)
+				continue
+			}
+			if i < len(raw) && raw[i] == '}' {
+				i++
+				break
+			}
+			return h, syntaxPoison(raw)
 		}
-		i = skipSpace(raw, end)
-		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+	}
+	if skipWS(raw, i) != len(raw) {
+		return h, syntaxPoison(raw)
 	}
 	if class == "" || class[0] != '"' {
 		return h, fmt.Errorf("%w: no class", ErrPoison)
@@ -215,6 +243,14 @@ func DecodeHeader(raw string) (Header, error) {
 		h.Args = json.RawMessage(args)
 	}
 	return h, nil
+}
+
+// syntaxPoison is the error for a document that is not valid JSON, with encoding/json's
+// description of what is wrong.
+func syntaxPoison(raw string) error {
+	var v any
+	err := json.Unmarshal([]byte(raw), &v)
+	return fmt.Errorf("%w: %v", ErrPoison, err)
 }
 
 // The scanners below run on text Valid accepted, so they need not check its syntax.
@@ -289,28 +325,28 @@ func stringPtrOf(v string) *string {
 	return &s
 }
 
-func numberOf(v string) *float64 {
+func numberOf(v string) Number {
 	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-		return nil
+		return Number{}
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return nil
+		return Number{}
 	}
-	return &f
+	return Number{f, true}
 }
 
 // MaxRetries interprets the retry field: an integer is the limit, true means nodeMax, and
 // false, 0, null, a missing field or anything else means no retries (Exq).
 func (h Header) MaxRetries(nodeMax int) int {
-	r := bytes.TrimSpace(h.Retry)
-	switch string(r) {
+	r := strings.TrimSpace(h.Retry)
+	switch r {
 	case "true":
 		return nodeMax
 	case "", "false", "null":
 		return 0
 	}
-	f, err := strconv.ParseFloat(string(r), 64)
+	f, err := strconv.ParseFloat(r, 64)
 	if err != nil || f < 1 || f != float64(int64(f)) {
 		return 0
 	}
@@ -319,15 +355,15 @@ func (h Header) MaxRetries(nodeMax int) int {
 
 // countOf reads retry_count as numberOf does, except that a number too large for a float64
 // (1e400) is +Inf rather than absent: it is a count, and a huge one.
-func countOf(v string) *float64 {
+func countOf(v string) Number {
 	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-		return nil
+		return Number{}
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && !math.IsInf(f, 0) {
-		return nil
+		return Number{}
 	}
-	return &f
+	return Number{f, true}
 }
 
 // MaxCount is the largest retry count Count reports: one more failure still fits in an int.
@@ -339,10 +375,10 @@ const MaxCount = math.MaxInt - 1
 // one, or null, is 0. Converting a float beyond the int range would give an arbitrary int
 // (often the most negative), so the cap is applied first.
 func (h Header) Count() int {
-	if h.RetryCount == nil {
+	if !h.RetryCount.OK {
 		return 0
 	}
-	f := *h.RetryCount
+	f := h.RetryCount.V
 	switch {
 	case math.IsNaN(f) || f < 0 || f != math.Trunc(f):
 		return 0

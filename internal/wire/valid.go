@@ -5,20 +5,27 @@ const maxNesting = 10000
 
 // Valid reports whether s is one valid JSON value with only whitespace around it, exactly as
 // encoding/json's Valid does (same grammar, strings may hold any bytes but control characters,
-// nesting up to 10 000 deep), without copying s to a []byte: DecodeHeader runs it on every job.
+// nesting up to 10 000 deep), without copying s to a []byte.
 func Valid(s string) bool {
+	i := validValue(s, skipWS(s, 0), 0)
+	return i >= 0 && skipWS(s, i) == len(s)
+}
+
+// validValue checks the one JSON value that starts at s[i], inside depth open containers,
+// and returns the index just past it, or -1. DecodeHeader runs it on each field of a job, so
+// that a job is validated and read in one pass.
+func validValue(s string, i, depth int) int {
 	var small [64]byte // open containers, '[' or '{'; spills to the heap only when deeper
 	stack := small[:0]
-	i := skipWS(s, 0)
 	for {
 		// A value starts at i.
 		if i >= len(s) {
-			return false
+			return -1
 		}
 		switch c := s[i]; {
 		case c == '{' || c == '[':
-			if len(stack) == maxNesting {
-				return false
+			if depth+len(stack) == maxNesting {
+				return -1
 			}
 			stack = append(stack, c)
 			i = skipWS(s, i+1)
@@ -29,44 +36,44 @@ func Valid(s string) bool {
 			}
 			if c == '{' {
 				if i = objectKey(s, i); i < 0 {
-					return false
+					return -1
 				}
 			}
 			continue
 		case c == '"':
 			if i = validString(s, i); i < 0 {
-				return false
+				return -1
 			}
 		case c == '-' || c >= '0' && c <= '9':
 			if i = validNumber(s, i); i < 0 {
-				return false
+				return -1
 			}
 		case c == 't':
 			if !hasAt(s, i, "true") {
-				return false
+				return -1
 			}
 			i += 4
 		case c == 'f':
 			if !hasAt(s, i, "false") {
-				return false
+				return -1
 			}
 			i += 5
 		case c == 'n':
 			if !hasAt(s, i, "null") {
-				return false
+				return -1
 			}
 			i += 4
 		default:
-			return false
+			return -1
 		}
 		// A value ended at i: close containers, or go on to the next element.
 		for {
-			i = skipWS(s, i)
 			if len(stack) == 0 {
-				return i == len(s)
+				return i
 			}
+			i = skipWS(s, i)
 			if i >= len(s) {
-				return false
+				return -1
 			}
 			top := stack[len(stack)-1]
 			switch {
@@ -74,7 +81,7 @@ func Valid(s string) bool {
 				i = skipWS(s, i+1)
 				if top == '{' {
 					if i = objectKey(s, i); i < 0 {
-						return false
+						return -1
 					}
 				}
 			case top == '[' && s[i] == ']' || top == '{' && s[i] == '}':
@@ -82,7 +89,7 @@ func Valid(s string) bool {
 				i++
 				continue
 			default:
-				return false
+				return -1
 			}
 			break
 		}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestMaxRetriesFollowsExqRules(t *testing.T) {
 		{`true`, 25}, {`false`, 0}, {`0`, 0}, {`null`, 0}, {``, 0}, {`3`, 3}, {`3.0`, 3},
 		{`-1`, 0}, {`2.5`, 0}, {`"5"`, 0},
 	} {
-		h := Header{Retry: json.RawMessage(tc.retry)}
+		h := Header{Retry: tc.retry}
 		assert.Equal(t, tc.want, h.MaxRetries(25), "retry=%s", tc.retry)
 	}
 }
@@ -132,7 +133,7 @@ func TestDecodeHeaderMatchesFieldNamesExactly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Safe", h.Class, "CLASS is another field, as in Ruby and Elixir")
 	assert.Equal(t, `[1]`, string(h.Args))
-	assert.Nil(t, h.Retry)
+	assert.Empty(t, h.Retry)
 	_, err = DecodeHeader(`{"Class":"Evil","args":[]}`)
 	assert.ErrorIs(t, err, ErrPoison, "no class for Sidekiq or Exq, so none for us")
 }
@@ -143,19 +144,19 @@ func TestDecodeHeaderIgnoresOptionalFieldsOfUnexpectedTypes(t *testing.T) {
 	require.NoError(t, err, "an odd optional field does not make a runnable job poison")
 	assert.Equal(t, "W", h.Class)
 	assert.Zero(t, h.Count())
-	assert.Nil(t, h.EnqueuedAt)
+	assert.False(t, h.EnqueuedAt.OK)
 	assert.Empty(t, h.JID)
 	assert.Empty(t, h.Queue)
 	assert.Nil(t, h.ErrorMessage)
 	assert.Nil(t, h.ErrorClass)
-	assert.Nil(t, h.FailedAt)
+	assert.False(t, h.FailedAt.OK)
 	h, err = DecodeHeader(" {\n \"jid\" : \"a\\\"b\" , \"class\" : \"K\\u00e9\", \"args\" : [ {\"x\":\"}]\"} ] , \"retry_count\" : 2 , \"enqueued_at\": 1.5e3 } ")
 	require.NoError(t, err)
 	assert.Equal(t, `a"b`, h.JID)
 	assert.Equal(t, "Ké", h.Class)
 	assert.Equal(t, `[ {"x":"}]"} ]`, string(h.Args))
 	assert.Equal(t, 2, h.Count())
-	assert.Equal(t, 1500.0, *h.EnqueuedAt)
+	assert.Equal(t, Number{V: 1500, OK: true}, h.EnqueuedAt)
 }
 
 func BenchmarkDecodeHeader(b *testing.B) {
@@ -182,5 +183,14 @@ func TestNewJIDIsARandomUUIDv4(t *testing.T) {
 func TestAppendQuoteMatchesQuote(t *testing.T) {
 	for _, s := range []string{"", "MyApp.Worker", "Foo::Bar", `a"b`, `back\slash`, "tab\t", "ünï", "<b>&", "\xff", "\u2028"} {
 		assert.Equal(t, string(Quote(s)), string(AppendQuote(nil, s)), "%q", s)
+	}
+}
+
+func TestDecodeHeaderNestingLimitIsEncodingJSONs(t *testing.T) {
+	for _, depth := range []int{maxNesting - 1, maxNesting} { // the document's object is one more
+		args := strings.Repeat("[", depth) + strings.Repeat("]", depth)
+		raw := `{"class":"W","args":` + args + `}`
+		_, err := DecodeHeader(raw)
+		assert.Equal(t, json.Valid([]byte(raw)), err == nil, "args nested %d deep: %v", depth, err)
 	}
 }
