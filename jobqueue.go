@@ -306,24 +306,33 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
 // ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
 // repeat: each removes one exact string). On an error, failed tells which did not happen.
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
-	cmds := make([]*redis.IntCmd, len(batch))
+	cmds := make([]redis.Cmder, len(batch))
+	lrems := func(p redis.Pipeliner) []redis.Cmder {
+		// The commands are built here rather than with p.LRem, which boxes the key and the
+		// count again and allocates an argument list for every job of the batch: here the
+		// lists share one allocation.
+		args := make([]any, 4*len(batch))
+		var q string
+		var backup any
+		for i, r := range batch {
+			if backup == nil || r.queue != q {
+				q, backup = r.queue, jq.keys.Backup(jq.node, r.queue)
+			}
+			a := args[4*i : 4*i+4 : 4*i+4]
+			a[0], a[1], a[2], a[3] = "lrem", backup, lremFromTail, r.raw
+			cmds[i] = redis.NewIntCmd(ctx, a...)
+			_ = p.Process(ctx, cmds[i])
+		}
+		return cmds
+	}
 	if jq.wait == nil {
 		_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, r := range batch {
-				cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
-			}
+			lrems(p)
 			return nil
 		})
 	} else {
 		var replErr error
-		replErr, err = jq.wait.pipeline(ctx, jq.rdb, jq.keys.Backup(jq.node, batch[0].queue), func(p redis.Pipeliner) []redis.Cmder {
-			all := make([]redis.Cmder, len(batch))
-			for i, r := range batch {
-				cmds[i] = p.LRem(ctx, jq.keys.Backup(jq.node, r.queue), -1, r.raw)
-				all[i] = cmds[i]
-			}
-			return all
-		})
+		replErr, err = jq.wait.pipeline(ctx, jq.rdb, jq.keys.Backup(jq.node, batch[0].queue), lrems)
 		jq.wait.shortfall("ack", replErr)
 	}
 	if err == nil {
@@ -335,6 +344,10 @@ func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool,
 	}
 	return failed, err
 }
+
+// lremFromTail is LREM's count for an acknowledgement, boxed once: remove one match, searching
+// from the tail, where RPOPLPUSH left the oldest jobs, which are the first to finish.
+var lremFromTail any = int64(-1)
 
 // counter is one increment of a stats counter key, with the key's TTL (0: none).
 type counter struct {
