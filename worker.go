@@ -100,7 +100,6 @@ func (e *Exq) process(r *run) {
 		}
 		return
 	}
-	var snooze *SnoozeError
 	var out outcome
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
@@ -126,9 +125,9 @@ func (e *Exq) process(r *run) {
 			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
-	case errors.As(err, &snooze):
+	case snoozeOf(err) != nil:
 		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
-		out = e.snooze(r, job, snooze.Delay)
+		out = e.snooze(r, job, snoozeOf(err).Delay)
 	default:
 		e.stats.record(false, e.opts.now())
 		out = e.fail(r, job, err)
@@ -137,6 +136,17 @@ func (e *Exq) process(r *run) {
 	if e.events.has() {
 		e.events.jobOutcome(job, out, time.Since(began))
 	}
+}
+
+// snoozeOf returns the SnoozeError in err's chain, or nil. (A function of its own: the
+// variable errors.As fills escapes to the heap, and in process it was allocated for every
+// job, failing or not.)
+func snoozeOf(err error) *SnoozeError {
+	var s *SnoozeError
+	if errors.As(err, &s) {
+		return s
+	}
+	return nil
 }
 
 // timeoutFor is the run time allowed to w's jobs: its Timeout method when it has one (a
