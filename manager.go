@@ -30,7 +30,6 @@ type run struct {
 	queue   string
 	raw     string
 	seq     uint64 // fetch order, to hand jobs back oldest-next
-	id      string // field of the job in this node's workers hash
 	started time.Time
 	jid     string // set once decoded, under manager.mu
 	lease   string // the job's lease on a slot of its queue's GlobalLimit, or ""
@@ -38,6 +37,10 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	state   atomic.Int32
 }
+
+// id is the job's field in this node's workers hash (made when the busy list is written,
+// not for every job).
+func (r *run) id() string { return strconv.FormatUint(r.seq, 36) }
 
 // begin moves a waiting job to running; false when it was handed back first.
 func (r *run) begin() bool { return r.state.CompareAndSwap(stateWaiting, stateRunning) }
@@ -503,7 +506,7 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 		for j, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.jobsCtx)
-			r := &run{queue: q, raw: raw, seq: m.seq, id: strconv.FormatUint(m.seq, 36), started: now, ctx: ctx, cancel: cancel}
+			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel}
 			if reqs[i].limits.global > 0 {
 				r.lease = m.jq.leaseMember(reqs[i].first + uint64(j))
 			}
@@ -617,7 +620,8 @@ func (m *manager) busyJobs() map[string]string {
 	defer m.mu.Unlock()
 	out := make(map[string]string, len(m.running))
 	for r := range m.running {
-		out[r.id] = wire.Busy(r.queue, r.raw, r.started, m.jq.node, r.id)
+		id := r.id()
+		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.node, id)
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
 	e := v.start(Options{Queues: []Queue{}, Workers: map[string]Worker{"W": rec}, DisableScheduler: true})
 	raw := `{"class":"W","args":[],"queue":"q","jid":"early"}`
 	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &run{queue: "q", raw: raw, id: "1", started: time.Now(), ctx: ctx, cancel: cancel}
+	r := &run{queue: "q", raw: raw, seq: 1, started: time.Now(), ctx: ctx, cancel: cancel}
 	e.mgr.mu.Lock()
 	e.mgr.busy["q"]++
 	e.mgr.running[r] = struct{}{}
