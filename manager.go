@@ -73,6 +73,7 @@ type manager struct {
 	slotFreed chan struct{}
 	jobs      sync.WaitGroup
 	work      chan *run     // hands a job to an idle worker goroutine
+	reap      chan struct{} // ends one idle worker goroutine (reapIdleWorkers)
 	idleStop  chan struct{} // closed by Stop: idle workers end
 	idleOnce  sync.Once
 	workers   sync.WaitGroup // worker goroutines
@@ -106,6 +107,7 @@ func newManager(parts managerParts, queues []Queue) *manager {
 		wake:         make(chan struct{}, 1),
 		slotFreed:    make(chan struct{}, 1),
 		work:         make(chan *run),
+		reap:         make(chan struct{}),
 		idleStop:     make(chan struct{}),
 	}
 }
@@ -329,7 +331,12 @@ func (m *manager) run(ctx context.Context) {
 	backoff := time.Duration(0)
 	var lostAt time.Time
 	reconcile := false
+	lastReap := time.Now()
 	for ctx.Err() == nil {
+		if time.Since(lastReap) >= workerIdle {
+			m.reapIdleWorkers()
+			lastReap = time.Now()
+		}
 		if reconcile {
 			// The failed fetch may have moved jobs whose reply never came back: put them back
 			// on their queues before fetching again.
@@ -532,7 +539,8 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 	return n
 }
 
-// workerIdle is how long a worker goroutine waits for its next job before it ends.
+// workerIdle is how often the poll loop ends the worker goroutines that wait for a job, so
+// that a burst's goroutines do not outlive it for long.
 const workerIdle = 10 * time.Second
 
 // start gives r to an idle worker goroutine, or starts one. Workers live on from job to job:
@@ -546,18 +554,29 @@ func (m *manager) start(r *run) {
 	}
 }
 
+// worker runs jobs until it is reaped or the node stops. It has no idle timer of its own: a
+// timer in the select cost a timer-heap insertion and removal for every job.
 func (m *manager) worker(r *run) {
 	defer m.workers.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
 	for {
 		m.perform(r)
-		idle.Reset(workerIdle)
 		select {
 		case r = <-m.work:
-		case <-idle.C:
+		case <-m.reap:
 			return
 		case <-m.idleStop:
+			return
+		}
+	}
+}
+
+// reapIdleWorkers ends every worker goroutine that is waiting for a job at this moment. It
+// ends: only the poll loop starts workers, and it is the caller.
+func (m *manager) reapIdleWorkers() {
+	for {
+		select {
+		case m.reap <- struct{}{}:
+		default:
 			return
 		}
 	}

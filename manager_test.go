@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,4 +198,28 @@ func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"after-outage","retry":true}`)
 	testutil.WaitFor(t, "a job runs after Redis is back", func() bool { return rec.count() == 1 })
 	assert.Equal(t, []string{"after-outage"}, rec.jids())
+}
+
+func TestIdleWorkerGoroutinesAreReapedAndNewJobsStillRun(t *testing.T) {
+	v := newEnv(t)
+	const n = 20
+	var started atomic.Int32
+	gate := make(chan struct{})
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		started.Add(1)
+		<-gate // hold every job until all n run at once: n worker goroutines
+		return nil
+	})
+	e := v.start(Options{Queues: []Queue{{Name: "default", Concurrency: n}}, Workers: map[string]Worker{"W": w}})
+	v.enqueueN("default", n)
+	testutil.WaitFor(t, "n jobs run at once", func() bool { return started.Load() == n })
+	close(gate)
+	testutil.WaitFor(t, "the jobs are done", func() bool { return len(v.list(v.keys.Backup(e.NodeID(), "default"))) == 0 })
+	withWorkers := runtime.NumGoroutine()
+	e.mgr.reapIdleWorkers()
+	testutil.WaitFor(t, "the idle worker goroutines ended", func() bool {
+		return runtime.NumGoroutine() <= withWorkers-n+2 // a little slack for the client's own goroutines
+	})
+	v.enqueueN("default", 3)
+	testutil.WaitFor(t, "new jobs run on new workers", func() bool { return started.Load() == n+3 })
 }
