@@ -25,9 +25,9 @@ type acker struct {
 	done chan struct{} // closed when run ends
 
 	mu       sync.Mutex
-	queued   []ackReq       // handed over, not yet sent
-	raws     map[string]int // handed over and not yet in Redis (queued or being sent), by job
-	perQueue map[string]int // the same, counted by queue, for the poll loop's fetch check
+	queued   []ackReq       // handed over, not yet taken by run
+	sending  []ackReq       // taken by run and not yet in Redis; only run changes it
+	perQueue map[string]int // handed over and not yet in Redis, counted by queue, for the poll loop's fetch check
 	pending  int            // the same, in all
 	stopped  bool           // run has ended: submit writes directly
 }
@@ -39,7 +39,7 @@ const maxAckBatch = 256
 
 func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 	return &acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		raws: map[string]int{}, perQueue: map[string]int{}}
+		perQueue: map[string]int{}}
 }
 
 // submit hands a finished job over. After the acker has stopped (a worker that outlived
@@ -47,7 +47,6 @@ func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 func (a *acker) submit(queue, raw string) {
 	r := ackReq{queue, raw}
 	a.mu.Lock()
-	a.raws[raw]++
 	a.perQueue[queue]++
 	a.pending++
 	stopped := a.stopped
@@ -74,26 +73,27 @@ func (a *acker) drain(ctx context.Context) bool {
 	return true
 }
 
-// take removes up to max requests from the front of the queue.
+// take moves up to max requests from the front of the queue to the end of sending, and
+// returns sending.
 func (a *acker) take(max int) []ackReq {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := min(len(a.queued), max)
-	batch := append([]ackReq(nil), a.queued[:n]...)
+	a.sending = append(a.sending, a.queued[:n]...)
 	a.queued = a.queued[n:]
 	if len(a.queued) == 0 {
 		a.queued = nil // let the backing array go after a burst
 	}
-	return batch
+	return a.sending
 }
 
 func (a *acker) run(ctx context.Context) {
 	defer close(a.done)
-	var batch []ackReq
 	backoff := time.Duration(0)
 	for {
+		batch := a.sending
 		if len(batch) < maxAckBatch {
-			batch = append(batch, a.take(maxAckBatch-len(batch))...)
+			batch = a.take(maxAckBatch - len(batch))
 		}
 		if len(batch) == 0 {
 			select {
@@ -105,7 +105,6 @@ func (a *acker) run(ctx context.Context) {
 			}
 		}
 		left, err := a.flush(batch)
-		batch = left
 		if err == nil {
 			if backoff != 0 {
 				a.log.Info("exq: acknowledging jobs works again")
@@ -119,7 +118,7 @@ func (a *acker) run(ctx context.Context) {
 		backoff = min(max(2*backoff, 20*time.Millisecond), time.Second)
 		select {
 		case <-ctx.Done():
-			a.stop(batch)
+			a.stop(a.sending)
 			return
 		case <-time.After(backoff):
 		}
@@ -131,38 +130,49 @@ func (a *acker) run(ctx context.Context) {
 func (a *acker) stop(batch []ackReq) {
 	a.mu.Lock()
 	a.stopped = true
-	rest := append(batch, a.queued...)
-	a.queued = nil
+	rest := append(append([]ackReq(nil), batch...), a.queued...)
+	a.queued, a.sending = nil, nil
 	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
 	failed := 0
 	for len(rest) > 0 && ctx.Err() == nil {
 		n := min(len(rest), maxAckBatch)
-		left, _ := a.flushCtx(ctx, rest[:n])
-		failed += len(left)
-		a.written(left) // given up on: they stay in the backup list
+		failed += a.send(ctx, rest[:n])
 		rest = rest[n:]
 	}
 	failed += len(rest)
-	a.written(rest)
+	a.written(rest, nil)
 	if failed > 0 {
 		a.log.Error("exq: finished jobs could not be acknowledged; they stay in the backup list and will run again", "jobs", failed)
 	}
 }
 
-// flush sends one pipeline of LREMs and returns the requests that failed.
+// send writes one batch at stop and forgets it, written or not; it returns how many failed.
+func (a *acker) send(ctx context.Context, batch []ackReq) int {
+	failed, err := a.jq.ackMany(ctx, batch)
+	a.written(batch, nil)
+	if err == nil {
+		return 0
+	}
+	n := 0
+	for _, f := range failed {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
+// flush sends run's batch, one pipeline of LREMs, and leaves in sending the requests that
+// failed, which it returns.
 func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	return a.flushCtx(ctx, batch)
-}
-
-func (a *acker) flushCtx(ctx context.Context, batch []ackReq) ([]ackReq, error) {
 	failed, err := a.jq.ackMany(ctx, batch)
 	if err == nil {
-		a.written(batch)
-		return batch[:0], nil
+		a.written(batch, batch[:0])
+		return nil, nil
 	}
 	var left, ok []ackReq
 	for i, r := range batch {
@@ -172,32 +182,38 @@ func (a *acker) flushCtx(ctx context.Context, batch []ackReq) ([]ackReq, error) 
 			ok = append(ok, r)
 		}
 	}
-	a.written(ok)
+	a.written(ok, left)
 	return left, err
 }
 
-// written forgets requests that are done with.
-func (a *acker) written(reqs []ackReq) {
+// written forgets requests that are done with, and sets what run still has to send, in one
+// step, so that held never misses a job nor counts one twice.
+func (a *acker) written(reqs, sending []ackReq) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range reqs {
-		if a.raws[r.raw]--; a.raws[r.raw] <= 0 {
-			delete(a.raws, r.raw)
-		}
 		if a.perQueue[r.queue]--; a.perQueue[r.queue] <= 0 {
 			delete(a.perQueue, r.queue)
 		}
 	}
 	a.pending -= len(reqs)
+	if !a.stopped {
+		a.sending = sending
+	}
 }
 
-// held returns the jobs handed over and not yet acknowledged in Redis.
+// held returns the jobs handed over and not yet acknowledged in Redis, by job. Only
+// reconcile asks, after a failed fetch, so the multiset is built here rather than kept up to
+// date for every job.
 func (a *acker) held() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]int, len(a.raws))
-	for r, n := range a.raws {
-		out[r] = n
+	out := make(map[string]int, len(a.queued)+len(a.sending))
+	for _, r := range a.queued {
+		out[r.raw]++
+	}
+	for _, r := range a.sending {
+		out[r.raw]++
 	}
 	return out
 }
@@ -222,7 +238,7 @@ func (a *acker) direct(reqs []ackReq) {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		err := a.jq.ack(ctx, r.queue, r.raw, "", "")
 		cancel()
-		a.written([]ackReq{r})
+		a.written([]ackReq{r}, nil)
 		if err != nil {
 			a.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
 				"queue", r.queue, "error", err)
