@@ -253,55 +253,6 @@ func syntaxPoison(raw string) error {
 	return fmt.Errorf("%w: %v", ErrPoison, err)
 }
 
-// The scanners below run on text Valid accepted, so they need not check its syntax.
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at s[i] == '"'.
-func skipString(s string, i int) int {
-	for i++; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the value starting at s[i].
-func skipValue(s string, i int) int {
-	switch s[i] {
-	case '"':
-		return skipString(s, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(s); i++ {
-			switch s[i] {
-			case '"':
-				i = skipString(s, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(s) && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
-		i++
-	}
-	return i
-}
-
 // unquote decodes a JSON string literal; "" for anything else.
 func unquote(v string) string {
 	if len(v) < 2 || v[0] != '"' {
