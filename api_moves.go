@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -96,6 +97,24 @@ func (a *API) RequeueJob(ctx context.Context, s Set, jid string) (JobRecord, err
 		return JobRecord{}, fmt.Errorf("%w: %s left %s before it could be moved", ErrJobNotFound, jid, s)
 	}
 	return rec, nil
+}
+
+// Kill moves jobs from the retry or schedule set to the dead set, byte for byte, by their
+// exact raw strings, atomically per batch, and reports how many moved (Sidekiq Web's "Kill").
+// Their time of death is now. The dead set is then trimmed as a node trims it with the default
+// DeadTimeout and DeadMaxJobs (180 days, 10 000 jobs). Jobs no longer in the set are skipped,
+// so repeating a call is harmless; unique locks stay as they are.
+func (a *API) Kill(ctx context.Context, s Set, raws []string) (int, error) {
+	if s != RetrySet && s != ScheduledSet {
+		return 0, fmt.Errorf("exq: api: kill: jobs move to dead from retry or schedule, not %q", s)
+	}
+	key, err := a.setKey(s)
+	if err != nil {
+		return 0, err
+	}
+	return inBatches(raws, func(batch []any) (int, error) {
+		return a.jq.killSet(ctx, key, time.Now(), DefaultDeadTimeout, DefaultDeadMaxJobs, batch)
+	})
 }
 
 // RequeueAll moves every job that is in a sorted set when it starts to its queue now, a page

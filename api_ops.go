@@ -13,7 +13,11 @@ import (
 
 // Process is a live node (exq, Exq or Sidekiq) as it registered itself.
 type Process struct {
-	Identity    string
+	Identity string
+	// Tag names the application (Sidekiq's tag; exq's Options.Tag) and Labels are the
+	// process' labels (exq nodes carry "exq-go"); both empty when the node wrote none.
+	Tag         string
+	Labels      []string
 	Hostname    string
 	PID         int
 	StartedAt   time.Time
@@ -40,7 +44,7 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		}
 		var info wire.NodeInfo
 		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
-		p := Process{Identity: id, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
+		p := Process{Identity: id, Tag: info.Tag, Labels: info.Labels, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
 			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true"}
 		p.Busy, _ = strconv.Atoi(h["busy"])
 		beat, _ := strconv.ParseFloat(h["beat"], 64)
@@ -118,13 +122,19 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	if to.Sub(from) > statDayTTL {
 		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
 	}
-	var out []DayStats
+	var days []time.Time
+	var keys []string
 	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
-		s, err := a.jq.stats(ctx, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, DayStats{Day: d, Stats: s})
+		days = append(days, d)
+		keys = append(keys, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
+	}
+	vals, err := a.jq.counters(ctx, keys) // one MGET: a 90-day graph is one round trip
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DayStats, len(days))
+	for i, d := range days {
+		out[i] = DayStats{Day: d, Stats: Stats{Processed: vals[2*i], Failed: vals[2*i+1]}}
 	}
 	return out, nil
 }
@@ -135,34 +145,37 @@ type SecondStats struct {
 	Stats
 }
 
-// Realtime returns the per-second counters of the last two minutes, oldest first.
+// Realtime returns the per-second counters of the last two minutes, oldest first: the
+// seconds from 120 s ago to 5 s ahead of this process' clock (a writer's clock may run a
+// little ahead) that have a counter.
 func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
-	bySecond := map[time.Time]*SecondStats{}
-	for _, kind := range []string{"processed", "failed"} {
-		counts, err := a.jq.secondCounters(ctx, kind)
-		if err != nil {
-			return nil, err
-		}
-		for at, v := range counts {
-			s := bySecond[at]
-			if s == nil {
-				s = &SecondStats{At: at}
-				bySecond[at] = s
-			}
-			if kind == "processed" {
-				s.Processed = v
-			} else {
-				s.Failed = v
-			}
+	// The keys are named by their second, so they are read by name in one MGET: a SCAN for
+	// them would cost as much as the whole keyspace, at every refresh of a dashboard.
+	now := time.Now().UTC().Truncate(time.Second)
+	var seconds []time.Time
+	var keys []string
+	for at := now.Add(-realtimeWindow); !at.After(now.Add(realtimeAhead)); at = at.Add(time.Second) {
+		seconds = append(seconds, at)
+		keys = append(keys, a.jq.keys.StatSecond("processed", at), a.jq.keys.StatSecond("failed", at))
+	}
+	vals, present, err := a.jq.countersPresent(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []SecondStats
+	for i, at := range seconds {
+		if present[2*i] || present[2*i+1] {
+			out = append(out, SecondStats{At: at, Stats: Stats{Processed: vals[2*i], Failed: vals[2*i+1]}})
 		}
 	}
-	out := make([]SecondStats, 0, len(bySecond))
-	for _, s := range bySecond {
-		out = append(out, *s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out, nil
 }
+
+// The seconds Realtime reads: as long back as the counters live, and a little ahead.
+const (
+	realtimeWindow = statSecondTTL
+	realtimeAhead  = 5 * time.Second
+)
 
 // Overview is what a dashboard shows at a glance (Sidekiq's summary line).
 type Overview struct {

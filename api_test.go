@@ -194,6 +194,36 @@ func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
 	}
 }
 
+func TestAPIKillMovesJobsToDeadByteIdenticalAndIdempotently(t *testing.T) {
+	for _, s := range []Set{RetrySet, ScheduledSet} {
+		t.Run(string(s), func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			a, _ := v.api()
+			key, _ := a.setKey(s)
+			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"k1","bid":"keep","retry_count":3}`
+			other := `{"class":"W","args":[],"queue":"custom","jid":"k2"}`
+			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now().Add(time.Hour), other)).Err())
+			before := time.Now()
+			moved, err := a.Kill(ctx, s, []string{raw, `{"not":"there"}`})
+			require.NoError(t, err)
+			assert.Equal(t, 1, moved)
+			moved, err = a.Kill(ctx, s, []string{raw})
+			require.NoError(t, err)
+			assert.Zero(t, moved, "a second call moves nothing")
+			dead := v.rdb.ZRangeWithScores(ctx, v.keys.Dead(), 0, -1).Val()
+			require.Len(t, dead, 1)
+			assert.Equal(t, raw, dead[0].Member, "byte for byte")
+			assert.InDelta(t, float64(before.UnixMicro())/1e6, dead[0].Score, 5, "scored at its death")
+			assert.Equal(t, []string{other}, v.rdb.ZRange(ctx, key, 0, -1).Val())
+		})
+	}
+	v := newEnv(t)
+	a, _ := v.api()
+	_, err := a.Kill(context.Background(), DeadSet, []string{"x"})
+	assert.Error(t, err, "dead jobs are dead already")
+}
+
 func TestAPIRequeueJobMovesOneJobByJIDByteForByteOnce(t *testing.T) {
 	for _, s := range []Set{RetrySet, ScheduledSet, DeadSet} {
 		t.Run(string(s), func(t *testing.T) {
@@ -431,6 +461,8 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, procs, 1)
 	assert.Equal(t, e.NodeID(), procs[0].Identity)
+	assert.Equal(t, defaultTag(), procs[0].Tag)
+	assert.Equal(t, []string{"exq-go"}, procs[0].Labels)
 	assert.Equal(t, []string{"default"}, procs[0].Queues)
 	assert.Equal(t, DefaultConcurrency, procs[0].Concurrency)
 	ov, err := a.Overview(ctx)

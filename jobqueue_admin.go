@@ -7,12 +7,12 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // This file is the store's part for the admin API (api*.go): listings, searches, moves and
@@ -152,6 +152,13 @@ func (jq *jobQueue) requeueSet(ctx context.Context, key string, batch []any) (in
 	return scripts.RequeueSet.Run(ctx, jq.rdb, keys, args...).Int()
 }
 
+// killSet moves the raw jobs of batch from sorted set key (retry or schedule) to the dead
+// set, scored now, trimming it to keepFor and keepMax (kill.lua).
+func (jq *jobQueue) killSet(ctx context.Context, key string, now time.Time, keepFor time.Duration, keepMax int, batch []any) (int, error) {
+	args := append([]any{wire.FormatTime(now), wire.FormatTime(now.Add(-keepFor)), keepMax}, batch...)
+	return scripts.Kill.Run(ctx, jq.rdb, []string{key, jq.keys.Dead()}, args...).Int()
+}
+
 // scanSet reads the members of sorted set key whose score is at most max and calls visit with
 // them, a page (moveBatch) at a time in score order. It pages by score, not by rank, so members
 // that visit removes, or that others add or remove below the page reached, neither shift a
@@ -243,54 +250,32 @@ func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string) 
 
 // stats reads the two counters processed and failed in one MGET; a missing one is 0.
 func (jq *jobQueue) stats(ctx context.Context, processed, failed string) (Stats, error) {
-	vals, err := jq.rdb.MGet(ctx, processed, failed).Result()
+	vals, err := jq.counters(ctx, []string{processed, failed})
 	if err != nil {
 		return Stats{}, err
 	}
-	n := func(v any) int64 {
-		s, _ := v.(string)
-		i, _ := strconv.ParseInt(s, 10, 64)
-		return i
-	}
-	return Stats{Processed: n(vals[0]), Failed: n(vals[1])}, nil
+	return Stats{Processed: vals[0], Failed: vals[1]}, nil
 }
 
-// secondCounters reads every per-second counter of kind (SCAN, then GET each), by its second;
-// keys that expire meanwhile or do not parse are skipped.
-func (jq *jobQueue) secondCounters(ctx context.Context, kind string) (map[time.Time]int64, error) {
-	out := map[time.Time]int64{}
-	prefix := jq.keys.Prefix + "stat:" + kind + "_rt:"
-	rdb, err := jq.slotNode(ctx)
+// counters reads integer counters in one MGET; a missing one is 0.
+func (jq *jobQueue) counters(ctx context.Context, keys []string) ([]int64, error) {
+	vals, _, err := jq.countersPresent(ctx, keys)
+	return vals, err
+}
+
+// countersPresent is counters that also reports which keys exist.
+func (jq *jobQueue) countersPresent(ctx context.Context, keys []string) ([]int64, []bool, error) {
+	vals, err := jq.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		at, err := time.Parse("2006-01-02 15:04:05Z", strings.TrimPrefix(key, prefix))
-		if err != nil {
-			continue
-		}
-		v, err := rdb.Get(ctx, key).Int64()
-		if err != nil {
-			continue // expired meanwhile
-		}
-		out[at] = v
+	out, present := make([]int64, len(vals)), make([]bool, len(vals))
+	for i, v := range vals {
+		s, ok := v.(string)
+		present[i] = ok
+		out[i], _ = strconv.ParseInt(s, 10, 64)
 	}
-	if err := iter.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// slotNode is the client to SCAN the namespace with: on a Redis Cluster the master that holds
-// the namespace's slot (a SCAN sent through the cluster client would go to any one node), else
-// the client itself.
-func (jq *jobQueue) slotNode(ctx context.Context) (redis.Cmdable, error) {
-	if c, ok := jq.rdb.(*redis.ClusterClient); ok {
-		return c.MasterForKey(ctx, jq.keys.Queues())
-	}
-	return jq.rdb, nil
+	return out, present, nil
 }
 
 // sendSignal pushes signal onto node's signal list and sets the list's TTL, in one MULTI.

@@ -46,6 +46,8 @@ var (
 	removeJobsSrc string
 	//go:embed requeue_set.lua
 	requeueSetSrc string
+	//go:embed kill.lua
+	killSrc string
 	//go:embed beat.lua
 	beatSrc string
 	//go:embed stale.lua
@@ -83,10 +85,12 @@ var (
 	Unlock      = redis.NewScript(unlockSrc)
 	RemoveJobs  = redis.NewScript(removeJobsSrc)
 	RequeueSet  = redis.NewScript(requeueSetSrc)
-	Beat        = redis.NewScript(beatSrc)
-	Stale       = redis.NewScript(staleSrc)
-	Rescue      = redis.NewScript(rescueSrc)
-	Bury        = redis.NewScript(burySrc)
+	// Kill moves jobs from retry or schedule to dead (the admin API's Kill).
+	Kill   = redis.NewScript(killSrc)
+	Beat   = redis.NewScript(beatSrc)
+	Stale  = redis.NewScript(staleSrc)
+	Rescue = redis.NewScript(rescueSrc)
+	Bury   = redis.NewScript(burySrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.
