@@ -262,13 +262,24 @@ func (a *API) Size(ctx context.Context, s Set) (int64, error) {
 const findPage = 500
 
 // hasJID reports whether raw is the document of job jid; the cheap substring test skips the
-// decode for almost every non-matching job.
+// decode for almost every non-matching job. A jid that JSON may escape (a quote, a backslash,
+// <, >, &, a control or non-ASCII character) is not searched as a substring: its document
+// may hold it escaped.
 func hasJID(raw, jid string) bool {
-	if !strings.Contains(raw, jid) {
+	if plainJID(jid) && !strings.Contains(raw, jid) {
 		return false
 	}
 	h, err := wire.DecodeHeader(raw)
 	return err == nil && h.JID == jid
+}
+
+func plainJID(jid string) bool {
+	for i := 0; i < len(jid); i++ {
+		if c := jid[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // FindInQueue finds job jid waiting in queue q, scanning the list in pages. No job with that

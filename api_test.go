@@ -121,6 +121,21 @@ func TestAPIFindScansPastOnePage(t *testing.T) {
 	assert.False(t, rec.At.IsZero())
 }
 
+func TestAPIFindsAJIDThatJSONEscapes(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	a, _ := v.api()
+	jid := `j"<\>`
+	raw := `{"class":"W","args":[],"queue":"q","jid":"j\"\u003c\\>"}`
+	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Retry(), redisZ(time.Now(), raw)).Err())
+	v.push("q", raw)
+	rec, err := a.Find(ctx, RetrySet, jid)
+	require.NoError(t, err, "the document holds the jid escaped")
+	assert.Equal(t, raw, rec.Raw)
+	_, err = a.FindInQueue(ctx, "q", jid)
+	require.NoError(t, err)
+}
+
 func TestAPISortedSetsListInTheirOrderWithScores(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
