@@ -1,0 +1,228 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/exqgo/exq"
+)
+
+// Every handler here answers a POST that ServeHTTP has already checked (not ReadOnly, CSRF
+// token right, same origin), and ends in a redirect (303) to a page under the prefix.
+
+// setAction runs now, deletes or kills the jobs ticked on a set's page (or the one job of a
+// job's page): the form carries their exact raw strings, so each is moved or removed only if
+// it is still there, byte for byte (a job that ran or moved meanwhile is skipped).
+func (h *handler) setAction(s setInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		raws := r.PostForm["job"]
+		var n int
+		var err error
+		var done string
+		switch op := r.PostFormValue("op"); {
+		case op == "retry":
+			n, err = h.api.Requeue(r.Context(), s.Set, raws)
+			done = "retried"
+		case op == "delete":
+			n, err = h.api.Remove(r.Context(), s.Set, raws, exq.RemoveOptions{})
+			done = "deleted"
+		case op == "kill" && s.Kill:
+			n, err = h.api.Kill(r.Context(), s.Set, raws)
+			done = "killed"
+		default:
+			h.errorPage(w, r, http.StatusBadRequest, "There is no such action.")
+			return
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.redirect(w, r, "/"+s.Path, done, n)
+	}
+}
+
+// setAll runs, deletes or kills every job of a set (after the confirmation page).
+func (h *handler) setAll(s setInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		var n int
+		var err error
+		var done string
+		switch op := r.PathValue("op"); {
+		case op == "retry":
+			n, err = h.api.RequeueAll(ctx, s.Set, nil)
+			done = "retried"
+		case op == "delete":
+			var size int64
+			if size, err = h.api.Size(ctx, s.Set); err == nil {
+				err = h.api.Clear(ctx, s.Set)
+			}
+			n, done = int(size), "deleted"
+		case op == "kill" && s.Kill:
+			n, err = h.killAll(ctx, s.Set)
+			done = "killed"
+		default:
+			h.errorPage(w, r, http.StatusNotFound, "There is no such action.")
+			return
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.redirect(w, r, "/"+s.Path, done, n)
+	}
+}
+
+// killAll moves every job that is in set s when it starts to the dead set, a page at a time
+// from the soonest: jobs that enter the set later, after the last one seen at the start, stay.
+func (h *handler) killAll(ctx context.Context, s exq.Set) (int, error) {
+	list := h.api.Retries
+	if s == exq.ScheduledSet {
+		list = h.api.Scheduled
+	}
+	last, err := list(ctx, exq.ListOptions{Size: 1, Reverse: true})
+	if err != nil || len(last) == 0 {
+		return 0, err
+	}
+	limit := last[0].Score
+	total := 0
+	for {
+		page, err := list(ctx, exq.ListOptions{Size: 500})
+		if err != nil {
+			return total, err
+		}
+		var raws []string
+		for _, rec := range page {
+			if rec.Score <= limit {
+				raws = append(raws, rec.Raw)
+			}
+		}
+		if len(raws) == 0 {
+			return total, nil
+		}
+		n, err := h.api.Kill(ctx, s, raws)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// queueControl pauses or resumes a queue on every exq node.
+func (h *handler) queueControl(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var err error
+	done := "paused"
+	if strings.HasSuffix(r.URL.Path, "/resume") {
+		err, done = h.api.ResumeQueue(r.Context(), name), "resumed"
+	} else {
+		err = h.api.PauseQueue(r.Context(), name)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.redirect(w, r, "/queues", done, 0)
+}
+
+// queueDelete deletes a queue and its waiting jobs (after the confirmation page).
+func (h *handler) queueDelete(w http.ResponseWriter, r *http.Request) {
+	if err := h.api.RemoveQueue(r.Context(), r.PathValue("name")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.redirect(w, r, "/queues", "qdeleted", 0)
+}
+
+// queueJobsDelete deletes the waiting jobs ticked on a queue's page, by their raw strings.
+func (h *handler) queueJobsDelete(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if r.PostFormValue("op") != "delete" {
+		h.errorPage(w, r, http.StatusBadRequest, "There is no such action.")
+		return
+	}
+	n, err := h.api.RemoveJobs(r.Context(), name, r.PostForm["job"], exq.RemoveOptions{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.redirect(w, r, "/queues/"+url.PathEscape(name), "deleted", n)
+}
+
+// nodeSignal sends quiet (TSTP) or stop (TERM) to one node, or to every live node with
+// node "*", as Sidekiq Web's Quiet All and Stop All do.
+func (h *handler) nodeSignal(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sig, done := "", ""
+	switch r.PostFormValue("signal") {
+	case "quiet":
+		sig, done = "TSTP", "quieted"
+	case "stop":
+		sig, done = "TERM", "stopped"
+	default:
+		h.errorPage(w, r, http.StatusBadRequest, "There is no such signal.")
+		return
+	}
+	nodes := []string{r.PostFormValue("node")}
+	if nodes[0] == "*" {
+		procs, err := h.api.Processes(ctx)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		nodes = nodes[:0]
+		for _, p := range procs {
+			nodes = append(nodes, p.Identity)
+		}
+	}
+	for _, n := range nodes {
+		if err := h.api.SendSignal(ctx, n, sig); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	h.redirect(w, r, "/busy", done, len(nodes))
+}
+
+// cancelJob asks the node running a job to cancel it.
+func (h *handler) cancelJob(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.api.CancelJob(r.Context(), r.PostFormValue("jid")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.redirect(w, r, "/busy", "cancelled", 1)
+}
+
+// periodicAction enqueues a periodic job now, enables, disables or deletes it.
+func (h *handler) periodicAction(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	var err error
+	var done string
+	switch r.PathValue("op") {
+	case "enqueue":
+		_, err = h.api.EnqueuePeriodicNow(ctx, name)
+		done = "enqueued"
+	case "enable":
+		err, done = h.api.EnablePeriodic(ctx, name), "enabled"
+	case "disable":
+		err, done = h.api.DisablePeriodic(ctx, name), "disabled"
+	case "delete":
+		err, done = h.api.DeletePeriodic(ctx, name), "pdeleted"
+	default:
+		h.errorPage(w, r, http.StatusNotFound, "There is no such action.")
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	back := "/periodic/" + url.PathEscape(name)
+	if done == "pdeleted" {
+		back = "/periodic"
+		r.PostForm.Del("back") // its page is gone
+	}
+	h.redirect(w, r, back, done, 0)
+}

@@ -1,0 +1,733 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+func (h *handler) routes() {
+	m := h.mux
+	m.HandleFunc("GET /{$}", h.dashboard)
+	m.HandleFunc("GET /stats.json", h.statsJSON)
+	m.HandleFunc("GET /static/{file}", h.static)
+	m.HandleFunc("GET /queues", h.queues)
+	m.HandleFunc("GET /queues/{name}", h.queue)
+	m.HandleFunc("GET /queues/{name}/delete", h.confirmQueueDelete)
+	m.HandleFunc("GET /queues/{name}/jobs/{jid}", h.queueJob)
+	m.HandleFunc("GET /busy", h.busy)
+	m.HandleFunc("GET /periodic", h.periodic)
+	m.HandleFunc("GET /periodic/{name}", h.periodicJob)
+	m.HandleFunc("GET /periodic/{name}/delete", h.confirmPeriodicDelete)
+	m.HandleFunc("GET /search", h.search)
+	for _, s := range sets {
+		m.HandleFunc("GET /"+s.Path, h.setPage(s))
+		m.HandleFunc("GET /"+s.Path+"/all/{op}", h.confirmSetAll(s))
+		m.HandleFunc("GET /"+s.Path+"/{jid}", h.setJob(s))
+		m.HandleFunc("POST /"+s.Path+"/jobs", h.setAction(s))
+		m.HandleFunc("POST /"+s.Path+"/all/{op}", h.setAll(s))
+	}
+	m.HandleFunc("POST /queues/{name}/pause", h.queueControl)
+	m.HandleFunc("POST /queues/{name}/resume", h.queueControl)
+	m.HandleFunc("POST /queues/{name}/delete", h.queueDelete)
+	m.HandleFunc("POST /queues/{name}/jobs", h.queueJobsDelete)
+	m.HandleFunc("POST /busy/signal", h.nodeSignal)
+	m.HandleFunc("POST /busy/cancel", h.cancelJob)
+	m.HandleFunc("POST /periodic/{name}/{op}", h.periodicAction)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.errorPage(w, r, http.StatusNotFound, "There is no page here.")
+	})
+}
+
+// setInfo describes one of the sorted sets of jobs and its page.
+type setInfo struct {
+	Set   exq.Set
+	Path  string // under the prefix
+	Title string
+	When  string // what the score means
+	Kill  bool   // its jobs can be killed (moved to dead)
+}
+
+var sets = []setInfo{
+	{exq.RetrySet, "retries", "Retries", "Next retry", true},
+	{exq.ScheduledSet, "scheduled", "Scheduled", "Due", true},
+	{exq.DeadSet, "dead", "Dead", "Died", false},
+}
+
+// static serves the embedded CSS and script; their URLs carry a hash of the content, so they
+// may be cached for long.
+func (h *handler) static(w http.ResponseWriter, r *http.Request) {
+	b, err := staticFS.ReadFile("static/" + r.PathValue("file"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	switch {
+	case strings.HasSuffix(r.PathValue("file"), ".css"):
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(r.PathValue("file"), ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	default:
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	_, _ = w.Write(b)
+}
+
+// dashboardData is the dashboard page.
+type dashboardData struct {
+	O        exq.Overview
+	Live     chart
+	History  chart
+	Days     int
+	DayTable []dayRow
+}
+
+type dayRow struct {
+	Day               time.Time
+	Processed, Failed int64
+}
+
+// historyDays are the history ranges offered; the first is the default.
+var historyDays = []int{30, 7, 90}
+
+func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
+	days := historyDays[0]
+	if d, err := strconv.Atoi(r.URL.Query().Get("days")); err == nil {
+		for _, ok := range historyDays {
+			if d == ok {
+				days = d
+			}
+		}
+	}
+	ctx := r.Context()
+	var (
+		wg             sync.WaitGroup
+		o              exq.Overview
+		live           map[int64][2]int64
+		hist           []exq.DayStats
+		e1, e2, e3     error
+		now            = time.Now()
+		firstDay, last = now.AddDate(0, 0, -(days - 1)), now
+	)
+	// Three independent reads, each one or a few round trips, at once.
+	wg.Add(3)
+	go func() { defer wg.Done(); o, e1 = h.api.Overview(ctx) }()
+	go func() { defer wg.Done(); live, e2 = h.realtime(ctx) }()
+	go func() { defer wg.Done(); hist, e3 = h.api.StatsBetween(ctx, firstDay, last) }()
+	wg.Wait()
+	if err := errors.Join(e1, e2, e3); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := dashboardData{O: o, Live: realtimeChart(live, now), Days: days}
+	dayTimes := make([]time.Time, len(hist))
+	p, f := make([]int64, len(hist)), make([]int64, len(hist))
+	for i, s := range hist {
+		dayTimes[i], p[i], f[i] = s.Day, s.Processed, s.Failed
+		d.DayTable = append(d.DayTable, dayRow{s.Day, s.Processed, s.Failed})
+	}
+	sort.Slice(d.DayTable, func(i, j int) bool { return d.DayTable[i].Day.After(d.DayTable[j].Day) })
+	d.History = historyChart(dayTimes, p, f)
+	h.render(w, r, http.StatusOK, "dashboard.html", "dashboard", "Dashboard", d)
+}
+
+// realtime reads the per-second counters by second.
+func (h *handler) realtime(ctx context.Context) (map[int64][2]int64, error) {
+	rt, err := h.api.Realtime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64][2]int64, len(rt))
+	for _, s := range rt {
+		out[s.At.Unix()] = [2]int64{s.Processed, s.Failed}
+	}
+	return out, nil
+}
+
+// statsJSON is what the dashboard's script polls: the counters and the live graph.
+func (h *handler) statsJSON(w http.ResponseWriter, r *http.Request) {
+	var (
+		wg     sync.WaitGroup
+		o      exq.Overview
+		live   map[int64][2]int64
+		e1, e2 error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); o, e1 = h.api.Overview(r.Context()) }()
+	go func() { defer wg.Done(); live, e2 = h.realtime(r.Context()) }()
+	wg.Wait()
+	if err := errors.Join(e1, e2); err != nil {
+		h.opts.Logger.Error("exq web: stats failed", "err", err)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"redis"}`))
+		return
+	}
+	body := struct {
+		Counters map[string]string `json:"counters"`
+		Live     chartJSON         `json:"live"`
+	}{
+		Counters: map[string]string{
+			"processed": formatNum(o.Processed), "failed": formatNum(o.Failed), "busy": formatNum(o.Busy),
+			"processes": formatNum(o.Processes), "enqueued": formatNum(o.Enqueued), "retries": formatNum(o.Retries),
+			"scheduled": formatNum(o.Scheduled), "dead": formatNum(o.Dead),
+		},
+		Live: realtimeChart(live, time.Now()).json(),
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// queueRow is one line of the queues page.
+type queueRow struct {
+	exq.QueueState
+	Latency time.Duration
+}
+
+func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
+	var (
+		wg     sync.WaitGroup
+		states []exq.QueueState
+		lat    map[string]time.Duration
+		e1, e2 error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); states, e1 = h.api.QueueStates(r.Context()) }()
+	go func() { defer wg.Done(); lat, e2 = h.api.QueueLatencies(r.Context()) }()
+	wg.Wait()
+	if err := errors.Join(e1, e2); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	rows := make([]queueRow, len(states))
+	for i, s := range states {
+		rows[i] = queueRow{QueueState: s, Latency: lat[s.Name]}
+	}
+	h.render(w, r, http.StatusOK, "queues.html", "queues", "Queues", rows)
+}
+
+// pager pages a listing: 1-based page numbers, newest or oldest first.
+type pager struct {
+	Page, Size int
+	Total      int64 // -1 when unknown (a filtered listing)
+	More       bool  // a next page exists
+	Asc        bool  // oldest (or soonest) first
+	Base       url.Values
+}
+
+// pagerOf reads the page, the order ("asc": oldest or soonest first; "desc"; ascDefault
+// without one) and the filter from the query.
+func (h *handler) pagerOf(r *http.Request, ascDefault bool) pager {
+	q := r.URL.Query()
+	p := pager{Page: 1, Size: h.opts.PageSize, Total: -1, Base: url.Values{}}
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 && n < 1_000_000 {
+		p.Page = n
+	}
+	switch q.Get("sort") {
+	case "asc":
+		p.Asc = true
+	case "desc":
+		p.Asc = false
+	default:
+		p.Asc = ascDefault
+	}
+	for _, k := range []string{"class", "queue", "q", "sort"} {
+		if v := q.Get(k); v != "" {
+			p.Base.Set(k, v)
+		}
+	}
+	return p
+}
+
+func (p pager) Offset() int { return (p.Page - 1) * p.Size }
+
+// Link is the query of page n with the same sort and filter.
+func (p pager) Link(n int) string {
+	q := url.Values{}
+	for k, v := range p.Base {
+		q[k] = v
+	}
+	if n > 1 {
+		q.Set("page", strconv.Itoa(n))
+	}
+	if len(q) == 0 {
+		return "?"
+	}
+	return "?" + q.Encode()
+}
+
+// SortLink is the query that flips the order, back on page 1.
+func (p pager) SortLink() string {
+	q := url.Values{}
+	for k, v := range p.Base {
+		q[k] = v
+	}
+	if p.Asc {
+		q.Set("sort", "desc")
+	} else {
+		q.Set("sort", "asc")
+	}
+	return "?" + q.Encode()
+}
+
+func (p pager) Prev() int { return p.Page - 1 }
+func (p pager) Next() int { return p.Page + 1 }
+func (p pager) Pages() int64 {
+	if p.Total < 0 {
+		return -1
+	}
+	return (p.Total + int64(p.Size) - 1) / int64(p.Size)
+}
+
+type queueData struct {
+	Name  string
+	Rows  []row
+	P     pager
+	State exq.QueueState
+}
+
+func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p := h.pagerOf(r, false)
+	recs, err := h.api.Jobs(r.Context(), name, exq.ListOptions{Offset: p.Offset(), Size: p.Size + 1, Reverse: p.Asc})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if p.Total, err = h.api.QueueSize(r.Context(), name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := queueData{Name: name, P: p}
+	if len(recs) > p.Size {
+		d.P.More, recs = true, recs[:p.Size]
+	}
+	for _, rec := range recs {
+		d.Rows = append(d.Rows, h.row(rec))
+	}
+	if paused, err := h.api.PausedQueues(r.Context()); err == nil {
+		for _, q := range paused {
+			d.State.Paused = d.State.Paused || q == name
+		}
+	}
+	h.render(w, r, http.StatusOK, "queue.html", "queues", "Queue "+name, d)
+}
+
+type confirmData struct {
+	Question string
+	Detail   string
+	Action   string // path under the prefix to POST to
+	Button   string
+	Back     string // path under the prefix to go back to
+	Fields   map[string]string
+}
+
+func (h *handler) confirmQueueDelete(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	n, err := h.api.QueueSize(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "confirm.html", "queues", "Delete queue", confirmData{
+		Question: "Delete queue “" + name + "”?",
+		Detail:   "Its " + formatNum(n) + " waiting job(s) are deleted with it. Jobs running now, and retries and scheduled jobs of the queue, stay.",
+		Action:   "/queues/" + url.PathEscape(name) + "/delete", Button: "Delete queue", Back: "/queues",
+	})
+}
+
+type jobData struct {
+	Where   string // "retry", "queue", …
+	Set     *setInfo
+	Queue   string
+	At      time.Time
+	Raw     string
+	Job     *exq.Job
+	Bad     string
+	Args    string
+	Fields  []field
+	Trace   []string
+	Back    string
+	Actions bool
+}
+
+type field struct {
+	Key, Value string
+	Time       time.Time
+}
+
+func (h *handler) jobData(rec exq.JobRecord) jobData {
+	d := jobData{Raw: rec.Raw, At: rec.At}
+	j, err := rec.Job()
+	if err != nil {
+		d.Bad = err.Error()
+		return d
+	}
+	d.Job = j
+	d.Args = h.argsPretty(j.Class, j.Args)
+	var doc map[string]json.RawMessage
+	if json.Unmarshal([]byte(rec.Raw), &doc) == nil {
+		keys := make([]string, 0, len(doc))
+		for k := range doc {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := doc[k]
+			f := field{Key: k, Value: string(v)}
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				f.Value = s
+			}
+			switch k {
+			case "args":
+				continue // shown above
+			case "error_backtrace":
+				if lines, err := wire.DecompressBacktrace(v); err == nil {
+					d.Trace = lines
+					f.Value = strconv.Itoa(len(lines)) + " line(s), below"
+				}
+			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
+				if sec, err := strconv.ParseFloat(string(v), 64); err == nil {
+					f.Time = wire.ParseTime(sec)
+				}
+			}
+			d.Fields = append(d.Fields, f)
+		}
+	}
+	return d
+}
+
+func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
+	name, jid := r.PathValue("name"), r.PathValue("jid")
+	rec, err := h.api.FindInQueue(r.Context(), name, jid)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := h.jobData(rec)
+	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+url.PathEscape(name)
+	h.render(w, r, http.StatusOK, "job.html", "queues", "Job "+jid, d)
+}
+
+type busyData struct {
+	Processes []proc
+	Jobs      []busyRow
+	Threads   int
+	Busy      int
+}
+
+type proc struct {
+	exq.Process
+	Runtime string
+}
+
+type busyRow struct {
+	Node  string
+	RunAt time.Time
+	row
+}
+
+// runtimeOf tells exq, Exq and Sidekiq nodes apart by what they write: exq's label, Exq's
+// identity without a tag, Sidekiq's tag and labels.
+func runtimeOf(p exq.Process) string {
+	for _, l := range p.Labels {
+		if l == "exq-go" {
+			return "exq (Go)"
+		}
+	}
+	if p.Tag == "" && len(p.Labels) == 0 {
+		return "Exq (Elixir) or Sidekiq"
+	}
+	return "Sidekiq or other"
+}
+
+func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
+	var (
+		wg     sync.WaitGroup
+		procs  []exq.Process
+		jobs   []exq.BusyJob
+		e1, e2 error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); procs, e1 = h.api.Processes(r.Context()) }()
+	go func() { defer wg.Done(); jobs, e2 = h.api.BusyJobs(r.Context()) }()
+	wg.Wait()
+	if err := errors.Join(e1, e2); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var d busyData
+	for _, p := range procs {
+		d.Processes = append(d.Processes, proc{Process: p, Runtime: runtimeOf(p)})
+		d.Threads += p.Concurrency
+		d.Busy += p.Busy
+	}
+	for _, j := range jobs {
+		d.Jobs = append(d.Jobs, busyRow{Node: j.Node, RunAt: j.RunAt, row: h.row(j.JobRecord)})
+	}
+	h.render(w, r, http.StatusOK, "busy.html", "busy", "Busy", d)
+}
+
+type setData struct {
+	S      setInfo
+	Rows   []row
+	P      pager
+	Filter struct{ Class, Queue, Text string }
+}
+
+// scanChunk is how many members a filtered listing reads per round trip.
+const scanChunk = 1000
+
+func (h *handler) setPage(s setInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		p := h.pagerOf(r, s.Set != exq.DeadSet)
+		d := setData{S: s, P: p}
+		q := r.URL.Query()
+		d.Filter.Class, d.Filter.Queue, d.Filter.Text = q.Get("class"), q.Get("queue"), q.Get("q")
+		// Dead lists newest first by default, retry and schedule soonest first; "asc" is
+		// oldest first for every set, so Reverse depends on the set.
+		list := func(off, size int) ([]exq.JobRecord, error) {
+			asc := p.Asc
+			switch s.Set {
+			case exq.DeadSet:
+				return h.api.Dead(ctx, exq.ListOptions{Offset: off, Size: size, Reverse: asc})
+			case exq.RetrySet:
+				return h.api.Retries(ctx, exq.ListOptions{Offset: off, Size: size, Reverse: !asc})
+			}
+			return h.api.Scheduled(ctx, exq.ListOptions{Offset: off, Size: size, Reverse: !asc})
+		}
+		if d.Filter.Class == "" && d.Filter.Queue == "" && d.Filter.Text == "" {
+			recs, err := list(p.Offset(), p.Size+1)
+			if err == nil {
+				d.P.Total, err = h.api.Size(ctx, s.Set)
+			}
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			if len(recs) > p.Size {
+				d.P.More, recs = true, recs[:p.Size]
+			}
+			for _, rec := range recs {
+				d.Rows = append(d.Rows, h.row(rec))
+			}
+		} else {
+			// A filter reads the set in chunks, in the page's order, until it has this page's
+			// matches and one more (to know a next page exists).
+			skip := p.Offset()
+		scan:
+			for off := 0; ; off += scanChunk {
+				recs, err := list(off, scanChunk)
+				if err != nil {
+					h.fail(w, r, err)
+					return
+				}
+				for _, rec := range recs {
+					if !matches(rec, d.Filter.Class, d.Filter.Queue, d.Filter.Text) {
+						continue
+					}
+					if skip > 0 {
+						skip--
+						continue
+					}
+					if len(d.Rows) == p.Size {
+						d.P.More = true
+						break scan
+					}
+					d.Rows = append(d.Rows, h.row(rec))
+				}
+				if len(recs) < scanChunk {
+					break
+				}
+			}
+		}
+		h.render(w, r, http.StatusOK, "set.html", s.Path, s.Title, d)
+	}
+}
+
+// matches applies a listing's filter: class and queue exactly, text anywhere in the raw JSON
+// (case-insensitive).
+func matches(rec exq.JobRecord, class, queue, text string) bool {
+	if text != "" && !strings.Contains(strings.ToLower(rec.Raw), strings.ToLower(text)) {
+		return false
+	}
+	if class == "" && queue == "" {
+		return true
+	}
+	j, err := rec.Job()
+	if err != nil {
+		return false
+	}
+	return (class == "" || j.Class == class) && (queue == "" || j.Queue == queue)
+}
+
+func (h *handler) setJob(s setInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		jid := r.PathValue("jid")
+		rec, err := h.api.Find(r.Context(), s.Set, jid)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		d := h.jobData(rec)
+		d.Where, d.Set, d.Back = string(s.Set), &s, "/"+s.Path
+		h.render(w, r, http.StatusOK, "job.html", s.Path, "Job "+jid, d)
+	}
+}
+
+// setAllOps are the actions on a whole set, with their confirmation texts.
+var setAllOps = map[string]struct{ button, detail string }{
+	"retry":  {"Retry all now", "Every job now in the set moves to its queue and runs as soon as a node takes it."},
+	"delete": {"Delete all", "Every job now in the set is deleted. This cannot be undone."},
+	"kill":   {"Kill all", "Every job now in the set moves to the dead set (trimmed to its newest 10,000 jobs and 180 days)."},
+}
+
+func (h *handler) confirmSetAll(s setInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		op := r.PathValue("op")
+		o, ok := setAllOps[op]
+		if !ok || (op == "kill" && !s.Kill) {
+			h.errorPage(w, r, http.StatusNotFound, "There is no such action.")
+			return
+		}
+		n, err := h.api.Size(r.Context(), s.Set)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.render(w, r, http.StatusOK, "confirm.html", s.Path, o.button, confirmData{
+			Question: o.button + ": " + formatNum(n) + " job(s) in " + s.Title + "?", Detail: o.detail,
+			Action: "/" + s.Path + "/all/" + op, Button: o.button, Back: "/" + s.Path,
+		})
+	}
+}
+
+type periodicData struct {
+	Jobs []periodicRow
+}
+
+type periodicRow struct {
+	exq.PeriodicState
+	Args string
+}
+
+func (h *handler) periodic(w http.ResponseWriter, r *http.Request) {
+	ps, err := h.api.PeriodicJobs(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var d periodicData
+	for _, p := range ps {
+		d.Jobs = append(d.Jobs, periodicRow{PeriodicState: p, Args: truncate(h.argsText(p.Class, p.Args), 200)})
+	}
+	h.render(w, r, http.StatusOK, "periodic.html", "periodic", "Periodic jobs", d)
+}
+
+type periodicJobData struct {
+	P       periodicRow
+	History []exq.PeriodicRun
+}
+
+func (h *handler) periodicJob(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, err := h.api.PeriodicJob(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	hist, err := h.api.PeriodicHistory(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := periodicJobData{P: periodicRow{PeriodicState: p, Args: h.argsPretty(p.Class, p.Args)}, History: hist}
+	h.render(w, r, http.StatusOK, "periodic_job.html", "periodic", "Periodic job "+name, d)
+}
+
+func (h *handler) confirmPeriodicDelete(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, err := h.api.PeriodicJob(r.Context(), name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "confirm.html", "periodic", "Delete periodic job", confirmData{
+		Question: "Delete periodic job “" + name + "”?",
+		Detail:   "Its schedule and history are deleted; jobs it enqueued stay. A node that lists it in Options.Periodic creates it again when it starts.",
+		Action:   "/periodic/" + url.PathEscape(name) + "/delete", Button: "Delete periodic job", Back: "/periodic",
+	})
+}
+
+// hit is where a search found a job.
+type hit struct {
+	Where string // "Retries", "Queue mail", "Busy on node"
+	Link  string // under the prefix; "" when the job has no page
+	At    time.Time
+	row
+}
+
+type searchData struct {
+	JID  string
+	Hits []hit
+}
+
+// search looks for a jid everywhere a job can be: the three sets, every queue, running.
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	jid := strings.TrimSpace(r.URL.Query().Get("jid"))
+	d := searchData{JID: jid}
+	if jid == "" {
+		h.render(w, r, http.StatusOK, "search.html", "", "Search", d)
+		return
+	}
+	ctx := r.Context()
+	for _, s := range sets {
+		rec, err := h.api.Find(ctx, s.Set, jid)
+		switch {
+		case err == nil:
+			d.Hits = append(d.Hits, hit{Where: s.Title, Link: "/" + s.Path + "/" + url.PathEscape(jid), At: rec.At, row: h.row(rec)})
+		case !errors.Is(err, exq.ErrJobNotFound):
+			h.fail(w, r, err)
+			return
+		}
+	}
+	qs, err := h.api.Queues(ctx)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, q := range qs {
+		rec, err := h.api.FindInQueue(ctx, q, jid)
+		switch {
+		case err == nil:
+			d.Hits = append(d.Hits, hit{Where: "Queue " + q, Link: "/queues/" + url.PathEscape(q) + "/jobs/" + url.PathEscape(jid), row: h.row(rec)})
+		case !errors.Is(err, exq.ErrJobNotFound):
+			h.fail(w, r, err)
+			return
+		}
+	}
+	busy, err := h.api.BusyJobs(ctx)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, b := range busy {
+		if j, err := b.Job(); err == nil && j.JID == jid {
+			d.Hits = append(d.Hits, hit{Where: "Running on " + b.Node, Link: "/busy", At: b.RunAt, row: h.row(b.JobRecord)})
+		}
+	}
+	h.render(w, r, http.StatusOK, "search.html", "", "Search "+jid, d)
+}
