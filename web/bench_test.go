@@ -30,7 +30,7 @@ func BenchmarkDashboard10kRetries(b *testing.B) {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := range n {
 				raw := fmt.Sprintf(`{"class":"Work","args":[%d,"some text"],"queue":"default","jid":"j%d","retry":25,"retry_count":1,"error_message":"boom"}`, i, i)
-				p.ZAdd(ctx, set, redis.Z{Score: float64(now.Add(time.Duration(i)*time.Second).Unix()), Member: raw})
+				p.ZAdd(ctx, set, redis.Z{Score: float64(now.Add(time.Duration(i) * time.Second).Unix()), Member: raw})
 			}
 			return nil
 		})
