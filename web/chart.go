@@ -56,8 +56,8 @@ func (c chart) json() chartJSON {
 }
 
 const (
-	chartW, chartH          = 720, 200
-	chartLeft, chartRight   = 48, 8
+	chartW, chartH          = 1000, 240
+	chartLeft, chartRight   = 56, 12
 	chartTop, chartBottomPx = 10, 24
 )
 

@@ -86,7 +86,7 @@ func New(api *exq.API, opts Options) http.Handler {
 	}
 	p, err := cleanPrefix(opts.Prefix)
 	if err != nil {
-		panic("web: New: " + err.Error())
+		panic("web: New: Options.Prefix " + err.Error())
 	}
 	opts.Prefix = p
 	if opts.Title == "" {
@@ -117,17 +117,17 @@ func cleanPrefix(p string) (string, error) {
 		return "", nil
 	}
 	if p[0] != '/' || strings.Contains(p, "//") {
-		return "", fmt.Errorf("Prefix %q must be an absolute path such as /admin/exq", p)
+		return "", fmt.Errorf("%q must be an absolute path such as /admin/exq", p)
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
 		if seg == "." || seg == ".." {
-			return "", fmt.Errorf("Prefix %q must not contain . or .. segments", p)
+			return "", fmt.Errorf("%q must not contain . or .. segments", p)
 		}
 	}
 	for _, c := range p {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~/", c)
 		if !ok {
-			return "", fmt.Errorf("Prefix %q may hold only letters, digits and -._~/", p)
+			return "", fmt.Errorf("%q may hold only letters, digits and -._~/", p)
 		}
 	}
 	return p, nil
