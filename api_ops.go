@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -216,6 +219,48 @@ func (a *API) Overview(ctx context.Context) (Overview, error) {
 		}
 	}
 	return o, nil
+}
+
+// RedisInfo is what Sidekiq Web's dashboard shows about the Redis server (INFO).
+type RedisInfo struct {
+	Version    string        `json:"version"`
+	Mode       string        `json:"mode"` // standalone, cluster or sentinel
+	Uptime     time.Duration `json:"uptime"`
+	Clients    int64         `json:"clients"`
+	UsedMemory int64         `json:"used_memory"` // bytes
+	PeakMemory int64         `json:"peak_memory"` // bytes
+	MaxMemory  int64         `json:"max_memory"`  // bytes; 0 when unlimited
+	// Eviction is maxmemory-policy: anything but noeviction may drop jobs when memory is full.
+	Eviction string `json:"eviction"`
+}
+
+// RedisInfo reads the server's INFO (on a Redis Cluster, of the master that holds the
+// namespace). A user whose ACL forbids INFO (-@dangerous) gets Redis' NOPERM error.
+func (a *API) RedisInfo(ctx context.Context) (RedisInfo, error) {
+	var node redis.Cmdable = a.rdb
+	if c, ok := a.rdb.(interface {
+		MasterForKey(context.Context, string) (*redis.Client, error)
+	}); ok {
+		m, err := c.MasterForKey(ctx, a.jq.keys.Queues())
+		if err != nil {
+			return RedisInfo{}, err
+		}
+		node = m
+	}
+	text, err := node.Info(ctx).Result() // the default sections: one section per call before Redis 7
+	if err != nil {
+		return RedisInfo{}, fmt.Errorf("exq: redis info: %w", err)
+	}
+	f := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			f[k] = v
+		}
+	}
+	n := func(k string) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
+	return RedisInfo{Version: f["redis_version"], Mode: f["redis_mode"], Uptime: time.Duration(n("uptime_in_seconds")) * time.Second,
+		Clients: n("connected_clients"), UsedMemory: n("used_memory"), PeakMemory: n("used_memory_peak"),
+		MaxMemory: n("maxmemory"), Eviction: f["maxmemory_policy"]}, nil
 }
 
 // SendSignal pushes a signal to node's signal list (kept 60 s), as Sidekiq's Web UI does. The

@@ -517,6 +517,19 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	close(release)
 }
 
+func TestAPIRedisInfo(t *testing.T) {
+	v := newEnv(t)
+	a, _ := v.api()
+	info, err := a.RedisInfo(context.Background())
+	require.NoError(t, err)
+	assert.NotEmpty(t, info.Version)
+	assert.NotEmpty(t, info.Mode)
+	assert.Positive(t, info.UsedMemory)
+	assert.GreaterOrEqual(t, info.PeakMemory, info.UsedMemory/2)
+	assert.Positive(t, info.Clients)
+	assert.NotEmpty(t, info.Eviction)
+}
+
 func TestNewAPIAndNewClientFailClearlyWithoutRedis(t *testing.T) {
 	ctx := context.Background()
 	_, err := NewAPI(ctx, ClientOptions{RedisURL: "redis://:pw@127.0.0.1:1/0", RedisTimeout: time.Second})
