@@ -87,6 +87,7 @@ func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 // dashboardData is the dashboard page.
 type dashboardData struct {
 	O        exq.Overview
+	Redis    *exq.RedisInfo // nil when INFO is refused (an ACL without @dangerous)
 	Live     chart
 	History  chart
 	Days     int
@@ -120,8 +121,17 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		now            = time.Now()
 		firstDay, last = now.AddDate(0, 0, -(days - 1)), now
 	)
-	// Three independent reads, each one or a few round trips, at once.
-	wg.Add(3)
+	// Independent reads, each one or a few round trips, at once.
+	var info *exq.RedisInfo
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		if i, err := h.api.RedisInfo(ctx); err == nil {
+			info = &i
+		} else {
+			h.opts.Logger.Debug("exq web: no Redis INFO for the dashboard", "err", err)
+		}
+	}()
 	go func() { defer wg.Done(); o, e1 = h.api.Overview(ctx) }()
 	go func() { defer wg.Done(); live, e2 = h.realtime(ctx) }()
 	go func() { defer wg.Done(); hist, e3 = h.api.StatsBetween(ctx, firstDay, last) }()
@@ -130,7 +140,7 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := dashboardData{O: o, Live: realtimeChart(live, now), Days: days}
+	d := dashboardData{O: o, Redis: info, Live: realtimeChart(live, now), Days: days}
 	dayTimes := make([]time.Time, len(hist))
 	p, f := make([]int64, len(hist)), make([]int64, len(hist))
 	for i, s := range hist {

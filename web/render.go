@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"dur":         formatDur,
 	"kb":          formatKB,
+	"bytes":       func(b int64) string { return formatKB(b / 1024) },
 	"join":        strings.Join,
 	"trunc":       truncate,
 	"add":         func(a, b int) int { return a + b },

@@ -170,7 +170,7 @@ func TestEveryPageRenders(t *testing.T) {
 	f.seed()
 	require.NoError(t, f.api.AddPeriodic(context.Background(), exq.PeriodicJob{Name: "nightly", Spec: "0 2 * * *", Class: "Report", Args: []any{"daily"}}))
 	for path, want := range map[string][]string{
-		"/":                         {"12,345", "processed", "67", "<svg", `data-stat="retries">3<`, `data-stat="enqueued">3<`, `data-stat="dead">1<`},
+		"/":                         {"12,345", "processed", "67", "<svg", "Eviction policy", `data-stat="retries">3<`, `data-stat="enqueued">3<`, `data-stat="dead">1<`},
 		"/?days=7":                  {"last 7 days"},
 		"/?days=90":                 {"last 90 days"},
 		"/queues":                   {"mail", "default", "Pause"},
