@@ -64,8 +64,8 @@ var sets = []setInfo{
 	{exq.DeadSet, "dead", "Dead", "Died", false},
 }
 
-// static serves the embedded CSS and script; their URLs carry a hash of the content, so they
-// may be cached for long.
+// static serves the embedded CSS and script; the pages link them with a hash of their content
+// (assetVersion), so they may be cached for long.
 func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 	b, err := staticFS.ReadFile("static/" + r.PathValue("file"))
 	if err != nil {

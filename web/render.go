@@ -2,7 +2,9 @@ package web
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -21,6 +23,17 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+// assetVersion is a hash of the embedded CSS and script, added to their URLs so that browsers
+// may cache them for long and still get the new ones after an upgrade.
+var assetVersion = func() string {
+	h := sha256.New()
+	for _, f := range []string{"static/app.css", "static/app.js"} {
+		b, _ := staticFS.ReadFile(f)
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
 
 // templates maps a page's file name to the page parsed with the layout.
 type templates map[string]*template.Template
@@ -72,6 +85,7 @@ type view struct {
 	Refresh  int    // the script's refresh interval, ms
 	Here     string // this page's path and query under the prefix, for forms' back field
 	Search   string // the jid in the search box
+	Asset    string // assetVersion
 	Data     any
 }
 
@@ -79,7 +93,7 @@ type view struct {
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, file, nav, title string, data any) {
 	v := view{Title: h.opts.Title, Page: title, Prefix: h.opts.Prefix, ReadOnly: h.opts.ReadOnly, Nav: nav,
 		Refresh: int(h.opts.RefreshInterval / time.Millisecond), Here: h.opts.Prefix + r.URL.Path, Data: data,
-		Search: r.URL.Query().Get("jid")}
+		Search: r.URL.Query().Get("jid"), Asset: assetVersion}
 	v.CSRF, _ = r.Context().Value(tokenKey).(string)
 	if r.URL.RawQuery != "" {
 		q := r.URL.Query()

@@ -509,7 +509,7 @@ func TestJobContentIsEscaped(t *testing.T) {
 		for _, m := range tag.FindAllString(body, -1) {
 			if strings.HasPrefix(strings.ToLower(m), "<script") {
 				// Only the page's own script tag, with a src, is allowed.
-				assert.Regexp(t, `<script src="[^"]*/static/app.js" defer></script>`, body, path)
+				assert.Regexp(t, `<script src="[^"]*/static/app.js\?v=[0-9a-f]+" defer></script>`, body, path)
 				assert.Equal(t, 1, strings.Count(body, "<script"), "GET %s: %s", path, body)
 				continue
 			}
@@ -566,9 +566,25 @@ func TestPrefixWithAndWithoutStripPrefix(t *testing.T) {
 		f.h = h
 		body := f.page("/retries")
 		assert.Contains(t, body, `href="/admin/exq/retries/r`, name)
-		assert.Contains(t, body, `href="/admin/exq/static/app.css"`, name)
+		assert.Contains(t, body, `href="/admin/exq/static/app.css?v=`+assetVersion+`"`, name)
 		assert.Contains(t, body, `action="/admin/exq/retries/jobs"`, name)
 		assert.Contains(t, body, `name="back" value="/admin/exq/retries"`, name)
+
+		// A queue whose name holds a slash, a space and a percent sign reaches its page.
+		f.push("team/mail 100%", job("slash-1", "team/mail 100%", "C", "[]"))
+		qs := f.page("/queues")
+		assert.Contains(t, qs, `href="/admin/exq/queues/team%2Fmail%20100%25"`, name)
+		assert.Contains(t, f.page("/queues/team%2Fmail%20100%25"), "slash-1", name)
+		assert.Contains(t, f.page("/queues/team%2Fmail%20100%25/jobs/slash-1"), "slash-1", name)
+		// exq refuses to pause a name with a slash, which Sidekiq Web cannot route to.
+		code, _ := f.post("/queues/team%2Fmail%20100%25/pause", nil)
+		assert.Equal(t, http.StatusBadRequest, code, name)
+		f.push("team mail 100%", job("space-1", "team mail 100%", "C", "[]"))
+		code, _ = f.post("/queues/team%20mail%20100%25/pause", nil)
+		require.Equal(t, http.StatusSeeOther, code, name)
+		paused, _ := f.api.PausedQueues(context.Background())
+		assert.Equal(t, []string{"team mail 100%"}, paused, name)
+		require.NoError(t, f.api.ResumeQueue(context.Background(), "team mail 100%"))
 
 		raw := f.members(f.keys.Retry())[0]
 		code, loc := f.post("/retries/jobs", url.Values{"op": {"delete"}, "job": {raw}, "back": {"/admin/exq/retries?page=1&sort=desc"}})
