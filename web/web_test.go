@@ -160,6 +160,9 @@ func (f *fixture) seed() {
 	f.zadd(f.keys.Retry(), now.Add(3*time.Minute), job("r3", "mail", "Other", `["needle"]`))
 	f.zadd(f.keys.Schedule(), now.Add(time.Hour), job("s1", "mail", "Mailer", `[4]`))
 	f.zadd(f.keys.Dead(), now.Add(-time.Hour), job("d1", "default", "Report", `[5]`))
+	traced := strings.Replace(job("d2", "default", "Report", `[6]`), `"retry":25`,
+		`"retry":25,"error_backtrace":"`+wire.CompressBacktrace([]string{"/app/report.go:12:in `main.Report'", "/app/x.go:3:in `<main>'"})+`"`, 1)
+	f.zadd(f.keys.Dead(), now.Add(-2*time.Hour), traced)
 	require.NoError(f.t, f.rdb.MSet(ctx, f.keys.Stat("processed"), 12345, f.keys.Stat("failed"), 67,
 		f.keys.StatDay("processed", now), 40, f.keys.StatDay("failed", now), 3,
 		f.keys.StatSecond("processed", now.Add(-3*time.Second)), 7).Err())
@@ -170,7 +173,7 @@ func TestEveryPageRenders(t *testing.T) {
 	f.seed()
 	require.NoError(t, f.api.AddPeriodic(context.Background(), exq.PeriodicJob{Name: "nightly", Spec: "0 2 * * *", Class: "Report", Args: []any{"daily"}}))
 	for path, want := range map[string][]string{
-		"/":                         {"12,345", "processed", "67", "<svg", "Eviction policy", `data-stat="retries">3<`, `data-stat="enqueued">3<`, `data-stat="dead">1<`},
+		"/":                         {"12,345", "processed", "67", "<svg", "Eviction policy", `data-stat="retries">3<`, `data-stat="enqueued">3<`, `data-stat="dead">2<`},
 		"/?days=7":                  {"last 7 days"},
 		"/?days=90":                 {"last 90 days"},
 		"/queues":                   {"mail", "default", "Pause"},
@@ -185,7 +188,8 @@ func TestEveryPageRenders(t *testing.T) {
 		"/scheduled/s1":             {"Mailer"},
 		"/dead":                     {"d1"},
 		"/dead/d1":                  {"Report"},
-		"/dead/all/retry":           {"Retry all now: 1 job(s)"},
+		"/dead/d2":                  {"Backtrace", "/app/report.go:12:in `main.Report&#39;", "in `&lt;main&gt;&#39;", "2 line(s)"},
+		"/dead/all/retry":           {"Retry all now: 2 job(s)"},
 		"/periodic":                 {"nightly", "0 2 * * *", "Enqueue now"},
 		"/periodic/nightly":         {"nightly", "Never enqueued"},
 		"/periodic/nightly/delete":  {"Delete periodic job"},
@@ -270,13 +274,14 @@ func TestSetActionsOnOneAndManyJobs(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, code)
 	assert.Empty(t, f.members(f.keys.Retry()))
 
-	// Bulk on the dead set: two jobs at once, run now.
+	// Bulk on the dead set: three jobs at once, run now.
 	dead := f.members(f.keys.Dead())
-	require.Len(t, dead, 2)
-	code, _ = f.post("/dead/jobs", url.Values{"op": {"retry"}, "job": dead})
+	require.Len(t, dead, 3)
+	code, loc = f.post("/dead/jobs", url.Values{"op": {"retry"}, "job": dead})
 	require.Equal(t, http.StatusSeeOther, code)
+	assert.Equal(t, "/dead?done=retried&n=3", loc)
 	assert.Empty(t, f.members(f.keys.Dead()))
-	assert.Len(t, f.list(f.keys.Queue("default")), 3)
+	assert.Len(t, f.list(f.keys.Queue("default")), 4)
 
 	code, _ = f.post("/dead/jobs", url.Values{"op": {"kill"}, "job": dead})
 	assert.Equal(t, http.StatusBadRequest, code, "dead jobs cannot be killed")
@@ -295,11 +300,11 @@ func TestSetAllActions(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, code)
 	assert.Equal(t, "/retries?done=killed&n=3", loc)
 	assert.Empty(t, f.members(f.keys.Retry()))
-	assert.Len(t, f.members(f.keys.Dead()), 4)
+	assert.Len(t, f.members(f.keys.Dead()), 5)
 
 	code, loc = f.post("/dead/all/retry", nil)
 	require.Equal(t, http.StatusSeeOther, code)
-	assert.Equal(t, "/dead?done=retried&n=4", loc)
+	assert.Equal(t, "/dead?done=retried&n=5", loc)
 	assert.Empty(t, f.members(f.keys.Dead()))
 
 	code, _ = f.post("/scheduled/all/delete", nil)
