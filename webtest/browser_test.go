@@ -174,7 +174,12 @@ func TestDashboardInABrowser(t *testing.T) {
 		"/app/mail/smtp.go:88:in `mail.(*Client).Send'", "/app/workers/send_email.go:31:in `workers.SendEmail'",
 		"/go/pkg/mod/github.com/exqgo/exq/worker.go:120:in `exq.(*Exq).perform'"})
 	zadd(keys.Retry(), now.Add(time.Hour), doc(retryMe))
-	zadd(keys.Retry(), now.Add(3*time.Hour), doc(failed("b1946ac92492d2347c6235b4", "Billing::InvoiceWorker", "billing", []any{map[string]any{"invoice": 9001}}, "undefined method `total' for nil:NilClass")))
+	invoice := failed("b1946ac92492d2347c6235b4", "Billing::InvoiceWorker", "billing", []any{map[string]any{"invoice": 9001, "lines": []any{map[string]any{"sku": "A-1", "qty": 2}}}}, "undefined method `total' for nil:NilClass")
+	invoice["error_class"] = "NoMethodError"
+	invoice["error_backtrace"] = wire.CompressBacktrace([]string{
+		"app/workers/invoice_worker.rb:14:in `perform'", "sidekiq/processor.rb:202:in `execute_job'", "sidekiq/processor.rb:170:in `block (2 levels) in process'"})
+	invoice["bid"] = "batch-7Hq2" // a field exq does not know, shown all the same
+	zadd(keys.Retry(), now.Add(3*time.Hour), doc(invoice))
 	xss := failed("xss-0001", "MyApp.Evil", "default", []any{xssScript, xssImg}, xssImg)
 	zadd(keys.Dead(), now.Add(-30*time.Minute), doc(xss))
 	zadd(keys.Dead(), now.Add(-26*time.Hour), doc(failed("dead-0002", "MyApp.Resize", "images", []any{"img-7.png"}, "exq.Timeout: ran longer than 30s")))
@@ -321,6 +326,9 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("flash after Retry now: %q", got)
 	}
 	run(t, ctx, "the job page", chromedp.Navigate(base+"/retries/b1946ac92492d2347c6235b4"), chromedp.WaitVisible(chromedp.CSS(`table.fields`)))
+	if got := text(t, ctx, `pre.trace`); !strings.Contains(got, "invoice_worker.rb:14") {
+		t.Errorf("backtrace: %q", got)
+	}
 	screenshot(t, ctx, s, "job")
 
 	// Queues: pause mail; Redis says so.
@@ -378,6 +386,28 @@ func TestDashboardInABrowser(t *testing.T) {
 	// Phone width.
 	run(t, ctx, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
 	screenshot(t, ctx, s, "dashboard-phone")
+	run(t, ctx, "phone width retries", chromedp.Navigate(base+"/retries"), chromedp.WaitVisible(chromedp.CSS(`table.jobs`)))
+	screenshot(t, ctx, s, "retries-phone")
+
+	// With JavaScript off every page still reads, and a button still works.
+	run(t, ctx, "desktop width", chromedp.EmulateViewport(1280, 900))
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "dashboard without JavaScript", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`svg.chart polyline`)))
+	if got := text(t, ctx, `[data-stat="scheduled"]`); got != "1" {
+		t.Errorf("scheduled without JavaScript: %q", got)
+	}
+	run(t, ctx, "scheduled without JavaScript", chromedp.Navigate(base+"/scheduled"), chromedp.WaitVisible(chromedp.CSS(`table.jobs`)))
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`tr:has(a[href$="/scheduled/sched-0001"]) button[value="kill"]`))); err != nil {
+		t.Fatalf("click Kill without JavaScript: %v", err)
+	}
+	if _, err := api.Find(bg, exq.DeadSet, "sched-0001"); err != nil {
+		t.Errorf("Kill without JavaScript: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A POST without the token, from the page itself: refused, and nothing changed.
 	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("`+prefix+`/queues/mail/resume", {method: "POST", body: new URLSearchParams({back: "`+prefix+`/queues"})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
