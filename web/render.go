@@ -92,7 +92,7 @@ type view struct {
 // render writes a page with the layout, buffered so that a template error becomes a clean 500.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, file, nav, title string, data any) {
 	v := view{Title: h.opts.Title, Page: title, Prefix: h.opts.Prefix, ReadOnly: h.opts.ReadOnly, Nav: nav,
-		Refresh: int(h.opts.RefreshInterval / time.Millisecond), Here: h.opts.Prefix + r.URL.Path, Data: data,
+		Refresh: int(h.opts.RefreshInterval / time.Millisecond), Here: h.opts.Prefix + r.URL.EscapedPath(), Data: data,
 		Search: r.URL.Query().Get("jid"), Asset: assetVersion}
 	v.CSRF, _ = r.Context().Value(tokenKey).(string)
 	if r.URL.RawQuery != "" {

@@ -579,7 +579,9 @@ func TestPrefixWithAndWithoutStripPrefix(t *testing.T) {
 		f.push("team/mail 100%", job("slash-1", "team/mail 100%", "C", "[]"))
 		qs := f.page("/queues")
 		assert.Contains(t, qs, `href="/admin/exq/queues/team%2Fmail%20100%25"`, name)
-		assert.Contains(t, f.page("/queues/team%2Fmail%20100%25"), "slash-1", name)
+		qp := f.page("/queues/team%2Fmail%20100%25")
+		assert.Contains(t, qp, "slash-1", name)
+		assert.Contains(t, qp, `name="back" value="/admin/exq/queues/team%2Fmail%20100%25"`, name)
 		assert.Contains(t, f.page("/queues/team%2Fmail%20100%25/jobs/slash-1"), "slash-1", name)
 		// exq refuses to pause a name with a slash, which Sidekiq Web cannot route to.
 		code, _ := f.post("/queues/team%2Fmail%20100%25/pause", nil)
