@@ -46,6 +46,7 @@ var funcs = template.FuncMap{
 	"stamp":       stamp,
 	"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"dur":         formatDur,
+	"per":         per,
 	"kb":          formatKB,
 	"bytes":       func(b int64) string { return formatKB(b / 1024) },
 	"join":        strings.Join,
@@ -177,6 +178,21 @@ func formatNum(n any) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// per names a rate's period: "second", "minute", "hour", "day", or the duration ("30s").
+func per(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "second"
+	case time.Minute:
+		return "minute"
+	case time.Hour:
+		return "hour"
+	case 24 * time.Hour:
+		return "day"
+	}
+	return d.String()
 }
 
 // stamp is a time as every page writes it, in UTC.

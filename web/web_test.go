@@ -390,7 +390,7 @@ func (f *fixture) liveNode() (*exq.Exq, chan string) {
 	f.t.Helper()
 	started := make(chan string, 10)
 	release := make(chan struct{})
-	e, err := exq.Start(context.Background(), exq.Options{Redis: f.rdb, Namespace: f.ns, Queues: []exq.Queue{{Name: "work", Concurrency: 2}},
+	e, err := exq.Start(context.Background(), exq.Options{Redis: f.rdb, Namespace: f.ns, Queues: []exq.Queue{{Name: "work", Concurrency: 2, GlobalLimit: 2, Rate: exq.Rate{N: 50, Per: time.Second}}},
 		PollTimeout: 20 * time.Millisecond, Logger: quiet,
 		Workers: map[string]exq.Worker{"Block": exq.WorkerFunc(func(ctx context.Context, j *exq.Job) error {
 			started <- j.JID
@@ -426,6 +426,9 @@ func TestBusyPageAndNodeActions(t *testing.T) {
 	})
 	body := f.page("/busy")
 	assert.Contains(t, body, "exq-go")
+	queues := f.page("/queues")
+	assert.Contains(t, queues, "<td>1/2</td>", "a lease of the cluster-wide limit is held")
+	assert.Contains(t, queues, "50 per second")
 	assert.Contains(t, body, "&lt;b&gt;busy&lt;/b&gt;")
 	assert.Contains(t, f.page("/search?jid="+jid), "Running on "+e.NodeID())
 

@@ -204,7 +204,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	ran := make(chan string, 10)
 	release := make(chan struct{})
 	node, err := exq.Start(bg, exq.Options{Redis: rdb, Namespace: ns, Logger: quiet, PollTimeout: 20 * time.Millisecond, Tag: "billing-api",
-		Queues: []exq.Queue{{Name: "default", Concurrency: 5}, {Name: "reports", Concurrency: 2}},
+		Queues: []exq.Queue{{Name: "default", Concurrency: 5}, {Name: "reports", Concurrency: 2, GlobalLimit: 3, Rate: exq.Rate{N: 100, Per: time.Minute}}},
 		Workers: map[string]exq.Worker{
 			"MyApp.SendEmail": exq.WorkerFunc(func(ctx context.Context, j *exq.Job) error { ran <- j.JID; return nil }),
 			"MyApp.Ping":      exq.WorkerFunc(func(ctx context.Context, j *exq.Job) error { return nil }),
@@ -338,6 +338,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	if paused, _ := api.PausedQueues(bg); len(paused) != 1 || paused[0] != "mail" {
 		t.Fatalf("paused queues after the click: %v", paused)
+	}
+	if got := text(t, ctx, `tr:has(a[href$="/queues/reports"])`); !strings.Contains(got, "2/3") || !strings.Contains(got, "100 per minute") {
+		t.Errorf("the limited queue's row: %q", got)
 	}
 	screenshot(t, ctx, s, "queues")
 	run(t, ctx, "open a queue", chromedp.Navigate(base+"/queues/mail"), chromedp.WaitVisible(chromedp.CSS(`table`)))
