@@ -57,7 +57,7 @@
           if (el) el.textContent = d.counters[k];
         });
         draw(d.live);
-        if (state) state.textContent = "updated " + new Date().toLocaleTimeString();
+        if (state) state.textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC"; // the page shows times in UTC
         document.body.setAttribute("data-refreshed", String(Date.now()));
       })
       .catch(function () { if (state) state.textContent = "refresh failed; retrying"; })
