@@ -31,6 +31,10 @@ type Process struct {
 	Beat        time.Time
 	RTT         time.Duration
 	RSSKB       int64
+	// Runtime is what runs the node, as its info field tells: "exq" (this library), "Exq"
+	// (Elixir; it writes its pid as a string) or "Sidekiq" (no busy and quiet in its info).
+	// Only exq nodes act on a CANCEL signal.
+	Runtime string
 }
 
 // Processes lists the live nodes, after pruning those whose hash expired.
@@ -48,7 +52,7 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		var info wire.NodeInfo
 		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
 		p := Process{Identity: id, Tag: info.Tag, Labels: info.Labels, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
-			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true"}
+			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"])}
 		p.Busy, _ = strconv.Atoi(h["busy"])
 		beat, _ := strconv.ParseFloat(h["beat"], 64)
 		p.Beat = wire.ParseTime(beat)
@@ -58,6 +62,24 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// runtimeOf tells which runtime wrote a node's info field. exq and Exq write busy and quiet
+// into it (Sidekiq does not); Exq writes its pid as a JSON string, exq as a number.
+func runtimeOf(info string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(info), &fields) != nil {
+		return "Sidekiq"
+	}
+	_, busy := fields["busy"]
+	_, quiet := fields["quiet"]
+	switch pid := fields["pid"]; {
+	case !busy || !quiet:
+		return "Sidekiq"
+	case len(pid) > 0 && pid[0] == '"':
+		return "Exq"
+	}
+	return "exq"
 }
 
 // BusyJob is a job running on some node.

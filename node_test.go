@@ -407,11 +407,24 @@ func TestProcessesReadsAPIDWrittenAsAString(t *testing.T) {
 	}
 	procs, err := a.Processes(ctx)
 	require.NoError(t, err)
-	pids := map[string]int{}
+	pids, runtimes := map[string]int{}, map[string]string{}
 	for _, p := range procs {
 		pids[p.Identity] = p.PID
+		runtimes[p.Identity] = p.Runtime
 	}
 	assert.Equal(t, map[string]int{"exq-elixir": 4242, "sidekiq-rb": 13122}, pids)
+	assert.Equal(t, map[string]string{"exq-elixir": "Exq", "sidekiq-rb": "Sidekiq"}, runtimes)
+}
+
+// A node of this library reports itself as exq in Processes (cancel works only on those).
+func TestProcessesTellsAnExqNode(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(Options{}, testHooks{})
+	a, _ := v.api()
+	testutil.WaitFor(t, "the node is listed", func() bool {
+		procs, err := a.Processes(context.Background())
+		return err == nil && len(procs) == 1 && procs[0].Identity == e.NodeID() && procs[0].Runtime == "exq"
+	})
 }
 
 // A change after a calm spell is written at once (at the next check, a tenth of the refresh
