@@ -3,91 +3,66 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"strings"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/exqgo/exq"
 )
 
-const (
-	cronAddUsage = "exq cron add NAME SPEC QUEUE CLASS ['<json array>'] [--timezone ZONE] [--description TEXT] [--disabled]"
-	cronUsage    = "exq cron [list] | exq cron history|enqueue|enable|disable|delete NAME | " + cronAddUsage
-)
-
-// cronCmd runs the periodic-job subcommands; with none (or only flags) it lists the schedules.
-// Periodic jobs live in one namespace: run refuses a list of shards before this is called.
-func cronCmd(ctx context.Context, args []string, open opener) error {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+func (a *app) cronCmd() *cobra.Command {
+	list := func(cmd *cobra.Command, _ []string) error { return a.cronList(cmd.Context()) }
+	c := &cobra.Command{
+		Use:   "cron",
+		Short: "Periodic jobs: list, history, enqueue, enable, disable, delete, add",
+		Long: `Periodic jobs (exq's and sidekiq-cron's, which share their keys). Without a subcommand,
+lists them: spec, queue, class, status, last and next enqueue. Periodic jobs live in one
+namespace: with a list of shards, run the command once per shard.`,
+		Args: nArgs(0, 0, "a subcommand: list, history, enqueue, enable, disable, delete or add"),
+		RunE: list,
 	}
-	switch sub {
-	case "list":
-		return cronListCmd(ctx, args, open)
-	case "history":
-		return cronHistoryCmd(ctx, args, open)
-	case "enqueue":
-		return cronEnqueueCmd(ctx, args, open)
-	case "enable", "disable":
-		return cronStatusCmd(ctx, sub == "enable", args, open)
-	case "delete":
-		return cronDeleteCmd(ctx, args, open)
-	case "add":
-		return cronAddCmd(ctx, args, open)
+	c.AddCommand(&cobra.Command{Use: "list", Short: "List the periodic jobs", Args: nArgs(0, 0, "no argument"), RunE: list})
+	named := func(use, short string, run func(ctx context.Context, name string) error) *cobra.Command {
+		return &cobra.Command{Use: use + " NAME", Short: short, Args: nArgs(1, 1, "cron "+use+" NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := a.cronOpen(cmd.Context()); err != nil {
+					return err
+				}
+				return run(cmd.Context(), args[0])
+			}}
 	}
-	return usagef("unknown cron command %q (want list, history, enqueue, enable, disable, delete or add); usage: %s", sub, cronUsage)
+	c.AddCommand(
+		named("history", "The last enqueues of periodic job NAME, newest first", a.cronHistory),
+		named("enqueue", "Enqueue periodic job NAME's job now (its ticks are not affected)", a.cronEnqueue),
+		named("enable", "Let the nodes enqueue NAME at its ticks again", func(ctx context.Context, n string) error { return a.cronStatus(ctx, n, true) }),
+		named("disable", "Stop every node (and sidekiq-cron) from enqueueing NAME", func(ctx context.Context, n string) error { return a.cronStatus(ctx, n, false) }),
+		named("delete", "Delete periodic job NAME and its history", a.cronDelete),
+		a.cronAddCmd(),
+	)
+	return c
 }
 
-// cronName parses the single NAME argument of a cron subcommand and connects.
-func cronName(sub string, args []string, open opener) (string, *cli, error) {
-	pos, err := parseArgs(flag.NewFlagSet("cron "+sub, flag.ContinueOnError), args, 1, 1, "exq cron "+sub+" NAME")
-	if err != nil {
-		return "", nil, err
-	}
-	c, err := open.open()
-	if err != nil {
-		return "", nil, err
-	}
-	return pos[0], c, nil
-}
-
-// cronTime is t as the tables show it: RFC 3339 in UTC, or "-" when there is none.
-func cronTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// utcState is s with its times in UTC, as the JSON output gives every time.
-func utcState(s exq.PeriodicState) exq.PeriodicState {
-	if !s.LastEnqueued.IsZero() {
-		s.LastEnqueued = s.LastEnqueued.UTC()
-	}
-	if !s.Next.IsZero() {
-		s.Next = s.Next.UTC()
-	}
-	return s
-}
-
-func cronListCmd(ctx context.Context, args []string, open opener) error {
-	if _, err := parseArgs(flag.NewFlagSet("cron list", flag.ContinueOnError), args, 0, 0, "exq cron [list]"); err != nil {
+// cronOpen refuses a list of shards and connects.
+func (a *app) cronOpen(ctx context.Context) error {
+	if err := a.oneNamespace("cron"); err != nil {
 		return err
 	}
-	c, err := open.open()
+	return a.connect(ctx, true)
+}
+
+func (a *app) cronList(ctx context.Context) error {
+	if err := a.cronOpen(ctx); err != nil {
+		return err
+	}
+	states, err := a.api.PeriodicJobs(ctx) // sorted by name
 	if err != nil {
 		return err
 	}
-	states, err := c.api.PeriodicJobs(ctx) // sorted by name
-	if err != nil {
-		return err
-	}
-	if c.json {
-		for i := range states {
-			states[i] = utcState(states[i])
+	if a.json {
+		out := make([]periodicJSON, len(states))
+		for i, s := range states {
+			out[i] = toPeriodicJSON(s)
 		}
-		return c.printJSON(states)
+		return a.printJSON(out)
 	}
 	problems := false
 	for _, s := range states {
@@ -103,122 +78,111 @@ func cronListCmd(ctx context.Context, args []string, open opener) error {
 		if s.Enabled {
 			status = "enabled"
 		}
-		rows[i] = []any{s.Name, s.Spec, s.Queue, s.Class, status, cronTime(s.LastEnqueued), cronTime(s.Next)}
+		rows[i] = []any{s.Name, s.Spec, s.Queue, s.Class, status, when(s.LastEnqueued), when(s.Next)}
 		if problems {
 			rows[i] = append(rows[i], cut(s.Problem, 60))
 		}
 	}
-	return c.table(header, rows)
+	return a.table(header, rows)
 }
 
-func cronHistoryCmd(ctx context.Context, args []string, open opener) error {
-	name, c, err := cronName("history", args, open)
-	if err != nil {
-		return err
-	}
+func (a *app) cronHistory(ctx context.Context, name string) error {
 	// PeriodicHistory lists nothing for an unknown name: say it is not found instead.
-	if _, err := c.api.PeriodicJob(ctx, name); err != nil {
+	if _, err := a.api.PeriodicJob(ctx, name); err != nil {
 		return err
 	}
-	runs, err := c.api.PeriodicHistory(ctx, name) // newest first
+	runs, err := a.api.PeriodicHistory(ctx, name) // newest first
 	if err != nil {
 		return err
 	}
-	if c.json {
-		for i := range runs {
-			if !runs[i].Enqueued.IsZero() {
-				runs[i].Enqueued = runs[i].Enqueued.UTC()
-			}
+	if a.json {
+		out := make([]runJSON, len(runs))
+		for i, r := range runs {
+			out[i] = runJSON{JID: r.JID, Enqueued: ts(r.Enqueued)}
 		}
-		return c.printJSON(runs)
+		return a.printJSON(out)
 	}
 	rows := make([][]any, len(runs))
 	for i, r := range runs {
-		rows[i] = []any{r.JID, cronTime(r.Enqueued)}
+		rows[i] = []any{r.JID, when(r.Enqueued)}
 	}
-	return c.table([]string{"JID", "ENQUEUED"}, rows)
+	return a.table([]string{"JID", "ENQUEUED"}, rows)
 }
 
-func cronEnqueueCmd(ctx context.Context, args []string, open opener) error {
-	name, c, err := cronName("enqueue", args, open)
+func (a *app) cronEnqueue(ctx context.Context, name string) error {
+	jid, err := a.api.EnqueuePeriodicNow(ctx, name)
 	if err != nil {
 		return err
 	}
-	jid, err := c.api.EnqueuePeriodicNow(ctx, name)
-	if err != nil {
-		return err
-	}
-	return c.say(map[string]any{"name": name, "jid": jid}, "enqueued %s from periodic job %s", jid, name)
+	return a.say(map[string]any{"name": name, "jid": jid}, "enqueued %s from periodic job %s", jid, name)
 }
 
-func cronStatusCmd(ctx context.Context, enable bool, args []string, open opener) error {
-	sub := "disable"
+func (a *app) cronStatus(ctx context.Context, name string, enable bool) error {
+	var err error
+	verb := "disabled"
 	if enable {
-		sub = "enable"
-	}
-	name, c, err := cronName(sub, args, open)
-	if err != nil {
-		return err
-	}
-	if enable {
-		err = c.api.EnablePeriodic(ctx, name)
+		verb = "enabled"
+		err = a.api.EnablePeriodic(ctx, name)
 	} else {
-		err = c.api.DisablePeriodic(ctx, name)
+		err = a.api.DisablePeriodic(ctx, name)
 	}
 	if err != nil {
 		return err
 	}
-	return c.say(map[string]any{"name": name, "enabled": enable}, "%sd periodic job %s", sub, name)
+	return a.say(map[string]any{"name": name, "enabled": enable}, "%s periodic job %s", verb, name)
 }
 
-func cronDeleteCmd(ctx context.Context, args []string, open opener) error {
-	name, c, err := cronName("delete", args, open)
-	if err != nil {
+func (a *app) cronDelete(ctx context.Context, name string) error {
+	if err := a.api.DeletePeriodic(ctx, name); err != nil {
 		return err
 	}
-	if err := c.api.DeletePeriodic(ctx, name); err != nil {
-		return err
-	}
-	return c.say(map[string]any{"name": name, "deleted": true}, "deleted periodic job %s", name)
+	return a.say(map[string]any{"name": name, "deleted": true}, "deleted periodic job %s", name)
 }
 
-func cronAddCmd(ctx context.Context, args []string, open opener) error {
-	fs := flag.NewFlagSet("cron add", flag.ContinueOnError)
-	timezone := fs.String("timezone", "", "")
-	description := fs.String("description", "", "")
-	disabled := fs.Bool("disabled", false, "")
-	pos, err := parseArgs(fs, args, 4, 5, cronAddUsage)
-	if err != nil {
-		return err
+func (a *app) cronAddCmd() *cobra.Command {
+	var timezone, description string
+	var disabled bool
+	c := &cobra.Command{
+		Use:   "add NAME SPEC QUEUE CLASS [ARGS]",
+		Short: "Create a periodic job",
+		Long: `Create a periodic job. SPEC is a cron line ('0 9 * * 1-5', 6 fields with seconds first, a
+zone at the end), @hourly… or '@every 30s'; ARGS a JSON array (default []).`,
+		Example: `  exq cron add nightly '0 3 * * *' reports Reports.Nightly '[1,"full"]' --timezone Europe/Paris`,
+		Args:    nArgs(4, 5, "cron add NAME SPEC QUEUE CLASS [ARGS]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			raw := json.RawMessage("[]")
+			if len(args) == 5 {
+				if err := checkArgsJSON("ARGS", args[4]); err != nil {
+					return err
+				}
+				raw = json.RawMessage(args[4])
+			}
+			p := exq.PeriodicJob{Name: args[0], Spec: args[1], Queue: args[2], Class: args[3], Args: raw,
+				Timezone: timezone, Description: description, Disabled: disabled}
+			if err := a.oneNamespace("cron"); err != nil {
+				return err
+			}
+			if err := a.connect(ctx, false); err != nil {
+				return err
+			}
+			// AddPeriodic checks p before writing: invalid input (ErrInvalidPeriodic, exit 2) writes nothing.
+			if err := a.api.AddPeriodic(ctx, p); err != nil {
+				return err
+			}
+			st, err := a.api.PeriodicJob(ctx, p.Name)
+			if err != nil {
+				return err
+			}
+			next := "disabled"
+			if st.Enabled {
+				next = "next at " + when(st.Next)
+			}
+			return a.say(toPeriodicJSON(st), "added periodic job %s (%s, %s)", st.Name, st.Spec, next)
+		},
 	}
-	raw := json.RawMessage("[]")
-	if len(pos) == 5 {
-		raw = json.RawMessage(pos[4])
-		var list []json.RawMessage
-		if !json.Valid(raw) {
-			return usagef("ARGS is not valid JSON: %s", pos[4])
-		}
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return usagef("ARGS must be a JSON array, like '[42,\"welcome\"]'; got %s", pos[4])
-		}
-	}
-	p := exq.PeriodicJob{Name: pos[0], Spec: pos[1], Queue: pos[2], Class: pos[3], Args: raw,
-		Timezone: *timezone, Description: *description, Disabled: *disabled}
-	c, err := open.open()
-	if err != nil {
-		return err
-	}
-	// AddPeriodic checks p before writing: invalid input (ErrInvalidPeriodic, exit 2) writes nothing.
-	if err := c.api.AddPeriodic(ctx, p); err != nil {
-		return err
-	}
-	st, err := c.api.PeriodicJob(ctx, p.Name)
-	if err != nil {
-		return err
-	}
-	next := "disabled"
-	if st.Enabled {
-		next = "next at " + cronTime(st.Next)
-	}
-	return c.say(utcState(st), "added periodic job %s (%s, %s)", st.Name, st.Spec, next)
+	c.Flags().StringVar(&timezone, "timezone", "", "time zone of SPEC (e.g. Europe/Paris; default UTC)")
+	c.Flags().StringVar(&description, "description", "", "what it is for")
+	c.Flags().BoolVar(&disabled, "disabled", false, "create it disabled")
+	return c
 }

@@ -7,380 +7,152 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.MainLeak(m) }
+// exqBin is the command, built once by TestMain: the tests run it as an operator would.
+var exqBin string
 
-// cliEnv runs the command in-process against the real test Redis, in a namespace of its own.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "exq-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testutil.AfterTests(func() { _ = os.RemoveAll(dir) })
+	exqBin = filepath.Join(dir, "exq")
+	if out, err := exec.Command("go", "build", "-o", exqBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/exq: %v\n%s", err, out)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	testutil.MainLeak(m)
+}
+
+// result is what one run of the command left: its exit code and output.
+type result struct {
+	code        int
+	out, errOut string
+}
+
+// runBin runs the binary bin with args and EXQ_REDIS_URL=url ("" leaves it unset), stdin
+// empty and not a terminal.
+func runBin(t *testing.T, bin, url string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if url != "" {
+		cmd.Env = append(cmd.Env, "EXQ_REDIS_URL="+url)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %s %v: %v", bin, args, err)
+	}
+	return result{code, out.String(), errOut.String()}
+}
+
+// cliEnv runs the command against the real test Redis, in a namespace of its own.
 type cliEnv struct {
 	t   *testing.T
+	rdb *redis.Client
 	url string
 	ns  string
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
-	_, ns := testutil.Redis(t)
-	return &cliEnv{t: t, url: testutil.RedisURL(t), ns: ns}
+	rdb, ns := testutil.Redis(t)
+	return &cliEnv{t: t, rdb: rdb, url: testutil.RedisURL(t), ns: ns}
 }
 
+// run runs exq args with --namespace given last: global flags go anywhere.
 func (c *cliEnv) run(args ...string) (code int, stdout, stderr string) {
-	var out, errOut bytes.Buffer
-	env := func(k string) string {
-		if k == "EXQ_REDIS_URL" {
-			return c.url
-		}
-		return ""
-	}
-	code = run(context.Background(), append([]string{"--namespace", c.ns}, args...), env, &out, &errOut)
-	return code, out.String(), errOut.String()
+	c.t.Helper()
+	r := runBin(c.t, exqBin, c.url, append(args, "--namespace", c.ns)...)
+	return r.code, r.out, r.errOut
 }
 
 func (c *cliEnv) json(v any, args ...string) {
 	c.t.Helper()
-	code, out, errOut := c.run(append([]string{"--json"}, args...)...)
+	code, out, errOut := c.run(append(args, "--json")...)
 	require.Equal(c.t, 0, code, "exq %v: %s", args, errOut)
 	require.NoError(c.t, json.Unmarshal([]byte(out), v), out)
 }
 
+// runIn runs the command in this process, with stdin and the terminals as given: the only way
+// to test what it does on a terminal.
+func (c *cliEnv) runIn(stdin string, tty bool, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	e := env{getenv: func(k string) string {
+		if k == "EXQ_REDIS_URL" {
+			return c.url
+		}
+		return ""
+	}, stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, stdinTTY: tty, stderrTTY: tty}
+	code = run(context.Background(), append(args, "--namespace", c.ns), e)
+	return code, out.String(), errOut.String()
+}
+
 func (c *cliEnv) keys() []string {
-	rdb, _ := testutil.Redis(c.t)
-	k, err := rdb.Keys(context.Background(), c.ns+":*").Result()
+	k, err := c.rdb.Keys(context.Background(), c.ns+":*").Result()
 	require.NoError(c.t, err)
 	return k
 }
 
-func TestHelpExplainsEveryCommand(t *testing.T) {
-	var out bytes.Buffer
-	code := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard)
-	assert.Equal(t, 0, code)
-	for name := range commands {
-		assert.Contains(t, out.String(), "\n  "+name+" ", "help mentions %s", name)
-	}
-	code = run(context.Background(), nil, func(string) string { return "" }, io.Discard, io.Discard)
-	assert.Equal(t, 2, code, "no command is a usage error")
-	var errOut bytes.Buffer
-	code = run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, &errOut)
-	assert.Equal(t, 2, code)
-	assert.Equal(t, "exq: unknown command \"frobnicate\" (see exq --help)\n", errOut.String())
+// start runs an exq node on the namespace with the given workers, stopped when the test ends.
+func (c *cliEnv) start(workers map[string]exq.Worker, queues ...exq.Queue) *exq.Exq {
+	c.t.Helper()
+	e, err := exq.Start(context.Background(), exq.Options{RedisURL: c.url, Namespace: c.ns, Queues: queues,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Workers: workers})
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	return e
 }
 
-func TestEnqueueListRunAndCount(t *testing.T) {
-	c := newCLIEnv(t)
-	var enq struct{ JID, Queue string }
-	c.json(&enq, "enqueue", "default", "CLI.Echo", `[42,"welcome",{"n":1}]`, "--max-retries", "3")
-	require.NotEmpty(t, enq.JID)
-
-	code, out, _ := c.run("jobs", "default")
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, enq.JID)
-	assert.Contains(t, out, "CLI.Echo")
-	var jobs []map[string]any
-	c.json(&jobs, "jobs", "default")
-	require.Len(t, jobs, 1)
-	assert.Equal(t, enq.JID, jobs[0]["jid"])
-	assert.Equal(t, []any{42.0, "welcome", map[string]any{"n": 1.0}}, jobs[0]["args"])
-	var queues []map[string]any
-	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{queueJSON("default", 1, false)}, queues)
-
-	// A node runs it, and stats show it.
-	ran := make(chan []any, 1)
-	e, err := exq.Start(context.Background(), exq.Options{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workers: map[string]exq.Worker{"CLI.Echo": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
-			var a, b, m any
-			if err := job.Bind(&a, &b, &m); err != nil {
-				return err
-			}
-			ran <- []any{a, b, m}
-			return nil
-		})}})
-	require.NoError(t, err)
-	defer e.Stop(context.Background())
-	select {
-	case args := <-ran:
-		assert.Equal(t, "welcome", args[1])
-	case <-time.After(testutil.WaitTimeout):
-		t.Fatal("the node did not run the job")
-	}
-	testutil.WaitFor(t, "stats show the job", func() bool {
-		var st map[string]float64
-		c.json(&st, "stats")
-		return st["processed"] == 1 && st["enqueued"] == 0 && st["processes"] == 1
-	})
-	code, out, _ = c.run("stats")
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, "PROCESSED")
-	code, out, _ = c.run("processes")
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, e.NodeID())
-}
-
-func TestBadInputExitsTwoAndWritesNothing(t *testing.T) {
-	c := newCLIEnv(t)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"enqueue", "default", "W", `[1,`}, "exq enqueue: ARGS is not valid JSON: [1,\n"},
-		{[]string{"enqueue", "default", "W", `{"a":1}`}, "exq enqueue: ARGS must be a JSON array"},
-		{[]string{"enqueue", "default", "", `[]`}, "exq enqueue: enqueue: class is empty\n"},
-		{[]string{"enqueue", "default", "W"}, "exq enqueue: usage: exq enqueue QUEUE CLASS"},
-		{[]string{"enqueue", "default", "W", `[]`, "--in", "1m", "--at", "2030-01-01T00:00:00Z"}, "give --in or --at, not both"},
-		{[]string{"enqueue", "default", "W", `[]`, "--at", "tomorrow"}, "--at wants an RFC 3339 time"},
-		{[]string{"enqueue", "default", "W", `[]`, "--in", "soon"}, "invalid value \"soon\" for flag -in"},
-		{[]string{"jobs"}, "usage: exq jobs QUEUE"},
-		{[]string{"retry"}, "give either a JID or --all"},
-		{[]string{"retry", "--all", "--set", "bogus"}, `unknown set "bogus"`},
-		{[]string{"delete", "--all"}, "--all needs --set"},
-		{[]string{"quiet"}, "usage: exq quiet|stop NODE"},
-	} {
-		code, out, errOut := c.run(tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Empty(t, out)
-		assert.Contains(t, errOut, tc.want, "%v", tc.args)
-		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
-	}
-	assert.Empty(t, c.keys(), "nothing written")
-}
-
-func TestRetryDeleteAndScheduledCommands(t *testing.T) {
-	c := newCLIEnv(t)
-	rdb, _ := testutil.Redis(t)
+// push puts n jobs of class W on queue q, straight into Redis, and names the queue.
+func (c *cliEnv) push(q string, n int) {
+	c.t.Helper()
 	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"revive","jid":"d%d","error_message":"boom"}`, i, i)
-		require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", redisZ(float64(1700000000+i), raw)).Err())
+	vals := make([]any, 0, n)
+	for i := range n {
+		vals = append(vals, fmt.Sprintf(`{"class":"W","args":[%d],"queue":"%s","jid":"%s-%d","enqueued_at":1700000000.5}`, i, q, q, i))
 	}
-	var dead []map[string]any
-	c.json(&dead, "dead")
-	require.Len(t, dead, 3)
-	assert.Equal(t, "d2", dead[0]["jid"], "most recent first")
-	code, out, _ := c.run("dead", "--limit", "1", "--offset", "1")
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, "d1")
-	assert.NotContains(t, out, "d2")
-
-	code, out, _ = c.run("retry", "d1")
-	require.Equal(t, 0, code)
-	assert.Equal(t, "moved d1 from dead to queue revive\n", out)
-	code, _, errOut := c.run("retry", "d1")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "job not found")
-
-	code, out, _ = c.run("delete", "d0")
-	require.Equal(t, 0, code)
-	assert.Equal(t, "deleted d0 from dead\n", out)
-
-	var sched map[string]any
-	c.json(&sched, "enqueue", "later", "W", `[]`, "--in", "1h")
-	var scheduled []map[string]any
-	c.json(&scheduled, "scheduled")
-	require.Len(t, scheduled, 1)
-	assert.Equal(t, sched["jid"], scheduled[0]["jid"])
-	code, _, _ = c.run("delete", "--all", "--set", "scheduled")
-	require.Equal(t, 0, code)
-	c.json(&scheduled, "scheduled")
-	assert.Empty(t, scheduled)
-
-	code, out, _ = c.run("delete", "--queue", "revive")
-	require.Equal(t, 0, code)
-	assert.Equal(t, "deleted queue revive\n", out)
+	for len(vals) > 0 {
+		k := min(len(vals), 1000)
+		require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":queue:"+q, vals[:k]...).Err())
+		vals = vals[k:]
+	}
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", q).Err())
 }
 
-func TestRetryAllShowsProgressOnBulkMoves(t *testing.T) {
-	c := newCLIEnv(t)
-	rdb, _ := testutil.Redis(t)
-	ctx := context.Background()
-	const n = 2500
+// zadd puts n jobs into set s ("dead", "retry", "schedule") with jids prefix0…
+func (c *cliEnv) zadd(s, prefix string, n int) {
+	c.t.Helper()
 	members := make([]redis.Z, 0, n)
-	for i := 0; i < n; i++ {
-		members = append(members, redisZ(float64(1700000000+i), fmt.Sprintf(`{"class":"W","args":[%d],"queue":"bulk","jid":"b%d"}`, i, i)))
+	for i := range n {
+		members = append(members, redis.Z{Score: float64(1700000000 + i),
+			Member: fmt.Sprintf(`{"class":"W","args":[%d],"queue":"bulk","jid":"%s%d","error_class":"RuntimeError","error_message":"boom"}`, i, prefix, i)})
 	}
-	require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", members...).Err())
-	code, out, errOut := c.run("retry", "--all")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "moved 2500 jobs from dead to their queues\n", out)
-	assert.Contains(t, errOut, "moving dead jobs to their queues [")
-	assert.Contains(t, errOut, "2500/2500 100%")
-	assert.GreaterOrEqual(t, strings.Count(errOut, "\r"), 5, "the bar moves page by page")
-	assert.EqualValues(t, n, rdb.LLen(ctx, c.ns+":queue:bulk").Val())
-}
-
-func TestSignalsBusyAndCancel(t *testing.T) {
-	c := newCLIEnv(t)
-	code, _, errOut := c.run("quiet", "no-such-node")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, `no live node "no-such-node"`)
-
-	started := make(chan struct{})
-	e, err := exq.Start(context.Background(), exq.Options{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workers: map[string]exq.Worker{"Long": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
-			close(started)
-			<-ctx.Done()
-			return ctx.Err()
-		})}})
-	require.NoError(t, err)
-	defer e.Stop(context.Background())
-	var enq map[string]any
-	c.json(&enq, "enqueue", "default", "Long", `[]`, "--jid", "long-1")
-	<-started
-	testutil.WaitFor(t, "the job shows as busy", func() bool {
-		_, out, _ := c.run("busy")
-		return strings.Contains(out, "long-1")
-	})
-	code, out, _ := c.run("cancel", "long-1")
-	require.Equal(t, 0, code)
-	assert.Equal(t, fmt.Sprintf("asked %s to cancel long-1\n", e.NodeID()), out)
-	testutil.WaitFor(t, "the job is dead", func() bool {
-		var dead []map[string]any
-		c.json(&dead, "dead")
-		return len(dead) == 1 && dead[0]["error_message"] == "Canceled"
-	})
-	code, out, _ = c.run("quiet", e.NodeID())
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, "sent TSTP to "+e.NodeID())
-	code, _, _ = c.run("stop", e.NodeID())
-	require.Equal(t, 0, code)
-	select {
-	case <-e.Done():
-	case <-time.After(testutil.WaitTimeout):
-		t.Fatal("the node did not get TERM")
+	for len(members) > 0 {
+		k := min(len(members), 1000)
+		require.NoError(c.t, c.rdb.ZAdd(context.Background(), c.ns+":"+s, members[:k]...).Err())
+		members = members[k:]
 	}
-}
-
-func TestQueuesPauseAndResume(t *testing.T) {
-	c := newCLIEnv(t)
-	code, _, errOut := c.run("enqueue", "mail", "CLI.Echo", `[1]`)
-	require.Equal(t, 0, code, errOut)
-
-	code, out, errOut := c.run("queues", "pause", "mail")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "paused queue mail\n", out)
-	var paused map[string]any
-	c.json(&paused, "queues", "pause", "later") // a queue with no job yet
-	assert.Equal(t, map[string]any{"queue": "later", "paused": true}, paused)
-
-	code, out, _ = c.run("queues")
-	require.Equal(t, 0, code)
-	assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE +LIMIT +RATE +STARTED$`, out)
-	assert.Regexp(t, `(?m)^mail +1 +paused *$`, out)
-	assert.Regexp(t, `(?m)^later +0 +paused *$`, out)
-	var queues []map[string]any
-	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{queueJSON("later", 0, true), queueJSON("mail", 1, true)}, queues)
-
-	code, out, errOut = c.run("queues", "resume", "mail")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "resumed queue mail\n", out)
-	c.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{queueJSON("later", 0, true), queueJSON("mail", 1, false)}, queues)
-}
-
-func TestQueuesPauseBadInputIsAUsageError(t *testing.T) {
-	c := newCLIEnv(t)
-	for _, args := range [][]string{
-		{"queues", "pause"},
-		{"queues", "resume"},
-		{"queues", "freeze", "mail"},
-		{"queues", "pause", "a", "b"},
-		{"queues", "pause", "a::b"},
-		{"queues", "resume", ""},
-	} {
-		code, out, errOut := c.run(args...)
-		assert.Equal(t, 2, code, "%v: %s", args, errOut)
-		assert.Empty(t, out, "%v", args)
-		assert.NotEmpty(t, errOut, "%v", args)
-	}
-	assert.Empty(t, c.keys(), "bad input wrote to Redis")
-}
-
-// queueJSON is a queue of `exq --json queues` without limits, as JSON decodes it.
-func queueJSON(name string, size float64, paused bool) map[string]any {
-	return map[string]any{"queue": name, "size": size, "paused": paused,
-		"global_limit": 0.0, "in_use": 0.0, "rate": 0.0, "rate_per_ms": 0.0, "started": 0.0}
-}
-
-// limitQueue writes what nodes running queue q with limits leave in namespace ns: the
-// published limits (as JSON), live leases (expiring in an hour), expired ones, and starts now.
-func limitQueue(t *testing.T, ns, q, limits string, live, expired, starts int) {
-	t.Helper()
-	rdb, _ := testutil.Redis(t)
-	ctx := context.Background()
-	now, err := rdb.Time(ctx).Result()
-	require.NoError(t, err)
-	if limits != "" {
-		require.NoError(t, rdb.HSet(ctx, ns+":limits", q, limits).Err())
-	}
-	for i := range live {
-		require.NoError(t, rdb.ZAdd(ctx, ns+":leases:"+q, redisZ(float64(now.Add(time.Hour).Unix()), fmt.Sprintf("node-a:%d", i))).Err())
-	}
-	for i := range expired {
-		require.NoError(t, rdb.ZAdd(ctx, ns+":leases:"+q, redisZ(float64(now.Add(-time.Hour).Unix()), fmt.Sprintf("node-dead:%d", i))).Err())
-	}
-	for i := range starts {
-		require.NoError(t, rdb.ZAdd(ctx, ns+":starts:"+q, redisZ(float64(now.UnixMicro())/1e6, fmt.Sprintf("node-a:%d", i))).Err())
-	}
-}
-
-func TestQueuesShowGlobalLimitInUseRateAndStarts(t *testing.T) {
-	c := newCLIEnv(t)
-	for _, tc := range []struct {
-		name                   string
-		queue, limits          string
-		live, expired, starts  int
-		wantRow                string // regexp of the table row
-		limit, inUse           float64
-		rate, ratePerMS, start float64
-	}{
-		{name: "global limit and rate: live leases count, expired ones do not",
-			queue: "mail", limits: `{"global_limit":5,"rate":200,"rate_per_ms":1000}`, live: 2, expired: 1, starts: 3,
-			wantRow: `(?m)^mail +1 +2/5 +200/1s +3$`, limit: 5, inUse: 2, rate: 200, ratePerMS: 1000, start: 3},
-		{name: "global limit alone: no rate, no started count",
-			queue: "slots", limits: `{"global_limit":3}`, expired: 2,
-			wantRow: `(?m)^slots +1 +0/3 *$`, limit: 3},
-		{name: "rate alone: no limit column, started shown even when 0",
-			queue: "api", limits: `{"rate":10,"rate_per_ms":60000}`,
-			wantRow: `(?m)^api +1 +10/1m +0$`, rate: 10, ratePerMS: 60000},
-		{name: "no limits: empty columns",
-			queue:   "plain",
-			wantRow: `(?m)^plain +1 *$`},
-	} {
-		code, _, errOut := c.run("enqueue", tc.queue, "CLI.Echo", `[1]`)
-		require.Equal(t, 0, code, errOut)
-		limitQueue(t, c.ns, tc.queue, tc.limits, tc.live, tc.expired, tc.starts)
-
-		code, out, errOut := c.run("queues")
-		require.Equal(t, 0, code, errOut)
-		assert.Regexp(t, `(?m)^QUEUE +SIZE +STATE +LIMIT +RATE +STARTED$`, out, tc.name)
-		assert.Regexp(t, tc.wantRow, out, tc.name)
-
-		var queues []map[string]any
-		c.json(&queues, "queues")
-		var got map[string]any
-		for _, q := range queues {
-			if q["queue"] == tc.queue {
-				got = q
-			}
-		}
-		assert.Equal(t, map[string]any{"queue": tc.queue, "size": 1.0, "paused": false, "global_limit": tc.limit, "in_use": tc.inUse,
-			"rate": tc.rate, "rate_per_ms": tc.ratePerMS, "started": tc.start}, got, tc.name)
-	}
-}
-
-func TestQueuesListLimitedQueueWithNoJob(t *testing.T) {
-	c := newCLIEnv(t)
-	limitQueue(t, c.ns, "reports", `{"global_limit":2}`, 1, 0, 0)
-	code, out, errOut := c.run("queues")
-	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `(?m)^reports +0 +1/2 *$`, out)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -34,11 +33,9 @@ func newShardedEnv(t *testing.T) *shardedEnv {
 }
 
 func (s *shardedEnv) run(args ...string) (code int, stdout, stderr string) {
-	var out, errOut bytes.Buffer
-	env := func(string) string { return "" }
-	args = append([]string{"--redis-url", s.url, "--namespace", strings.Join(s.nss, ",")}, args...)
-	code = run(context.Background(), args, env, &out, &errOut)
-	return code, out.String(), errOut.String()
+	s.t.Helper()
+	r := runBin(s.t, exqBin, "", append(args, "--redis-url", s.url, "--namespace", strings.Join(s.nss, ","))...)
+	return r.code, r.out, r.errOut
 }
 
 func (s *shardedEnv) json(v any, args ...string) {
@@ -94,7 +91,7 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 
 	var queues []map[string]any
 	s.json(&queues, "queues")
-	assert.Equal(t, []map[string]any{queueJSON("default", 3, false), queueJSON("mail", 1, false), queueJSON("other", 3, false)}, queues)
+	assert.Equal(t, []map[string]any{wantQueue("default", 3, false), wantQueue("mail", 1, false), wantQueue("other", 3, false)}, queues)
 	code, out, _ = s.run("queues")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `(?m)^default +3 *$`, out)
@@ -110,7 +107,7 @@ func TestShardedStatsQueuesAndRetrySumEveryShard(t *testing.T) {
 	s.json(&moved, "retry", later)
 	assert.Equal(t, map[string]any{"jid": later, "from": "schedule", "queue": "mail", "namespace": s.nss[1]}, moved)
 	s.json(&queues, "queues")
-	assert.Equal(t, queueJSON("mail", 2, false), queues[1])
+	assert.Equal(t, wantQueue("mail", 2, false), queues[1])
 	s.json(&st, "stats")
 	assert.Equal(t, 8.0, st["enqueued"])
 	assert.Equal(t, 0.0, st["scheduled"])
@@ -138,8 +135,8 @@ func TestShardedRefusesOneNamespaceCommands(t *testing.T) {
 		{"dead"},
 		{"enqueue", "default", "X", "[]"},
 		{"retry", "--all"},
-		{"delete", "--all", "--set", "dead"},
-		{"delete", "--queue", "default"},
+		{"delete", "--all", "--set", "dead", "--force"},
+		{"delete", "--queue", "default", "--force"},
 	} {
 		code, out, errOut := s.run(args...)
 		assert.Equal(t, 2, code, "exq %v", args)
@@ -150,10 +147,9 @@ func TestShardedRefusesOneNamespaceCommands(t *testing.T) {
 	assert.Equal(t, before, s.keys(), "a refused command writes nothing")
 
 	for _, ns := range []string{"a,,b", "a,b,a", "a,"} {
-		var errOut bytes.Buffer
-		code := run(context.Background(), []string{"--redis-url", s.url, "--namespace", ns, "stats"}, func(string) string { return "" }, &bytes.Buffer{}, &errOut)
-		assert.Equal(t, 2, code, ns)
-		assert.Contains(t, errOut.String(), "--namespace", ns)
+		r := runBin(t, exqBin, "", "--redis-url", s.url, "--namespace", ns, "stats")
+		assert.Equal(t, 2, r.code, ns)
+		assert.Contains(t, r.errOut, "--namespace", ns)
 	}
 }
 
@@ -172,6 +168,9 @@ func TestShardedProcessesAndQuiet(t *testing.T) {
 	var st map[string]float64
 	s.json(&st, "stats")
 	assert.Equal(t, 3.0, st["processes"])
+	for _, p := range ps {
+		assert.Equal(t, "exq", p.Runtime)
+	}
 	code, out, errOut := s.run("quiet", ps[0].Identity)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "sent TSTP to "+ps[0].Identity)

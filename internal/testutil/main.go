@@ -37,8 +37,27 @@ func MainLeak(m *testing.M, opts ...goleak.Option) {
 	os.Exit(finish(code, os.Stderr))
 }
 
+// afterTests holds what AfterTests registered.
+var afterTests struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// AfterTests registers f to run once the package's tests are done, before Main or MainLeak
+// exits (which a TestMain cannot defer): e.g. removing a binary that TestMain built.
+func AfterTests(f func()) {
+	afterTests.mu.Lock()
+	defer afterTests.mu.Unlock()
+	afterTests.fns = append(afterTests.fns, f)
+}
+
 // finish stops the private server and reports the skips; it returns the exit code.
 func finish(code int, w io.Writer) int {
+	afterTests.mu.Lock()
+	for _, f := range afterTests.fns {
+		f()
+	}
+	afterTests.mu.Unlock()
 	if err := stopPrivate(); err != nil {
 		fmt.Fprintf(w, "testutil: stopping the private redis-server: %v\n", err)
 	}

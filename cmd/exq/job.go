@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
+)
+
+// place is where one copy of a job is: a queue, a set, or running on a node.
+type place struct {
+	State     string     `json:"state"` // "enqueued", "retry", "scheduled", "dead" or "running"
+	Queue     string     `json:"queue,omitempty"`
+	At        *time.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
+	Node      string     `json:"node,omitempty"`
+	Runtime   string     `json:"runtime,omitempty"` // of the node: exq, Exq or Sidekiq
+	Namespace string     `json:"namespace,omitempty"`
+
+	rec exq.JobRecord
+}
+
+func (p place) at() string {
+	if p.At == nil {
+		return "-"
+	}
+	return p.At.Format(time.RFC3339)
+}
+
+func (p place) String() string {
+	switch p.State {
+	case "enqueued":
+		return "waiting in queue " + p.Queue
+	case "running":
+		return fmt.Sprintf("running on node %s (%s) since %s", p.Node, p.Runtime, p.at())
+	case "dead":
+		return "dead since " + p.at()
+	case "retry":
+		return "retry due at " + p.at()
+	}
+	return "scheduled for " + p.at()
+}
+
+func (a *app) jobCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "job JID",
+		Short: "Everything about one job, wherever it is",
+		Long: `Everything about one job: where it is (waiting in a queue, scheduled, in retry, dead, or
+running on which node), its fields, its last error and backtrace, and its raw JSON
+pretty-printed. Looks in every queue, set and node (of every namespace given).`,
+		Args: nArgs(1, 1, "job JID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, jid := cmd.Context(), args[0]
+			if err := a.connect(ctx, true); err != nil {
+				return err
+			}
+			var places []place
+			for i, api := range a.shards() {
+				found, err := findJob(ctx, api, jid)
+				if err != nil {
+					return err
+				}
+				for j := range found {
+					if a.sharded != nil {
+						found[j].Namespace = a.nss[i]
+					}
+				}
+				places = append(places, found...)
+			}
+			if len(places) == 0 {
+				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running", exq.ErrJobNotFound, jid)
+			}
+			return a.showJob(places)
+		},
+	}
+}
+
+// findJob looks for job jid in every queue, set and node of one namespace.
+func findJob(ctx context.Context, api *exq.API, jid string) ([]place, error) {
+	var out []place
+	busy, err := api.BusyJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var runtimes map[string]string
+	for _, b := range busy {
+		if j, err := b.Job(); err != nil || j.JID != jid {
+			continue
+		}
+		if runtimes == nil {
+			if runtimes, err = nodeRuntimes(ctx, api); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, place{State: "running", Queue: b.Queue, At: ts(b.RunAt), Node: b.Node, Runtime: runtimes[b.Node], rec: b.JobRecord})
+	}
+	qs, err := api.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		rec, err := api.FindInQueue(ctx, q, jid)
+		switch {
+		case errors.Is(err, exq.ErrJobNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, place{State: "enqueued", Queue: q, rec: rec})
+		}
+	}
+	for _, s := range []struct {
+		set   exq.Set
+		state string
+	}{{exq.ScheduledSet, "scheduled"}, {exq.RetrySet, "retry"}, {exq.DeadSet, "dead"}} {
+		rec, err := api.Find(ctx, s.set, jid)
+		switch {
+		case errors.Is(err, exq.ErrJobNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			p := place{State: s.state, At: ts(rec.At), rec: rec}
+			if j, err := rec.Job(); err == nil {
+				p.Queue = j.Queue
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// nodeRuntimes maps each live node to its runtime (exq, Exq, Sidekiq).
+func nodeRuntimes(ctx context.Context, api *exq.API) (map[string]string, error) {
+	ps, err := api.Processes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(ps))
+	for _, p := range ps {
+		m[p.Identity] = p.Runtime
+	}
+	return m, nil
+}
+
+func (a *app) showJob(places []place) error {
+	rec := places[0].rec
+	bt := backtrace(rec.Raw)
+	if a.json {
+		j := toJobJSON(rec)
+		j.Backtrace = bt
+		return a.printJSON(map[string]any{"places": places, "job": j})
+	}
+	w := &strings.Builder{}
+	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
+	for _, p := range places {
+		in := ""
+		if p.Namespace != "" {
+			in = " (namespace " + p.Namespace + ")"
+		}
+		line("STATE", p.String()+in)
+	}
+	j, err := rec.Job()
+	if err != nil {
+		line("ERROR", err)
+	} else {
+		line("JID", j.JID)
+		line("CLASS", j.Class)
+		line("QUEUE", j.Queue)
+		line("ARGS", string(j.Args))
+		line("RETRIES", fmt.Sprintf("%d failed runs, %d retries allowed", j.RetryCount, j.MaxRetries))
+		for _, t := range []struct {
+			k string
+			v time.Time
+		}{{"CREATED", j.CreatedAt}, {"ENQUEUED", j.EnqueuedAt}, {"FAILED", j.FailedAt}, {"RETRIED", j.RetriedAt}} {
+			if !t.v.IsZero() {
+				line(t.k, when(t.v))
+			}
+		}
+		if e := errorText(j); e != "" {
+			line("ERROR", e)
+		}
+	}
+	if len(bt) > 0 {
+		line("BACKTRACE", "")
+		for _, l := range bt {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, []byte(rec.Raw), "  ", "  ") == nil {
+		line("RAW", "")
+		fmt.Fprintf(w, "  %s\n", pretty.String())
+	} else {
+		line("RAW", rec.Raw)
+	}
+	_, err = fmt.Fprint(a.stdout, w.String())
+	return err
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// The --json schema (README "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
+// when unknown), durations as milliseconds. Every command prints one of these, a list of
+// them, or a small object saying what it did.
+
+// ts is t for JSON: nil (left out) when zero, else in UTC.
+func ts(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// ms is d as (fractional) milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// jobJSON is one job, wherever it is.
+type jobJSON struct {
+	JID          string          `json:"jid"`
+	Class        string          `json:"class"`
+	Queue        string          `json:"queue"`
+	Args         json.RawMessage `json:"args"`
+	RetryCount   int             `json:"retry_count"`
+	MaxRetries   int             `json:"max_retries"`
+	ErrorClass   string          `json:"error_class,omitempty"`
+	ErrorMessage string          `json:"error_message,omitempty"`
+	Backtrace    []string        `json:"error_backtrace,omitempty"` // exq job only
+	EnqueuedAt   *time.Time      `json:"enqueued_at,omitempty"`
+	CreatedAt    *time.Time      `json:"created_at,omitempty"`
+	FailedAt     *time.Time      `json:"failed_at,omitempty"`
+	RetriedAt    *time.Time      `json:"retried_at,omitempty"`
+	// At is the job's time in a set: due (retry, schedule) or died (dead).
+	At          *time.Time `json:"at,omitempty"`
+	Raw         string     `json:"raw"`
+	DecodeError string     `json:"decode_error,omitempty"`
+}
+
+func toJobJSON(r exq.JobRecord) jobJSON {
+	out := jobJSON{Raw: r.Raw, At: ts(r.At), Args: json.RawMessage("null")}
+	j, err := r.Job()
+	if err != nil {
+		out.DecodeError = err.Error()
+		return out
+	}
+	out.JID, out.Class, out.Queue, out.Args = j.JID, j.Class, j.Queue, j.Args
+	out.RetryCount, out.MaxRetries = j.RetryCount, j.MaxRetries
+	out.ErrorClass, out.ErrorMessage = j.ErrorClass, j.ErrorMessage
+	out.EnqueuedAt, out.CreatedAt, out.FailedAt, out.RetriedAt = ts(j.EnqueuedAt), ts(j.CreatedAt), ts(j.FailedAt), ts(j.RetriedAt)
+	return out
+}
+
+// backtrace reads a job's error_backtrace (a list, or Sidekiq's compressed string).
+func backtrace(raw string) []string {
+	var doc struct {
+		Backtrace json.RawMessage `json:"error_backtrace"`
+	}
+	if json.Unmarshal([]byte(raw), &doc) != nil || len(doc.Backtrace) == 0 || string(doc.Backtrace) == "null" {
+		return nil
+	}
+	lines, err := wire.DecompressBacktrace(doc.Backtrace)
+	if err != nil {
+		return []string{"(unreadable error_backtrace: " + err.Error() + ")"}
+	}
+	return lines
+}
+
+// processJSON is one live node.
+type processJSON struct {
+	Identity    string     `json:"identity"`
+	Runtime     string     `json:"runtime"`
+	Hostname    string     `json:"hostname"`
+	PID         int        `json:"pid"`
+	Queues      []string   `json:"queues"`
+	Concurrency int        `json:"concurrency"`
+	Busy        int        `json:"busy"`
+	Quiet       bool       `json:"quiet"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	Beat        *time.Time `json:"beat,omitempty"`
+	RTTMS       float64    `json:"rtt_ms"`
+	RSSKB       int64      `json:"rss_kb"`
+}
+
+func toProcessJSON(p exq.Process) processJSON {
+	qs := p.Queues
+	if qs == nil {
+		qs = []string{}
+	}
+	return processJSON{Identity: p.Identity, Runtime: p.Runtime, Hostname: p.Hostname, PID: p.PID, Queues: qs,
+		Concurrency: p.Concurrency, Busy: p.Busy, Quiet: p.Quiet, StartedAt: ts(p.StartedAt), Beat: ts(p.Beat),
+		RTTMS: ms(p.RTT), RSSKB: p.RSSKB}
+}
+
+// busyJSON is one running job.
+type busyJSON struct {
+	Node  string     `json:"node"`
+	RunID string     `json:"run_id"`
+	Queue string     `json:"queue"`
+	RunAt *time.Time `json:"run_at,omitempty"`
+	Job   jobJSON    `json:"job"`
+}
+
+// statsJSON is the overview.
+type statsJSON struct {
+	Processed int64 `json:"processed"`
+	Failed    int64 `json:"failed"`
+	Busy      int   `json:"busy"`
+	Processes int   `json:"processes"`
+	Enqueued  int64 `json:"enqueued"`
+	Retries   int64 `json:"retries"`
+	Scheduled int64 `json:"scheduled"`
+	Dead      int64 `json:"dead"`
+}
+
+// queueJSON is one queue's state.
+type queueJSON struct {
+	Queue       string `json:"queue"`
+	Size        int64  `json:"size"`
+	Paused      bool   `json:"paused"`
+	GlobalLimit int    `json:"global_limit"`
+	InUse       int64  `json:"in_use"`
+	Rate        int    `json:"rate"`
+	RatePerMS   int64  `json:"rate_per_ms"`
+	Started     int64  `json:"started"`
+}
+
+// periodicJSON is one periodic job.
+type periodicJSON struct {
+	Name         string          `json:"name"`
+	Spec         string          `json:"spec"`
+	Queue        string          `json:"queue"`
+	Class        string          `json:"class"`
+	Args         json.RawMessage `json:"args"`
+	Description  string          `json:"description,omitempty"`
+	Enabled      bool            `json:"enabled"`
+	LastEnqueued *time.Time      `json:"last_enqueued,omitempty"`
+	Next         *time.Time      `json:"next,omitempty"`
+	Problem      string          `json:"problem,omitempty"`
+}
+
+func toPeriodicJSON(s exq.PeriodicState) periodicJSON {
+	return periodicJSON{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Class: s.Class, Args: s.Args, Description: s.Description,
+		Enabled: s.Enabled, LastEnqueued: ts(s.LastEnqueued), Next: ts(s.Next), Problem: s.Problem}
+}
+
+// runJSON is one enqueue of a periodic job.
+type runJSON struct {
+	JID      string     `json:"jid"`
+	Enqueued *time.Time `json:"enqueued_at,omitempty"`
+}

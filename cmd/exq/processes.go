@@ -1,0 +1,204 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
+)
+
+func (a *app) processesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "processes",
+		Short: "Live nodes: exq, Exq and Sidekiq",
+		Long: `Live nodes of every runtime (exq, Exq, Sidekiq): host, pid, queues, concurrency, busy jobs,
+quiet, when it started, its memory (RSS, as the node reports it) and its last beat.`,
+		Args: nArgs(0, 0, "no argument"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := a.connect(ctx, true); err != nil {
+				return err
+			}
+			ps, err := a.view().Processes(ctx)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				out := make([]processJSON, len(ps))
+				for i, p := range ps {
+					out[i] = toProcessJSON(p)
+				}
+				return a.printJSON(out)
+			}
+			rows := make([][]any, len(ps))
+			for i, p := range ps {
+				quiet, rss := "", "-"
+				if p.Quiet {
+					quiet = "quiet"
+				}
+				if p.RSSKB > 0 {
+					rss = fmt.Sprintf("%.1f MB", float64(p.RSSKB)/1024)
+				}
+				rows[i] = []any{p.Identity, p.Runtime, p.Hostname, p.PID, strings.Join(p.Queues, ","),
+					fmt.Sprintf("%d/%d", p.Busy, p.Concurrency), quiet, when(p.StartedAt), rss, ago(p.Beat) + " ago"}
+			}
+			return a.table([]string{"NODE", "RUNTIME", "HOST", "PID", "QUEUES", "BUSY", "STATE", "STARTED", "RSS", "BEAT"}, rows)
+		},
+	}
+}
+
+func (a *app) busyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "busy",
+		Short: "Jobs running now, on every node",
+		Long:  `Jobs running now on every live node (of every namespace given), oldest run first, with their args.`,
+		Args:  nArgs(0, 0, "no argument"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := a.connect(ctx, true); err != nil {
+				return err
+			}
+			var busy []exq.BusyJob
+			for _, api := range a.shards() {
+				b, err := api.BusyJobs(ctx)
+				if err != nil {
+					return err
+				}
+				busy = append(busy, b...)
+			}
+			sort.SliceStable(busy, func(i, j int) bool { return busy[i].RunAt.Before(busy[j].RunAt) })
+			if a.json {
+				out := make([]busyJSON, len(busy))
+				for i, b := range busy {
+					out[i] = busyJSON{Node: b.Node, RunID: b.RunID, Queue: b.Queue, RunAt: ts(b.RunAt), Job: toJobJSON(b.JobRecord)}
+				}
+				return a.printJSON(out)
+			}
+			rows := make([][]any, len(busy))
+			for i, b := range busy {
+				jid, class, args := "?", "<undecodable>", cut(b.Raw, 50)
+				if j, err := b.Job(); err == nil {
+					jid, class, args = j.JID, j.Class, cut(string(j.Args), 50)
+				}
+				rows[i] = []any{b.Node, b.Queue, jid, class, args, when(b.RunAt), ago(b.RunAt)}
+			}
+			return a.table([]string{"NODE", "QUEUE", "JID", "CLASS", "ARGS", "STARTED", "FOR"}, rows)
+		},
+	}
+}
+
+func (a *app) signalCmd(name, sig string) *cobra.Command {
+	what := map[string]string{
+		"TSTP": "Ask NODE to fetch no more jobs (TSTP); its running jobs finish",
+		"TERM": "Ask NODE to go quiet and stop (TERM)",
+	}[sig]
+	return &cobra.Command{
+		Use:   name + " NODE",
+		Short: what,
+		Long: what + `. The node acts on it at its next ping (within 5 s); exq, Exq and Sidekiq
+nodes all honour it. With several namespaces, NODE is signalled in each where it is live.`,
+		Args: nArgs(1, 1, name+" NODE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, node := cmd.Context(), args[0]
+			if err := a.connect(ctx, true); err != nil {
+				return err
+			}
+			var live []*exq.API
+			for _, api := range a.shards() {
+				ps, err := api.Processes(ctx)
+				if err != nil {
+					return err
+				}
+				for _, p := range ps {
+					if p.Identity == node {
+						live = append(live, api)
+						break
+					}
+				}
+			}
+			if len(live) == 0 {
+				return fmt.Errorf("no live node %q (see exq processes)", node)
+			}
+			for _, api := range live {
+				if err := api.SendSignal(ctx, node, sig); err != nil {
+					return err
+				}
+			}
+			return a.say(map[string]any{"node": node, "signal": sig},
+				"sent %s to %s; it acts on it at its next ping (within 5 s)", sig, node)
+		},
+	}
+}
+
+func (a *app) cancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel JID",
+		Short: "Cancel running job JID (it goes to dead as \"Canceled\")",
+		Long: `Cancel running job JID: its node cancels the job's context and the job goes to the dead set
+with error_message "Canceled". Only exq nodes honour cancel: a job running on an Exq or Sidekiq
+node is not signalled, and the command fails naming the node.`,
+		Args: nArgs(1, 1, "cancel JID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, jid := cmd.Context(), args[0]
+			if err := a.connect(ctx, true); err != nil {
+				return err
+			}
+			for i, api := range a.shards() {
+				places, err := findRunning(cmd, api, jid)
+				if err != nil {
+					return err
+				}
+				if len(places) == 0 {
+					continue
+				}
+				p := places[0]
+				if p.Runtime != "exq" {
+					return fmt.Errorf("job %s runs on node %s (%s): only exq nodes honour cancel, so none was sent", jid, p.Node, runtimeName(p.Runtime))
+				}
+				node, err := api.CancelJob(ctx, jid)
+				if errors.Is(err, exq.ErrJobNotFound) {
+					return fmt.Errorf("%w: job %s finished before it could be cancelled", exq.ErrJobNotFound, jid)
+				}
+				if err != nil {
+					return err
+				}
+				v := map[string]any{"jid": jid, "node": node}
+				in := a.where(i, v)
+				return a.say(v, "asked %s to cancel %s%s; it goes to dead as Canceled", node, jid, in)
+			}
+			return fmt.Errorf("%w: %s is not running on any node (see exq job %s)", exq.ErrJobNotFound, jid, jid)
+		},
+	}
+}
+
+// findRunning is where job jid runs in one namespace, with the runtime of its node.
+func findRunning(cmd *cobra.Command, api *exq.API, jid string) ([]place, error) {
+	ctx := cmd.Context()
+	busy, err := api.BusyJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []place
+	for _, b := range busy {
+		if j, err := b.Job(); err != nil || j.JID != jid {
+			continue
+		}
+		runtimes, err := nodeRuntimes(ctx, api)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, place{State: "running", Node: b.Node, Runtime: runtimes[b.Node]})
+	}
+	return out, nil
+}
+
+func runtimeName(r string) string {
+	if r == "" {
+		return "not live any more"
+	}
+	return r
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
+)
+
+func (a *app) retryCmd() *cobra.Command {
+	var all bool
+	var set string
+	c := &cobra.Command{
+		Use:   "retry JID | --all [--set SET]",
+		Short: "Run a retry, scheduled or dead job now, or every job of a set",
+		Long: `Move a retry, scheduled or dead job to its queue now (--set narrows the search), or with
+--all every job of --set (default dead), byte for byte, with a progress bar on stderr (plain
+lines when stderr is not a terminal). Each job moves once, so a job that fails again during
+the move waits for the next call.`,
+		Example: `  exq retry 1b4e28ba-2fa1-41d2-883f-0016d3cca427
+  exq retry --all --set retry`,
+		Args: nArgs(0, 1, "a JID or --all"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if all == (len(args) == 1) {
+				return usagef("give either a JID or --all")
+			}
+			if all {
+				if set == "" {
+					set = "dead"
+				}
+				s, err := parseSet("--set", set)
+				if err != nil {
+					return err
+				}
+				return a.retryAll(ctx, s)
+			}
+			return a.retryJob(ctx, args[0], set)
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "move every job of --set")
+	c.Flags().StringVar(&set, "set", "", "dead, retry or schedule (with --all, default dead)")
+	return c
+}
+
+func (a *app) retryAll(ctx context.Context, s exq.Set) error {
+	if err := a.oneNamespace("retry --all"); err != nil {
+		return err
+	}
+	if err := a.connect(ctx, true); err != nil {
+		return err
+	}
+	size, err := a.api.Size(ctx, s)
+	if err != nil {
+		return err
+	}
+	bar := a.newProgress("moving "+string(s)+" jobs to their queues", int(size))
+	bar.update(0, int(size))
+	moved, err := a.api.RequeueAll(ctx, s, bar.update)
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("moved %d jobs from %s, then: %w", moved, s, err)
+	}
+	return a.say(map[string]any{"moved": moved, "from": string(s)}, "moved %d jobs from %s to their queues", moved, s)
+}
+
+func (a *app) retryJob(ctx context.Context, jid, set string) error {
+	sets, err := setsToSearch(set)
+	if err != nil {
+		return err
+	}
+	if err := a.connect(ctx, true); err != nil {
+		return err
+	}
+	for i, api := range a.shards() {
+		for _, s := range sets {
+			rec, err := api.RequeueJob(ctx, s, jid)
+			if errors.Is(err, exq.ErrJobNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			j, _ := rec.Job() // found by its jid, so it decodes
+			v := map[string]any{"jid": jid, "from": string(s), "queue": j.Queue}
+			in := a.where(i, v)
+			return a.say(v, "moved %s from %s to queue %s%s", jid, s, j.Queue, in)
+		}
+	}
+	names := make([]string, len(sets))
+	for i, s := range sets {
+		names[i] = string(s)
+	}
+	return fmt.Errorf("%w: no job %s in %s (see exq job %s)", exq.ErrJobNotFound, jid, strings.Join(names, ", "), jid)
+}

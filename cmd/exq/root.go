@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
+)
+
+// defaultRedisURL is the Redis used without --redis-url and $EXQ_REDIS_URL (exq's default).
+// A variable, so that the tests can point a build at a private server (-ldflags -X).
+var defaultRedisURL = "redis://127.0.0.1:6379/0"
+
+// app is one invocation: its flags, where it prints, and its connection once made.
+type app struct {
+	env
+	redisURL  string
+	namespace string
+	json      bool
+	timeout   time.Duration
+
+	nss     []string        // the namespaces, in --namespace order
+	api     *exq.API        // one namespace; nil with several or before connect
+	sharded *exq.ShardedAPI // several namespaces; nil with one
+	opts    exq.ClientOptions
+	cancel  context.CancelFunc
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "exq",
+		Short: "Operate the jobs in a Redis shared by exq, Exq and Sidekiq nodes",
+		Long: `exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes: counters, queues,
+one job wherever it is, retry/scheduled/dead jobs, processes, periodic jobs, signals to nodes.
+
+Tables are for people; --json prints one snake_case schema for scripts (README "JSON output").
+Exit status: 0 done; 1 failed (Redis unreachable, not found, not confirmed); 2 bad command
+line or input (nothing was written).`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRunE: a.prepare,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&a.redisURL, "redis-url", "", "Redis to use (default $EXQ_REDIS_URL, else "+defaultRedisURL+")")
+	f.StringVarP(&a.namespace, "namespace", "n", exq.DefaultNamespace,
+		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}'`)
+	f.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
+	f.DurationVar(&a.timeout, "timeout", time.Minute, "time limit for the whole command")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.AddGroup(&cobra.Group{ID: "look", Title: "Look:"}, &cobra.Group{ID: "act", Title: "Act:"})
+	for _, c := range []*cobra.Command{a.statsCmd(), a.queuesCmd(), a.jobsCmd(), a.setCmd(exq.RetrySet),
+		a.setCmd(exq.ScheduledSet), a.setCmd(exq.DeadSet), a.jobCmd(), a.processesCmd(), a.busyCmd(), a.cronCmd()} {
+		c.GroupID = "look"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.enqueueCmd(), a.retryCmd(), a.deleteCmd(), a.signalCmd("quiet", "TSTP"),
+		a.signalCmd("stop", "TERM"), a.cancelCmd()} {
+		c.GroupID = "act"
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// prepare checks the global flags and sets the command's time limit, before any command runs.
+func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	nss, err := parseNamespaces(a.namespace)
+	if err != nil {
+		return err
+	}
+	a.nss = nss
+	if a.timeout <= 0 {
+		return usagef("--timeout must be positive, got %s", a.timeout)
+	}
+	if w := cmd.Flags().Lookup("watch"); w != nil && w.Changed {
+		return nil // stats --watch runs until interrupted; each refresh has its own limit
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+	a.cancel = cancel
+	cmd.SetContext(ctx)
+	return nil
+}
+
+// parseNamespaces splits --namespace: one namespace (possibly "", for none), or a
+// comma-separated list of distinct, non-empty shards.
+func parseNamespaces(s string) ([]string, error) {
+	if !strings.Contains(s, ",") {
+		return []string{s}, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, ns := range strings.Split(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			return nil, usagef("--namespace %q: a namespace in the list is empty", s)
+		}
+		if seen[ns] {
+			return nil, usagef("--namespace %q: %q is listed twice", s, ns)
+		}
+		seen[ns] = true
+		out = append(out, ns)
+	}
+	return out, nil
+}
+
+// oneNamespace refuses a command (or mode) that works on one namespace when given several.
+func (a *app) oneNamespace(what string) error {
+	if len(a.nss) > 1 {
+		return usagef("%s works on one namespace; pass a single --namespace (run it once per shard)", what)
+	}
+	return nil
+}
+
+// target is the Redis URL to use and where it came from.
+func (a *app) target() (u, from string) {
+	switch {
+	case a.redisURL != "":
+		return a.redisURL, "--redis-url"
+	case a.getenv("EXQ_REDIS_URL") != "":
+		return a.getenv("EXQ_REDIS_URL"), "$EXQ_REDIS_URL"
+	}
+	return defaultRedisURL, "the default: no --redis-url, no $EXQ_REDIS_URL"
+}
+
+// connect opens the API. Commands call it only once their input is known to be good, so bad
+// input never reaches Redis. With checkEmpty it warns when the namespace holds nothing at all.
+func (a *app) connect(ctx context.Context, checkEmpty bool) error {
+	u, _ := a.target()
+	a.opts = exq.ClientOptions{RedisURL: u, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var err error
+	if len(a.nss) > 1 {
+		a.sharded, err = exq.NewShardedAPI(ctx, a.opts, exq.ShardOptions{Namespaces: a.nss})
+	} else {
+		a.opts.Namespace, a.opts.NoNamespace = a.nss[0], a.nss[0] == ""
+		a.api, err = exq.NewAPI(ctx, a.opts)
+	}
+	if err != nil {
+		return err
+	}
+	if checkEmpty {
+		return a.warnIfEmpty(ctx)
+	}
+	return nil
+}
+
+func (a *app) close() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.sharded != nil {
+		_ = a.sharded.Close()
+	}
+	if a.api != nil {
+		_ = a.api.Close()
+	}
+}
+
+// shards is the API of each namespace, in --namespace order (one for a single namespace).
+func (a *app) shards() []*exq.API {
+	if a.sharded != nil {
+		return a.sharded.Shards()
+	}
+	return []*exq.API{a.api}
+}
+
+// view is what stats, queues and processes read: one namespace, or the sum over shards.
+type view interface {
+	Overview(ctx context.Context) (exq.Overview, error)
+	QueueStates(ctx context.Context) ([]exq.QueueState, error)
+	Processes(ctx context.Context) ([]exq.Process, error)
+	PauseQueue(ctx context.Context, q string) error
+	ResumeQueue(ctx context.Context, q string) error
+}
+
+func (a *app) view() view {
+	if a.sharded != nil {
+		return a.sharded
+	}
+	return a.api
+}
+
+// warnIfEmpty says on stderr, naming the URL (password masked) and the namespace, when a
+// namespace holds no queue, job, process, counter or periodic job: a wrong --namespace or
+// --redis-url otherwise shows zeros that look like an idle system.
+func (a *app) warnIfEmpty(ctx context.Context) error {
+	for i, api := range a.shards() {
+		o, err := api.Overview(ctx)
+		if err != nil {
+			return err
+		}
+		qs, err := api.QueueStates(ctx)
+		if err != nil {
+			return err
+		}
+		crons, err := api.PeriodicJobs(ctx)
+		if err != nil {
+			return err
+		}
+		if o != (exq.Overview{}) || len(qs) > 0 || len(crons) > 0 {
+			continue
+		}
+		u, from := a.target()
+		a.warnf("namespace %q at %s (%s) holds no exq, Exq or Sidekiq keys: no queue, job, process, counter or periodic job; check --namespace and --redis-url",
+			a.nss[i], maskURL(u), from)
+	}
+	return nil
+}
+
+// warnf writes one warning line on stderr.
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "exq: warning: "+format+"\n", args...)
+}
+
+// maskURL hides the password of a Redis URL, as exq's own errors do.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "<redacted>" + raw[i:]
+		}
+		return "<redacted>"
+	}
+	if q := u.Query(); q.Get("password") != "" {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// where names the shard something was found in: "" for a single namespace, else
+// " (namespace NS)"; it adds "namespace" to v for JSON.
+func (a *app) where(shard int, v map[string]any) string {
+	if a.sharded == nil {
+		return ""
+	}
+	v["namespace"] = a.nss[shard]
+	return fmt.Sprintf(" (namespace %s)", a.nss[shard])
+}
+
+// nArgs checks the number of positional arguments, as a usage error naming the form.
+func nArgs(minN, maxN int, form string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < minN || len(args) > maxN {
+			return usagef("want %s, got %d argument(s)", form, len(args))
+		}
+		return nil
+	}
+}
