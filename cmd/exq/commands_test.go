@@ -74,7 +74,7 @@ func TestRetryDeleteAndScheduledCommands(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"revive","jid":"d%d","error_message":"boom"}`, i, i)
-		require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", redis.Z{Score: float64(1700000000+i), Member: raw}).Err())
+		require.NoError(t, rdb.ZAdd(ctx, c.ns+":dead", redis.Z{Score: float64(1700000000 + i), Member: raw}).Err())
 	}
 	var dead []map[string]any
 	c.json(&dead, "dead")
@@ -225,7 +225,7 @@ func limitQueue(t *testing.T, ns, q, limits string, live, expired, starts int) {
 		require.NoError(t, rdb.ZAdd(ctx, ns+":leases:"+q, redis.Z{Score: float64(now.Add(-time.Hour).Unix()), Member: fmt.Sprintf("node-dead:%d", i)}).Err())
 	}
 	for i := range starts {
-		require.NoError(t, rdb.ZAdd(ctx, ns+":starts:"+q, redis.Z{Score: float64(now.UnixMicro())/1e6, Member: fmt.Sprintf("node-a:%d", i)}).Err())
+		require.NoError(t, rdb.ZAdd(ctx, ns+":starts:"+q, redis.Z{Score: float64(now.UnixMicro()) / 1e6, Member: fmt.Sprintf("node-a:%d", i)}).Err())
 	}
 }
 

@@ -156,3 +156,5 @@ func (c *cliEnv) zadd(s, prefix string, n int) {
 		members = members[k:]
 	}
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +72,9 @@ With several namespaces, the queue is paused or resumed in each.`,
 		Args: nArgs(1, 1, verb+" QUEUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, q := cmd.Context(), args[0]
+			if err := checkQueue(q); err != nil {
+				return err
+			}
 			if err := a.connect(ctx, true); err != nil {
 				return err
 			}
@@ -89,6 +93,19 @@ With several namespaces, the queue is paused or resumed in each.`,
 			return a.say(map[string]any{"queue": q, "paused": pause}, "%s queue %s", done, q)
 		},
 	}
+}
+
+// checkQueue refuses a queue name no node could use, before anything reaches Redis.
+func checkQueue(q string) error {
+	_, err := exq.PrepareJob(time.Now(), exq.JobSpec{Queue: q, Class: "exq.Check", Args: []any{}})
+	if err != nil {
+		msg := err.Error()
+		if i := strings.Index(msg, "queue name"); i >= 0 {
+			msg = msg[i:]
+		}
+		return usagef("QUEUE: %s", msg)
+	}
+	return nil
 }
 
 // warnUnknownQueue warns on stderr when no job, node, pause or limit knows queue q: it is

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// foreignNode registers a live node as Sidekiq or Exq write it, running job jid of queue q.
+func (c *cliEnv) foreignNode(id, runtime, q, jid string) {
+	c.t.Helper()
+	ctx := context.Background()
+	pid := `13122`
+	info := fmt.Sprintf(`{"hostname":"rb-host","started_at":%d,"pid":%s,"tag":"app","concurrency":5,"queues":["%s"],"labels":[],"identity":"%s"}`,
+		time.Now().Add(-time.Hour).Unix(), pid, q, id)
+	if runtime == "Exq" {
+		info = fmt.Sprintf(`{"hostname":"ex-host","identity":"%s","started_at":%d,"pid":"4242","queues":["%s"],"labels":[],"tag":"","busy":1,"concurrency":5,"quiet":false}`,
+			id, time.Now().Add(-time.Hour).Unix(), q)
+	}
+	now := float64(time.Now().UnixMicro()) / 1e6
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":processes", id).Err())
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id, "info", info, "busy", "1", "beat", fmt.Sprint(now), "quiet", "false").Err())
+	payload, _ := json.Marshal(fmt.Sprintf(`{"class":"Ruby.Job","args":[7,"x"],"queue":"%s","jid":"%s"}`, q, jid))
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id+":workers", "tid-1",
+		fmt.Sprintf(`{"queue":"%s","payload":%s,"run_at":%f}`, q, payload, now-3)).Err())
+}
+
+// 8. cancel of a job running on a Sidekiq or Exq node names the node, says that only exq nodes
+// honour cancel, sends nothing and exits 1.
+func TestCancelOnANonExqNodeNamesTheNodeAndExitsOne(t *testing.T) {
+	c := newCLIEnv(t)
+	for _, runtime := range []string{"Sidekiq", "Exq"} {
+		node, jid := strings.ToLower(runtime)+"-node-1", "jid-on-"+runtime
+		c.foreignNode(node, runtime, "default", jid)
+		code, out, errOut := c.run("cancel", jid)
+		assert.Equal(t, 1, code, runtime)
+		assert.Empty(t, out)
+		assert.Equal(t, fmt.Sprintf("exq cancel: job %s runs on node %s (%s): only exq nodes honour cancel, so none was sent\n", jid, node, runtime), errOut)
+		assert.Zero(t, c.rdb.Exists(context.Background(), c.ns+":"+node+"-signals").Val(), "%s: no signal sent", runtime)
+	}
+	code, _, errOut := c.run("cancel", "not-running")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "exq cancel: job not found: not-running is not running on any node (see exq job not-running)\n", errOut)
+}
+
+// 7. A queue nothing knows is a likely typo: jobs warns on stderr and lists the known queues.
+func TestJobsOfAnUnknownQueueWarnsOnStderr(t *testing.T) {
+	c := newCLIEnv(t)
+	c.push("mail", 2)
+	c.push("reports", 1)
+	code, out, errOut := c.run("jobs", "nosuchqueue")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "JID  CLASS  QUEUE  ARGS  RETRIES  ERROR\n", out)
+	assert.Equal(t, "exq: warning: queue \"nosuchqueue\" has no job and no live node subscribes to it; known queues: mail, reports\n", errOut)
+
+	code, _, errOut = c.run("jobs", "mail")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, errOut, "a known queue is not warned about")
+	assert.Len(t, c.keys(), 3, "looking wrote nothing")
+}
+
+// 7. Enqueueing to a queue no live node subscribes to (or a paused one) warns on stderr; the
+// job is enqueued all the same.
+func TestEnqueueToAQueueNoLiveNodeSubscribesToWarns(t *testing.T) {
+	c := newCLIEnv(t)
+	block := make(chan struct{})
+	defer close(block)
+	e := c.start(map[string]exq.Worker{"W": exq.WorkerFunc(func(ctx context.Context, _ *exq.Job) error {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return nil
+	})}, exq.Queue{Name: "mail"})
+	testutil.WaitFor(t, "the node is live", func() bool {
+		var ps []processJSON
+		c.json(&ps, "processes")
+		return len(ps) == 1 && ps[0].Identity == e.NodeID()
+	})
+
+	code, out, errOut := c.run("enqueue", "mial", "W", "[1]")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `^enqueued \S+ to mial\n$`, out)
+	assert.Equal(t, "exq: warning: no live node subscribes to queue \"mial\": the job waits until one does (see exq processes)\n", errOut)
+	assert.EqualValues(t, 1, c.rdb.LLen(context.Background(), c.ns+":queue:mial").Val(), "enqueued all the same")
+
+	code, _, errOut = c.run("enqueue", "mail", "W", "[1]")
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut, "a subscribed queue is not warned about")
+
+	code, _, _ = c.run("queues", "pause", "mail")
+	require.Equal(t, 0, code)
+	code, _, errOut = c.run("enqueue", "mail", "W", "[2]")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "exq: warning: queue \"mail\" is paused: exq nodes run the job once it is resumed (exq queues resume mail)\n", errOut)
+}
