@@ -91,8 +91,8 @@ func TestBadInputExitsTwoNamingTheFlagAndWritesNothing(t *testing.T) {
 		{[]string{"retry", "--all", "--set", "bogus"}, `exq retry: --set "bogus": want dead, retry or schedule`},
 		{[]string{"delete", "x", "--set", "bogus"}, `--set "bogus"`},
 		{[]string{"delete", "--all"}, "--all needs --set"},
-		{[]string{"delete", "--all", "--set", "dead"}, "pass --force to confirm"},
-		{[]string{"delete", "--queue", "default"}, "pass --force to confirm"},
+		{[]string{"delete", "--all", "--set", "dead"}, "exq delete: delete --all --set dead deletes every job of dead; stdin is not a terminal, so exq cannot ask: pass --force to confirm"},
+		{[]string{"delete", "--queue", "default"}, "exq delete: delete --queue default deletes the queue and its jobs; stdin"},
 		{[]string{"quiet"}, "exq quiet: want quiet NODE"},
 		{[]string{"stats", "--timeout", "0s"}, "--timeout must be positive"},
 		{[]string{"stats", "--watch", "--interval", "0s"}, "--interval must be positive"},
@@ -107,4 +107,29 @@ func TestBadInputExitsTwoNamingTheFlagAndWritesNothing(t *testing.T) {
 		assert.True(t, strings.HasSuffix(errOut, "--help)\n"), "%v: points at the help: %q", tc.args, errOut)
 	}
 	assert.Empty(t, c.keys(), "nothing written")
+}
+
+// Shell completion offers the queues, nodes and periodic jobs that Redis holds.
+func TestCompletionOffersNamesFromRedis(t *testing.T) {
+	c := newCLIEnv(t)
+	c.push("mail", 1)
+	c.push("reports", 1)
+	c.foreignNode("rb-1", "Sidekiq", "legacy", "j1") // a subscribed queue with no job is no queue yet
+	code, _, errOut := c.run("cron", "add", "nightly", "@daily", "reports", "R")
+	require.Equal(t, 0, code, errOut)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "jobs", ""}, []string{"mail", "reports"}},
+		{[]string{"__complete", "queues", "pause", ""}, []string{"mail", "reports"}},
+		{[]string{"__complete", "delete", "--queue", ""}, []string{"mail", "reports"}},
+		{[]string{"__complete", "delete", "--set", ""}, []string{"dead", "retry", "schedule"}},
+		{[]string{"__complete", "quiet", ""}, []string{"rb-1"}},
+		{[]string{"__complete", "cron", "disable", ""}, []string{"nightly"}},
+	} {
+		r := runBin(t, exqBin, c.url, append([]string{"--namespace", c.ns}, tc.args...)...)
+		require.Equal(t, 0, r.code, "%v: %s", tc.args, r.errOut)
+		assert.Equal(t, strings.Join(tc.want, "\n")+"\n:4\n", r.out, "%v", tc.args)
+	}
 }

@@ -104,13 +104,13 @@ func TestRetryDeleteAndScheduledCommands(t *testing.T) {
 	assert.Equal(t, sched["jid"], scheduled[0]["jid"])
 	code, out, _ = c.run("delete", "--all", "--set", "scheduled", "--force")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "deleted 1 jobs of schedule\n", out)
+	assert.Equal(t, "deleted 1 job of schedule\n", out)
 	c.json(&scheduled, "scheduled")
 	assert.Empty(t, scheduled)
 
 	code, out, _ = c.run("delete", "--queue", "revive", "--force")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "deleted queue revive and its 1 jobs\n", out)
+	assert.Equal(t, "deleted queue revive and its 1 job\n", out)
 }
 
 func TestSignalsBusyAndCancel(t *testing.T) {

@@ -23,6 +23,7 @@ namespace: with a list of shards, run the command once per shard.`,
 	c.AddCommand(&cobra.Command{Use: "list", Short: "List the periodic jobs", Args: nArgs(0, 0, "no argument"), RunE: list})
 	named := func(use, short string, run func(ctx context.Context, name string) error) *cobra.Command {
 		return &cobra.Command{Use: use + " NAME", Short: short, Args: nArgs(1, 1, "cron "+use+" NAME"),
+			ValidArgsFunction: a.complete(cronNames),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if err := a.cronOpen(cmd.Context()); err != nil {
 					return err

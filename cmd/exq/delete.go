@@ -62,6 +62,10 @@ they remove, and say how many jobs they removed. A queue that does not exist fai
 	c.Flags().StringVar(&set, "set", "", "dead, retry or schedule")
 	c.Flags().StringVar(&queue, "queue", "", "delete this queue and its waiting jobs")
 	c.Flags().BoolVarP(&force, "force", "f", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	_ = c.RegisterFlagCompletionFunc("set", setNames)
+	_ = c.RegisterFlagCompletionFunc("queue", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return a.completeNames(queueNames)
+	})
 	return c
 }
 
@@ -104,7 +108,7 @@ func (a *app) deleteQueue(ctx context.Context, q string, force bool) error {
 	if !ok {
 		return fmt.Errorf("no queue %q in namespace %q (see exq queues); nothing was deleted", q, a.nss[0])
 	}
-	if err := a.confirm(force, fmt.Sprintf("Delete queue %s and its %d waiting jobs?", q, size)); err != nil {
+	if err := a.confirm(force, fmt.Sprintf("Delete queue %s and its %s?", q, jobs(int(size)))); err != nil {
 		return err
 	}
 	bar := a.newProgress("deleting queue "+q, int(size))
@@ -118,9 +122,9 @@ func (a *app) deleteQueue(ctx context.Context, q string, force bool) error {
 		err = a.api.RemoveQueue(ctx, q) // drops the (now empty) queue from the queues set
 	}
 	if err != nil {
-		return fmt.Errorf("deleted %d jobs of queue %s, then: %w", deleted, q, err)
+		return fmt.Errorf("deleted %s of queue %s, then: %w", jobs(deleted), q, err)
 	}
-	return a.say(map[string]any{"queue": q, "deleted": deleted}, "deleted queue %s and its %d jobs", q, deleted)
+	return a.say(map[string]any{"queue": q, "deleted": deleted}, "deleted queue %s and its %s", q, jobs(deleted))
 }
 
 func (a *app) deleteSet(ctx context.Context, s exq.Set, force bool) error {
@@ -140,7 +144,7 @@ func (a *app) deleteSet(ctx context.Context, s exq.Set, force bool) error {
 	if size == 0 {
 		return a.say(map[string]any{"set": string(s), "deleted": 0}, "%s is empty; nothing was deleted", s)
 	}
-	if err := a.confirm(force, fmt.Sprintf("Delete all %d jobs of %s?", size, s)); err != nil {
+	if err := a.confirm(force, fmt.Sprintf("Delete every job of %s (%s)?", s, jobs(int(size)))); err != nil {
 		return err
 	}
 	bar := a.newProgress("deleting "+string(s)+" jobs", int(size))
@@ -154,9 +158,9 @@ func (a *app) deleteSet(ctx context.Context, s exq.Set, force bool) error {
 		},
 		func() (int64, error) { return a.api.Size(ctx, s) })
 	if err != nil {
-		return fmt.Errorf("deleted %d jobs of %s, then: %w", deleted, s, err)
+		return fmt.Errorf("deleted %s of %s, then: %w", jobs(deleted), s, err)
 	}
-	return a.say(map[string]any{"set": string(s), "deleted": deleted}, "deleted %d jobs of %s", deleted, s)
+	return a.say(map[string]any{"set": string(s), "deleted": deleted}, "deleted %s of %s", jobs(deleted), s)
 }
 
 // drain removes pages of jobs until none is left, reporting progress; jobs that arrive

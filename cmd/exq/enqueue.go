@@ -22,7 +22,8 @@ Bad input (ARGS not an array, a negative --in or --max-retries, an --at in the p
 writes nothing. A warning on stderr says when no live node subscribes to QUEUE or it is paused.`,
 		Example: `  exq enqueue mail MyApp.SendEmail '[42,"welcome"]' --max-retries 3
   exq enqueue mail MyApp.SendEmail '[42,"tips"]' --in 24h`,
-		Args: nArgs(3, 3, "enqueue QUEUE CLASS ARGS"),
+		Args:              nArgs(3, 3, "enqueue QUEUE CLASS ARGS"),
+		ValidArgsFunction: a.complete(queueNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := a.oneNamespace("enqueue"); err != nil {

@@ -36,7 +36,8 @@ func (a *app) jobsCmd() *cobra.Command {
 		Long: `Jobs waiting in QUEUE, newest first, or next to run first with --oldest. A page of --limit
 jobs from --offset; the last line says how many there are when the page does not show them all.
 A queue nothing knows (no job, no node subscribed) is warned about on stderr: most likely a typo.`,
-		Args: nArgs(1, 1, "jobs QUEUE"),
+		Args:              nArgs(1, 1, "jobs QUEUE"),
+		ValidArgsFunction: a.complete(queueNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, q := cmd.Context(), args[0]
 			if err := p.check(); err != nil {

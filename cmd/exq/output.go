@@ -79,3 +79,11 @@ func cut(s string, n int) string {
 	}
 	return s
 }
+
+// jobs is n with the word "job" in the right number ("1 job", "2 jobs").
+func jobs(n int) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return fmt.Sprintf("%d jobs", n)
+}

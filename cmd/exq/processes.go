@@ -101,7 +101,8 @@ func (a *app) signalCmd(name, sig string) *cobra.Command {
 		Short: what,
 		Long: what + `. The node acts on it at its next ping (within 5 s); exq, Exq and Sidekiq
 nodes all honour it. With several namespaces, NODE is signalled in each where it is live.`,
-		Args: nArgs(1, 1, name+" NODE"),
+		Args:              nArgs(1, 1, name+" NODE"),
+		ValidArgsFunction: a.complete(nodeNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, node := cmd.Context(), args[0]
 			if err := a.connect(ctx, true); err != nil {

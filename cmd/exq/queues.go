@@ -69,7 +69,8 @@ func (a *app) pauseCmd(pause bool) *cobra.Command {
 		Long: short + `.
 The state lives in Redis, so nodes started later see it; Exq and Sidekiq nodes do not honour it.
 With several namespaces, the queue is paused or resumed in each.`,
-		Args: nArgs(1, 1, verb+" QUEUE"),
+		Args:              nArgs(1, 1, verb+" QUEUE"),
+		ValidArgsFunction: a.complete(queueNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, q := cmd.Context(), args[0]
 			if err := checkQueue(q); err != nil {

@@ -44,6 +44,7 @@ the move waits for the next call.`,
 	}
 	c.Flags().BoolVar(&all, "all", false, "move every job of --set")
 	c.Flags().StringVar(&set, "set", "", "dead, retry or schedule (with --all, default dead)")
+	_ = c.RegisterFlagCompletionFunc("set", setNames)
 	return c
 }
 
@@ -63,9 +64,9 @@ func (a *app) retryAll(ctx context.Context, s exq.Set) error {
 	moved, err := a.api.RequeueAll(ctx, s, bar.update)
 	bar.finish()
 	if err != nil {
-		return fmt.Errorf("moved %d jobs from %s, then: %w", moved, s, err)
+		return fmt.Errorf("moved %s from %s, then: %w", jobs(moved), s, err)
 	}
-	return a.say(map[string]any{"moved": moved, "from": string(s)}, "moved %d jobs from %s to their queues", moved, s)
+	return a.say(map[string]any{"moved": moved, "from": string(s)}, "moved %s from %s to their queues", jobs(moved), s)
 }
 
 func (a *app) retryJob(ctx context.Context, jid, set string) error {
