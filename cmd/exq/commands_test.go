@@ -95,6 +95,14 @@ func TestRetryDeleteAndScheduledCommands(t *testing.T) {
 	code, out, _ = c.run("delete", "d0")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "deleted d0 from dead\n", out)
+	code, out, _ = c.run("delete", "d1") // retried above: waiting in its queue
+	require.Equal(t, 0, code)
+	assert.Equal(t, "deleted d1 from queue revive\n", out)
+	code, _, errOut = c.run("delete", "d1")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "exq delete: job not found: no job d1 in retry, schedule, dead, any queue (see exq job d1)\n", errOut)
+	code, out, errOut = c.run("enqueue", "revive", "W", "[]", "--jid", "d9")
+	require.Equal(t, 0, code, errOut)
 
 	var sched map[string]any
 	c.json(&sched, "enqueue", "later", "W", `[]`, "--in", "1h")

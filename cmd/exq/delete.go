@@ -21,8 +21,9 @@ func (a *app) deleteCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "delete JID | --all --set SET | --queue QUEUE",
 		Short: "Delete one job, every job of a set, or a queue and its jobs",
-		Long: `Delete one job (from retry, schedule, dead or a queue; --set narrows the search), every job
-of a set (--all --set dead|retry|schedule), or a queue with its waiting jobs (--queue).
+		Long: `Delete one job (waiting in a queue, or in retry, schedule or dead; --set looks in that set
+only), every job of a set (--all --set dead|retry|schedule), or a queue with its waiting jobs
+(--queue).
 
 The bulk forms ask for confirmation on a terminal and need --force otherwise; they show a
 progress bar (plain lines when stderr is not a terminal), release the unique locks of the jobs
@@ -231,5 +232,42 @@ func (a *app) deleteJob(ctx context.Context, jid, set string) error {
 	for i, s := range sets {
 		names[i] = string(s)
 	}
+	if set == "" {
+		names = append(names, "any queue")
+		for i, api := range a.shards() {
+			q, ok, err := deleteFromQueues(ctx, api, jid)
+			if err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			v := map[string]any{"jid": jid, "from": "queue", "queue": q, "deleted": 1}
+			in := a.where(i, v)
+			return a.say(v, "deleted %s from queue %s%s", jid, q, in)
+		}
+	}
 	return fmt.Errorf("%w: no job %s in %s (see exq job %s)", exq.ErrJobNotFound, jid, strings.Join(names, ", "), jid)
+}
+
+// deleteFromQueues removes waiting job jid from the first queue that holds it.
+func deleteFromQueues(ctx context.Context, api *exq.API, jid string) (string, bool, error) {
+	qs, err := api.Queues(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	for _, q := range qs {
+		rec, err := api.FindInQueue(ctx, q, jid)
+		if errors.Is(err, exq.ErrJobNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", false, err
+		}
+		n, err := api.RemoveJobs(ctx, q, []string{rec.Raw}, exq.RemoveOptions{ClearUniqueLocks: true})
+		if err != nil || n == 1 {
+			return q, n == 1, err
+		}
+	}
+	return "", false, nil
 }
