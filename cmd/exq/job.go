@@ -172,7 +172,7 @@ func (a *app) showJob(places []place) error {
 		line("CLASS", j.Class)
 		line("QUEUE", j.Queue)
 		line("ARGS", string(j.Args))
-		line("RETRIES", fmt.Sprintf("%d failed runs, %d retries allowed", j.RetryCount, j.MaxRetries))
+		line("RETRIES", fmt.Sprintf("%s, %s allowed", count(j.RetryCount, "failed run", "failed runs"), count(j.MaxRetries, "retry", "retries")))
 		for _, t := range []struct {
 			k string
 			v time.Time

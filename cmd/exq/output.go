@@ -80,10 +80,13 @@ func cut(s string, n int) string {
 	return s
 }
 
-// jobs is n with the word "job" in the right number ("1 job", "2 jobs").
-func jobs(n int) string {
+// count is n with one or many, whichever fits ("1 job", "2 jobs").
+func count(n int, one, many string) string {
 	if n == 1 {
-		return "1 job"
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d jobs", n)
+	return fmt.Sprintf("%d %s", n, many)
 }
+
+// jobs is n jobs in words.
+func jobs(n int) string { return count(n, "job", "jobs") }
