@@ -101,7 +101,7 @@ func TestRetryDeleteAndScheduledCommands(t *testing.T) {
 	code, _, errOut = c.run("delete", "d1")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "exq delete: job not found: no job d1 in retry, schedule, dead, any queue (see exq job d1)\n", errOut)
-	code, out, errOut = c.run("enqueue", "revive", "W", "[]", "--jid", "d9")
+	code, _, errOut = c.run("enqueue", "revive", "W", "[]", "--jid", "d9")
 	require.Equal(t, 0, code, errOut)
 
 	var sched map[string]any

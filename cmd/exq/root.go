@@ -45,7 +45,6 @@ Exit status: 0 done; 1 failed (Redis unreachable, not found, not confirmed); 2 b
 line or input (nothing was written).`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 		PersistentPreRunE: a.prepare,
 	}
 	f := root.PersistentFlags()
