@@ -108,6 +108,11 @@ func TestRetryAllProgressIsPlainLinesWhenStderrIsNotATerminal(t *testing.T) {
 	assert.Equal(t, "moved 2500 jobs from dead to their queues\n", out)
 	assertPlainProgress(t, errOut, "moving dead jobs to their queues", 2500)
 	assert.EqualValues(t, 2500, c.rdb.LLen(context.Background(), c.ns+":queue:bulk").Val())
+
+	code, out, errOut = c.run("retry", "--all")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "dead is empty; nothing was moved\n", out)
+	assert.Empty(t, errOut, "no progress for nothing")
 }
 
 // 10. On a terminal, the progress bar is the library's, redrawn in place.

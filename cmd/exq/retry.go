@@ -59,6 +59,9 @@ func (a *app) retryAll(ctx context.Context, s exq.Set) error {
 	if err != nil {
 		return err
 	}
+	if size == 0 {
+		return a.say(map[string]any{"moved": 0, "from": string(s)}, "%s is empty; nothing was moved", s)
+	}
 	bar := a.newProgress("moving "+string(s)+" jobs to their queues", int(size))
 	bar.update(0, int(size))
 	moved, err := a.api.RequeueAll(ctx, s, bar.update)
