@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,11 +28,15 @@ func (c *cliEnv) foreignNode(id, runtime, q, jid string) {
 			id, time.Now().Add(-time.Hour).Unix(), q)
 	}
 	now := float64(time.Now().UnixMicro()) / 1e6
-	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":processes", id).Err())
-	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id, "info", info, "busy", "1", "beat", fmt.Sprint(now), "quiet", "false").Err())
 	payload, _ := json.Marshal(fmt.Sprintf(`{"class":"Ruby.Job","args":[7,"x"],"queue":"%s","jid":"%s"}`, q, jid))
-	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id+":workers", "tid-1",
-		fmt.Sprintf(`{"queue":"%s","payload":%s,"run_at":%f}`, q, payload, now-3)).Err())
+	// In one MULTI, as nodes write it: a running exq node prunes a listed process without a hash.
+	_, err := c.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+		pl.HSet(ctx, c.ns+":"+id, "info", info, "busy", "1", "beat", fmt.Sprint(now), "quiet", "false")
+		pl.HSet(ctx, c.ns+":"+id+":workers", "tid-1", fmt.Sprintf(`{"queue":"%s","payload":%s,"run_at":%f}`, q, payload, now-3))
+		pl.SAdd(ctx, c.ns+":processes", id)
+		return nil
+	})
+	require.NoError(c.t, err)
 }
 
 // 8. cancel of a job running on a Sidekiq or Exq node names the node, says that only exq nodes
