@@ -61,7 +61,7 @@ line or input (nothing was written).`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.enqueueCmd(), a.retryCmd(), a.deleteCmd(), a.signalCmd("quiet", "TSTP"),
-		a.signalCmd("stop", "TERM"), a.cancelCmd()} {
+		a.signalCmd("stop", "TERM"), a.cancelCmd(), a.webCmd()} {
 		c.GroupID = "act"
 		root.AddCommand(c)
 	}
@@ -78,8 +78,8 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 	if a.timeout <= 0 {
 		return usagef("--timeout must be positive, got %s", a.timeout)
 	}
-	if w := cmd.Flags().Lookup("watch"); w != nil && w.Changed {
-		return nil // stats --watch runs until interrupted; each refresh has its own limit
+	if w := cmd.Flags().Lookup("watch"); w != nil && w.Changed || cmd.Annotations[untimed] != "" {
+		return nil // stats --watch and web run until interrupted; each step has its own limit
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
 	a.cancel = cancel

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq/web"
+)
+
+// untimed marks a command that runs until interrupted, so --timeout does not end it.
+const untimed = "untimed"
+
+func (a *app) webCmd() *cobra.Command {
+	var addr, prefix, title string
+	var readOnly bool
+	c := &cobra.Command{
+		Use:   "web",
+		Short: "Serve the web dashboard until interrupted",
+		Long: `Serves exq's web dashboard (the package github.com/exqgo/exq/web) for one namespace on --addr
+until interrupted (Ctrl-C or SIGTERM), then stops serving gracefully.
+
+The dashboard has no login of its own, so the default address is loopback only. To open it to
+others, put a proxy that authenticates in front of it (with --prefix if the proxy serves it under
+a path), or serve it --read-only.`,
+		Example:     "  exq web\n  exq web --addr 127.0.0.1:8080 --read-only --namespace '{exq}'",
+		Args:        nArgs(0, 0, "no argument"),
+		Annotations: map[string]string{untimed: "true"},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.oneNamespace("exq web"); err != nil {
+				return err
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return usagef("--addr %q: %v (want host:port, such as 127.0.0.1:7070)", addr, err)
+			}
+			return a.serveWeb(cmd.Context(), addr, web.Options{Prefix: prefix, ReadOnly: readOnly, Title: title})
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "host:port to listen on")
+	c.Flags().BoolVar(&readOnly, "read-only", false, "show everything, change nothing (no buttons; every POST is refused)")
+	c.Flags().StringVar(&prefix, "prefix", "", "path the dashboard is reached under behind a proxy, such as /admin/exq")
+	c.Flags().StringVar(&title, "title", "", "title in the header (default exq)")
+	return c
+}
+
+// serveWeb connects, listens and serves until ctx ends (the signal), which is a normal end.
+func (a *app) serveWeb(ctx context.Context, addr string, o web.Options) error {
+	cctx, cancel := context.WithTimeout(ctx, a.timeout)
+	err := a.connect(cctx, true)
+	cancel()
+	if err != nil {
+		return err
+	}
+	h, err := newWebHandler(a, o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	u, _ := a.target()
+	mode := ""
+	if o.ReadOnly {
+		mode = " (read-only)"
+	}
+	fmt.Fprintf(a.stderr, "exq web: serving namespace %q of %s on http://%s%s/%s; Ctrl-C to stop\n",
+		a.nss[0], maskURL(u), ln.Addr(), o.Prefix, mode)
+	select {
+	case err := <-served:
+		return err // it stopped on its own: the listener failed
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stopping the web server: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newWebHandler builds the dashboard, turning web.New's panic on a bad prefix into a usage
+// error.
+func newWebHandler(a *app, o web.Options) (h http.Handler, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = usagef("--prefix %q: %v", o.Prefix, v)
+		}
+	}()
+	return web.New(a.api, o), nil
+}
