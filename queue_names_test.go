@@ -64,3 +64,16 @@ func TestUniqueOptionNamesItsSettings(t *testing.T) {
 	assert.Equal(t, "Unique(until success, for 1h0m0s)", Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour}).String())
 	assert.Equal(t, `Unique(until expiry, for 1m0s, token "t")`, Unique(UniqueOpts{Until: UntilExpiry, For: time.Minute, Token: "t"}).String())
 }
+
+// FuzzQueueNameFastPathAgreesWithTheFullCheck: the fast path accepts only names the full
+// check accepts (anything else goes to the full check, so refusals keep their messages).
+func FuzzQueueNameFastPathAgreesWithTheFullCheck(f *testing.F) {
+	for _, q := range []string{"default", "mail:high", "a::b", ":a", "a:", "a/b", "a$", " a", "a ", "a\x7f", "É", "a:b:c", ""} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if plainQueueName(q) && queueNameProblem(q) != nil {
+			t.Fatalf("the fast path accepts %q, which the full check refuses: %v", q, queueNameProblem(q))
+		}
+	})
+}
