@@ -286,6 +286,16 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	return b, nil
 }
 
+// inBatch names job i of a batch in the error buildSpec refused it with. (The label is made
+// for a refusal only: formatting it for every job of every batch showed in the profile.)
+func inBatch(err error, i int) error {
+	var bad *invalidJobError
+	if errors.As(err, &bad) {
+		bad.op = fmt.Sprintf("%s: job %d", bad.op, i)
+	}
+	return err
+}
+
 // buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
 func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s JobSpec) (built, error) {
 	if !s.At.IsZero() && s.In != 0 {
@@ -416,8 +426,9 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	bs := make([]built, len(specs))
 	now := en.now()
 	for i, s := range specs {
-		b, err := en.buildSpec(ctx, now, fmt.Sprintf("enqueue all: job %d", i), s)
+		b, err := en.buildSpec(ctx, now, "enqueue all", s)
 		if err != nil {
+			err = inBatch(err, i)
 			for _, done := range bs[:i] {
 				done.finish("", err) // nothing of the batch is written
 			}

@@ -147,8 +147,9 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	parts := make([][]int, len(s.ens))
 	builts := make([]built, len(specs))
 	for i, sp := range specs {
-		b, err := s.ens[0].buildSpec(ctx, now, fmt.Sprintf("enqueue all: job %d", i), sp)
+		b, err := s.ens[0].buildSpec(ctx, now, "enqueue all", sp)
 		if err != nil {
+			err = inBatch(err, i)
 			for _, done := range builts[:i] {
 				done.finish("", err)
 			}
