@@ -9,9 +9,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unsafe"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // NewJob is what an enqueue writes: exactly the fields of WIRE.md §2, in its order.
