@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -264,4 +265,45 @@ func mustToken(t *testing.T, queue, class, args string) string {
 	tok, err := DefaultUniqueToken(queue, class, json.RawMessage(args))
 	require.NoError(t, err)
 	return tok
+}
+
+func TestEnqueueAllPlacesEveryJobWhateverTheMixOfQueuesAndTimes(t *testing.T) {
+	now := time.Unix(1796010415, 0)
+	later := JobSpec{In: time.Minute}
+	for _, tc := range []struct {
+		name      string
+		specs     []JobSpec // Queue and In only; each job's class names its index
+		queues    map[string]int
+		scheduled int
+	}{
+		{"one queue, all now", []JobSpec{{Queue: "a"}, {Queue: "a"}, {Queue: "a"}}, map[string]int{"a": 3}, 0},
+		{"two queues interleaved", []JobSpec{{Queue: "a"}, {Queue: "b"}, {Queue: "a"}, {Queue: "b"}}, map[string]int{"a": 2, "b": 2}, 0},
+		{"all scheduled", []JobSpec{{Queue: "a", In: later.In}, {Queue: "b", In: later.In}}, map[string]int{}, 2},
+		{"one queue and a scheduled job", []JobSpec{{Queue: "a", In: later.In}, {Queue: "a"}}, map[string]int{"a": 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			en := v.enqueuer(func() time.Time { return now })
+			for i := range tc.specs {
+				tc.specs[i].Class = fmt.Sprint("J", i)
+			}
+			res, err := en.enqueueAll(context.Background(), tc.specs)
+			require.NoError(t, err)
+			require.Len(t, res, len(tc.specs))
+			for q, n := range tc.queues {
+				list := v.list(v.keys.Queue(q))
+				require.Len(t, list, n, q)
+				var want []string // the queue's jobs in batch order, newest at the head
+				for i, s := range tc.specs {
+					if s.Queue == q && s.In == 0 {
+						want = append([]string{fmt.Sprint("J", i)}, want...)
+					}
+				}
+				for k, raw := range list {
+					assert.Contains(t, raw, `"class":"`+want[k]+`"`, "%s position %d", q, k)
+				}
+			}
+			assert.Len(t, v.zset(v.keys.Schedule()), tc.scheduled)
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -114,18 +115,31 @@ func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string
 	}
 	keys := make([]string, 0, 2+len(queues)+len(locked))
 	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
-	args := make([]any, 0, 4+len(queues)+3*len(items)+3*len(locked))
+	args := make([]any, 0, 5+len(queues)+len(items)+3*len(locked))
 	args = append(args, jq.keys.Wake(), len(queues), len(items), len(locked))
 	for _, q := range queues {
 		keys = append(keys, jq.keys.Queue(q))
 		args = append(args, q)
 	}
-	for _, it := range items {
-		if it.at.IsZero() {
-			args = append(args, queueNo[it.queue], "", it.job)
-		} else {
-			args = append(args, 0, wire.FormatTime(it.at), it.job)
+	// Where each job goes: nothing to say when all go to the one queue now, else
+	// "<queue number>,<score>;" per job (enqueue_all.lua).
+	var place []byte
+	if len(queues) != 1 || slices.ContainsFunc(items, func(it batchItem) bool { return !it.at.IsZero() }) {
+		place = make([]byte, 0, 4*len(items))
+		for _, it := range items {
+			if it.at.IsZero() {
+				place = strconv.AppendInt(place, int64(queueNo[it.queue]), 10)
+				place = append(place, ',', ';')
+			} else {
+				place = append(place, '0', ',')
+				place = append(place, wire.FormatTime(it.at)...)
+				place = append(place, ';')
+			}
 		}
+	}
+	args = append(args, string(place))
+	for _, it := range items {
+		args = append(args, it.job)
 	}
 	for _, i := range locked {
 		l := items[i].lock
