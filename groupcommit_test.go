@@ -366,6 +366,11 @@ func TestAGroupWaitsForReplicasOnceAndReportsEachJobNotReplicated(t *testing.T) 
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
+	// A script Redis does not know yet is sent again after NOSCRIPT, with a WAIT of its own:
+	// on a fresh cluster master that made three or four WAITs. Load them first.
+	for _, s := range []*redis.Script{scripts.Enqueue, scripts.EnqueueGroup, scripts.EnqueueAt} {
+		require.NoError(t, s.Load(ctx, v.rdb).Err())
+	}
 	rdb, counter := v.countingClient()
 	c, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: v.ns, Logger: testLogger(), WaitReplicas: 1, WaitTimeout: wait})
 	require.NoError(t, err)
