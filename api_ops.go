@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -259,17 +257,7 @@ type RedisInfo struct {
 // RedisInfo reads the server's INFO (on a Redis Cluster, of the master that holds the
 // namespace). A user whose ACL forbids INFO (-@dangerous) gets Redis' NOPERM error.
 func (a *API) RedisInfo(ctx context.Context) (RedisInfo, error) {
-	var node redis.Cmdable = a.rdb
-	if c, ok := a.rdb.(interface {
-		MasterForKey(context.Context, string) (*redis.Client, error)
-	}); ok {
-		m, err := c.MasterForKey(ctx, a.jq.keys.Queues())
-		if err != nil {
-			return RedisInfo{}, err
-		}
-		node = m
-	}
-	text, err := node.Info(ctx).Result() // the default sections: one section per call before Redis 7
+	text, err := a.jq.serverInfo(ctx)
 	if err != nil {
 		return RedisInfo{}, fmt.Errorf("exq: redis info: %w", err)
 	}

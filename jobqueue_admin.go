@@ -306,3 +306,19 @@ func (jq *jobQueue) oldestJobs(ctx context.Context, qs []string) ([]string, erro
 	}
 	return out, nil
 }
+
+// serverInfo reads INFO's default sections (one section per call before Redis 7) from the
+// server that holds the namespace: on a Redis Cluster, the master of its slot.
+func (jq *jobQueue) serverInfo(ctx context.Context) (string, error) {
+	var node redis.Cmdable = jq.rdb
+	if c, ok := jq.rdb.(interface {
+		MasterForKey(context.Context, string) (*redis.Client, error)
+	}); ok {
+		m, err := c.MasterForKey(ctx, jq.keys.Queues())
+		if err != nil {
+			return "", err
+		}
+		node = m
+	}
+	return node.Info(ctx).Result()
+}
