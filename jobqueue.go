@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -452,6 +453,36 @@ func (jq *jobQueue) recoverBackup(ctx context.Context, q string) (int, error) {
 // knownQueues lists the queues in the queues set.
 func (jq *jobQueue) knownQueues(ctx context.Context) ([]string, error) {
 	return jq.rdb.SMembers(ctx, jq.keys.Queues()).Result()
+}
+
+// earliestDue returns the lowest score of the schedule and retry sets (ZRANGE 0 0 WITHSCORES
+// on each, pipelined), or the zero time when both are empty.
+func (jq *jobQueue) earliestDue(ctx context.Context) (time.Time, error) {
+	var heads [2]*redis.ZSliceCmd
+	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		heads[0] = p.ZRangeWithScores(ctx, jq.keys.Schedule(), 0, 0)
+		heads[1] = p.ZRangeWithScores(ctx, jq.keys.Retry(), 0, 0)
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	for _, h := range heads {
+		for _, z := range h.Val() {
+			if math.IsInf(z.Score, 1) {
+				continue // never due: nothing moves it, nothing to wait for
+			}
+			at := wire.ParseTime(z.Score)
+			if at.IsZero() {
+				at = time.Unix(0, 0) // a score of 0 or -inf: long due
+			}
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+	}
+	return next, nil
 }
 
 // moveDue moves up to page due jobs of zset (schedule or retry) to their queues and reports
