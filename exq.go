@@ -179,7 +179,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 			wake: make(chan struct{}, 1)}
 		due = sched.due
 	}
-	e.pubsub = e.rdb.Subscribe(runCtx, keys.Wake())
+	e.pubsub = e.jq.subscribeWake(runCtx)
 	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {

@@ -127,3 +127,9 @@ func (jq *jobQueue) prune(ctx context.Context, log *slog.Logger) error {
 func (jq *jobQueue) publishWake(ctx context.Context) error {
 	return jq.rdb.Publish(ctx, jq.keys.Wake(), "").Err()
 }
+
+// subscribeWake subscribes to the wake-up channel on which enqueues announce new jobs (and the
+// scheduler's due times). The subscription lives until ctx ends or it is closed.
+func (jq *jobQueue) subscribeWake(ctx context.Context) *redis.PubSub {
+	return jq.rdb.Subscribe(ctx, jq.keys.Wake())
+}
