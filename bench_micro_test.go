@@ -224,7 +224,7 @@ func BenchmarkComplete(b *testing.B) {
 	keys := keysFor(ns)
 	jq := &jobQueue{rdb: rdb, keys: keys, node: "bench-node"}
 	backup := keys.Backup("bench-node", "default")
-	st := newStats(nil, nil, nil, false) // record touches only the in-memory counters
+	st := newStats(nil, 0, nil, nil, false) // record touches only the in-memory counters
 	for _, inFlight := range []int{50, 200} {
 		b.Run(fmt.Sprint(inFlight), func(b *testing.B) {
 			rdb.Del(ctx, backup)
@@ -255,7 +255,7 @@ func BenchmarkComplete(b *testing.B) {
 
 // BenchmarkStatsRecord is the per-job counter update under contention (every worker calls it).
 func BenchmarkStatsRecord(b *testing.B) {
-	st := newStats(nil, nil, nil, false)
+	st := newStats(nil, 0, nil, nil, false)
 	b.ReportAllocs()
 	b.SetParallelism(25)
 	b.RunParallel(func(pb *testing.PB) {

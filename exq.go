@@ -131,14 +131,14 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
-	e.stats = newStats(e.jq, o.now, e.log, o.DisableStats)
+	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
-		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, now: o.now, log: e.log})
+		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, pingEvery: o.pingInterval, now: o.now, log: e.log})
 
 	e.publishLimits(ctx)
 	if err := e.savePeriodic(ctx); err != nil {
@@ -162,8 +162,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
 	e.goOps(func() { e.acker.run(opsCtx) })
-	e.goOps(func() { e.stats.run(opsCtx, o.statsInterval) })
-	e.goOps(func() { e.pinger.run(opsCtx, o.pingInterval) })
+	e.goOps(func() { e.stats.run(opsCtx) })
+	e.goOps(func() { e.pinger.run(opsCtx) })
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
 	}

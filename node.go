@@ -66,6 +66,7 @@ type pingerParts struct {
 	labels        []string         // Options.Labels
 	statsDisabled bool             // no busy list
 	refresh       time.Duration    // how soon a change reaches Redis (1 s)
+	pingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
 	now           func() time.Time
 	log           *slog.Logger
 }
@@ -90,7 +91,8 @@ const (
 // reads the signals and writes the node state if it changed; and in between it looks for
 // changes that cost nothing to see (the number of running jobs, quiet, subscriptions) every
 // tenth of that, writing them as soon as the rate limit allows. Until ctx ends.
-func (p *pinger) run(ctx context.Context, pingEvery time.Duration) {
+func (p *pinger) run(ctx context.Context) {
+	pingEvery := p.pingEvery
 	refresh := min(p.refresh, pingEvery)
 	step := max(refresh/10, time.Millisecond)
 	t := time.NewTicker(step)

@@ -22,6 +22,7 @@ const (
 // with the same id, before anything counted later: the script applies a batch id once.
 type stats struct {
 	jq       *jobQueue
+	interval time.Duration // between flushes (1 s)
 	now      func() time.Time
 	log      *slog.Logger
 	disabled bool
@@ -57,8 +58,8 @@ type statKey struct {
 	at   int64
 }
 
-func newStats(jq *jobQueue, now func() time.Time, log *slog.Logger, disabled bool) *stats {
-	return &stats{jq: jq, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
+func newStats(jq *jobQueue, interval time.Duration, now func() time.Time, log *slog.Logger, disabled bool) *stats {
+	return &stats{jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
 }
 
 // record counts one run that ended at now: ok for processed, else failed.
@@ -100,8 +101,8 @@ func (s *stats) foldLocked() {
 }
 
 // run flushes every interval until ctx ends.
-func (s *stats) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+func (s *stats) run(ctx context.Context) {
+	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	failing := false
 	for {
