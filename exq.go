@@ -98,7 +98,7 @@ type Exq struct {
 // no more, running jobs get ShutdownTimeout to finish, the rest go back to their queues) and
 // Done is closed. Stop then waits for that stop to end (and returns nil once it has), so a
 // program waits on Done and calls Stop. Pass context.Background() for a node that only Stop
-// ends; a start-up deadline now bounds the node's life too.
+// ends: a deadline meant for start-up alone would stop the node when it passes.
 func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
 
 // start is Start with the knobs only tests turn.

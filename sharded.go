@@ -121,14 +121,18 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 	return jid, err
 }
 
+// Enqueue pushes a job onto queue in the shard it routes to (ShardOptions.By, or its unique
+// token) and returns its jid; see Exq.Enqueue.
 func (s *sharder) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
 	return s.enqueueAt(ctx, "enqueue", queue, class, time.Time{}, args, opts)
 }
 
+// EnqueueIn schedules a job to run after d in the shard it routes to; see Exq.EnqueueIn.
 func (s *sharder) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
 	return s.enqueueAt(ctx, "enqueue in", queue, class, s.ens[0].now().Add(d), args, opts)
 }
 
+// EnqueueAt schedules a job to run at t in the shard it routes to; see Exq.EnqueueAt.
 func (s *sharder) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if t.IsZero() {
 		return "", &invalidJobError{"enqueue at", "time is zero"}
@@ -617,8 +621,9 @@ func (a *ShardedAPI) RequeueJob(ctx context.Context, set Set, jid string) (JobRe
 }
 
 // List returns up to o.Size jobs of a sorted set from each shard (its first page in the set's
-// order: Retries and Scheduled soonest due first, Dead most recent first), merged in that order.
-// o.Page pages every shard at once, so a page holds up to Size × shards jobs.
+// order: Retries and Scheduled soonest due first, Dead most recent first; Reverse flips it),
+// merged in that order. o.Offset skips that many jobs in every shard at once, so a page holds
+// up to Size × shards jobs.
 func (a *ShardedAPI) List(ctx context.Context, set Set, o ListOptions) ([]JobRecord, error) {
 	var out []JobRecord
 	for _, s := range a.shards {
