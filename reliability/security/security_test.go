@@ -233,7 +233,7 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		return errs.got("dead size", err) == nil && n == 1
 	})
 	client, err := exq.NewClient(ctx, o.ClientOptions())
-	require.NoError(t, errs.got("NewEnqueuer", err))
+	require.NoError(t, errs.got("NewClient", err))
 	viaClient, err := client.Enqueue(ctx, "default", "Sec.Ok", nil)
 	require.NoError(t, errs.got("client enqueue", err))
 	require.NoError(t, client.Close())
@@ -260,7 +260,7 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		_, err = exq.NewAPI(ctx, bad.ClientOptions())
 		errs.mustFail("NewAPI with "+what, err, exq.ErrRedisUnavailable)
 		_, err = exq.NewClient(ctx, bad.ClientOptions())
-		errs.mustFail("NewEnqueuer with "+what, err, exq.ErrRedisUnavailable)
+		errs.mustFail("NewClient with "+what, err, exq.ErrRedisUnavailable)
 		if err != nil {
 			assert.Contains(t, err.Error(), "127.0.0.1:", "the error names the address")
 		}
@@ -277,7 +277,7 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 		_, err = exq.NewAPI(ctx, bad.ClientOptions())
 		errs.mustFail("NewAPI with "+what, err, exq.ErrInvalidOptions)
 		_, err = exq.NewClient(ctx, bad.ClientOptions())
-		errs.mustFail("NewEnqueuer with "+what, err, exq.ErrInvalidOptions)
+		errs.mustFail("NewClient with "+what, err, exq.ErrInvalidOptions)
 	}
 
 	// The password changes under the running node: its reconnections fail with WRONGPASS.
@@ -340,7 +340,7 @@ func TestPasswordNeverInLogsOrErrors(t *testing.T) {
 	assert.NotZero(t, levels["WARN"], "the failures were logged")
 }
 
-// TestPasswordNeverInInvalidURLErrors gives Start, NewAPI and NewEnqueuer Redis URLs that do
+// TestPasswordNeverInInvalidURLErrors gives Start, NewAPI and NewClient Redis URLs that do
 // not parse (a password with an unescaped '#', '/', ' ' or a bad '%' escape, a bad port): the
 // error must name the URL without the password.
 func TestPasswordNeverInInvalidURLErrors(t *testing.T) {
@@ -361,7 +361,7 @@ func TestPasswordNeverInInvalidURLErrors(t *testing.T) {
 		_, err = exq.NewAPI(ctx, o.ClientOptions())
 		checkInvalidURL(t, "NewAPI", u, err)
 		_, err = exq.NewClient(ctx, o.ClientOptions())
-		checkInvalidURL(t, "NewEnqueuer", u, err)
+		checkInvalidURL(t, "NewClient", u, err)
 	}
 }
 
