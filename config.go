@@ -50,7 +50,9 @@ const KeepNoDeadJobs = -1
 
 // Queue is a queue this node works on and how many of its jobs may run at once.
 type Queue struct {
-	// Name of the queue, as in Exq and Sidekiq ("default", "mail").
+	// Name of the queue, as in Exq and Sidekiq ("default", "mail", "billing:high"). Refused
+	// wherever exq names a queue (here, Subscribe, enqueues): "::", a ':' at either end, '/',
+	// '$', control characters and leading or trailing space (README "Design notes" says why).
 	Name string
 	// Concurrency is the most jobs of this queue that run at the same time on this node.
 	// Zero means Options.Concurrency.

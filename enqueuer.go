@@ -15,7 +15,8 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// EnqueueOption changes one enqueued job: MaxRetries, JID, Unique.
+// EnqueueOption changes one enqueued job: MaxRetries, JID, Unique, Meta, and OnQueue for
+// EnqueueArgs.
 type EnqueueOption interface {
 	apply(*enqueueConfig) error
 	// String describes the option, for logs and test failures.
