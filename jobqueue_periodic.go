@@ -77,7 +77,7 @@ func (jq *jobQueue) loadCron(ctx context.Context) ([]cronRecord, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(members))
 	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range members {
-			cmds[i] = p.HGetAll(ctx, jq.keys.Prefix+m)
+			cmds[i] = p.HGetAll(ctx, jq.keys.CronJobOfMember(m))
 		}
 		return nil
 	}); err != nil {

@@ -103,6 +103,10 @@ func CronMember(name string) string { return "cron_job:" + name }
 // last_enqueue_time, …; every value a string).
 func (k Keys) CronJob(name string) string { return k.Prefix + CronMember(name) }
 
+// CronJobOfMember is the hash a member of CronJobs names, as read from the set (it may not
+// have the "cron_job:" form if another program wrote it).
+func (k Keys) CronJobOfMember(member string) string { return k.Prefix + member }
+
 // CronEnqueued is the sorted set of the ticks of periodic job name that were enqueued: member
 // the tick as "2006-01-02T15:04:05Z", score its Unix time. Adding the member is the claim: a
 // tick is enqueued only by whoever's ZADD added it (sidekiq-cron and exq alike).
