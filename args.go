@@ -104,12 +104,18 @@ func classOf[A JobArgs](args A) (class string, err error) {
 	return args.Class(), nil
 }
 
-// AddWorker registers fn as the worker of A's class (A's Class method, on its zero value):
-// each job's one arg is decoded into an A as Typed does, and fn gets it with the job. It may be
-// called before or while the node runs. A worker that is a struct registers its method:
+// Registrar is what AddWorker registers workers on: an *Exq, a *Sharded node, or a test
+// double such as exqtest's Inline.
+type Registrar interface {
+	Register(class string, w Worker) error
+}
+
+// AddWorker registers fn as the worker of A's class (A's Class method, on its zero value) on
+// r: each job's one arg is decoded into an A as Typed does, and fn gets it with the job. It may
+// be called before or while the node runs. A worker that is a struct registers its method:
 //
 //	exq.AddWorker(e, mailer.Signup) // func (m *Mailer) Signup(ctx context.Context, job *exq.Job, a Signup) error
-func AddWorker[A JobArgs](e *Exq, fn func(ctx context.Context, job *Job, args A) error) error {
+func AddWorker[A JobArgs](r Registrar, fn func(ctx context.Context, job *Job, args A) error) error {
 	var zero A
 	class, err := classOf(zero)
 	if err != nil {
@@ -121,5 +127,8 @@ func AddWorker[A JobArgs](e *Exq, fn func(ctx context.Context, job *Job, args A)
 	if class == "" {
 		return fmt.Errorf("exq: add worker: %T.Class() is empty", zero)
 	}
-	return e.Register(class, Typed(fn))
+	if r == nil {
+		return fmt.Errorf("exq: add worker %q: registrar is nil", class)
+	}
+	return r.Register(class, Typed(fn))
 }

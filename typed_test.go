@@ -203,3 +203,9 @@ func TestBindAndTypedDecodeNumbersInAnInterfaceAsExactJSONNumbers(t *testing.T) 
 	require.NoError(t, w.Perform(context.Background(), &Job{Class: "W", Args: json.RawMessage(`[{"id":12345678901234567890,"ratio":0.25}]`)}))
 	assert.Equal(t, withAny{ID: json.Number("12345678901234567890"), Ratio: 0.25}, got)
 }
+
+// Every kind of node takes AddWorker (exqtest's Inline is checked in its own package).
+var (
+	_ Registrar = (*Exq)(nil)
+	_ Registrar = (*Sharded)(nil)
+)

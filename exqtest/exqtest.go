@@ -194,11 +194,19 @@ func NewInline(workers map[string]exq.Worker) *Inline {
 	return &Inline{workers: w, locks: newLocks()}
 }
 
-// Register adds (or replaces) the worker for class.
-func (in *Inline) Register(class string, w exq.Worker) {
+// Register adds (or replaces) the worker for class. It refuses what a node refuses (an empty
+// class, a nil worker), so an Inline is an exq.Registrar for exq.AddWorker.
+func (in *Inline) Register(class string, w exq.Worker) error {
+	if class == "" {
+		return errors.New("exqtest: register: class is empty")
+	}
+	if w == nil {
+		return fmt.Errorf("exqtest: register %q: worker is nil", class)
+	}
 	in.mu.Lock()
 	in.workers[class] = w
 	in.mu.Unlock()
+	return nil
 }
 
 // Advance moves the Inline's clock forward by d: locks whose expiry it passes are released,

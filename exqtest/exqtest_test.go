@@ -82,11 +82,11 @@ func TestInlineRunsTheWorkerAfterAJSONRoundTrip(t *testing.T) {
 		}),
 		"MyApp.Tips": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error { return nil }),
 	})
-	in.Register("MyApp.Typed", exq.Typed(func(ctx context.Context, job *exq.Job, a tipsArgs) error {
+	require.NoError(t, in.Register("MyApp.Typed", exq.Typed(func(ctx context.Context, job *exq.Job, a tipsArgs) error {
 		typed = a
 		jid = job.JID
 		return nil
-	}))
+	})))
 	require.NoError(t, signup(ctx, in, 42))
 	assert.Equal(t, "42", got[0].(interface{ String() string }).String(), "the worker sees JSON, not the Go value")
 	j, err := in.Enqueue(ctx, "q", "MyApp.Typed", []any{tipsArgs{UserID: 7}})
@@ -112,4 +112,29 @@ func TestInlineReturnsTheWorkersErrorToTheCaller(t *testing.T) {
 		in.Register("Panics", exq.WorkerFunc(func(context.Context, *exq.Job) error { panic("bug") }))
 		_, _ = in.Enqueue(ctx, "q", "Panics", nil)
 	}, "a panic reaches the test, as an exception does in Exq's inline mode")
+}
+
+// welcomeArgs names its class, for exq.AddWorker and exq.EnqueueArgs.
+type welcomeArgs struct {
+	UserID int `json:"user_id"`
+}
+
+func (welcomeArgs) Class() string { return "MyApp.WelcomeTyped" }
+
+var _ exq.Registrar = (*exqtest.Inline)(nil)
+
+func TestInlineTakesAddWorkerAndRefusesWhatANodeRefuses(t *testing.T) {
+	ctx := context.Background()
+	in := exqtest.NewInline(nil)
+	var got welcomeArgs
+	require.NoError(t, exq.AddWorker(in, func(ctx context.Context, job *exq.Job, a welcomeArgs) error {
+		got = a
+		return nil
+	}))
+	_, err := exq.EnqueueArgs(ctx, in, welcomeArgs{UserID: 7}, exq.OnQueue("mail"))
+	require.NoError(t, err)
+	assert.Equal(t, welcomeArgs{UserID: 7}, got)
+
+	assert.EqualError(t, in.Register("", exq.WorkerFunc(func(context.Context, *exq.Job) error { return nil })), "exqtest: register: class is empty")
+	assert.EqualError(t, in.Register("X", nil), `exqtest: register "X": worker is nil`)
 }
