@@ -425,3 +425,78 @@ func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
 		})
 	}
 }
+
+// The heartbeat's scripts, its sign-off MULTI and the unique lock's release have no cut test
+// of their own elsewhere: each is safe to repeat (a write of the same state, or a
+// compare-and-delete), and a caller's client that sends one again leaves the same state
+// (go-redis sends a script again; a MULTI it does not send again, and reports the error).
+func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
+	ctx := context.Background()
+	script := func(s *redis.Script) func(c *cutter) string {
+		return func(c *cutter) string {
+			require.NoError(c.t, s.Load(ctx, c.rdb).Err())
+			return s.Hash()
+		}
+	}
+	score := func(c *cutter, key, member string) float64 {
+		s, err := c.rdb.ZScore(ctx, key, member).Result()
+		require.NoError(c.t, err, "%s in %s", member, key)
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		marker func(c *cutter) string
+		run    func(t *testing.T, c *cutter, jq *jobQueue)
+	}{
+		{"beat", script(scripts.Beat), func(t *testing.T, c *cutter, jq *jobQueue) {
+			require.NoError(t, jq.beat(ctx, time.Minute, nil))
+			beat := score(c, c.keys.Heartbeats(), jq.node)
+			assert.InDelta(t, beat+60, score(c, c.keys.HeartbeatDeadlines(), jq.node), 0.001, "deadline = beat + window")
+		}},
+		{"stale nodes", script(scripts.Stale), func(t *testing.T, c *cutter, jq *jobQueue) {
+			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Heartbeats(), redis.Z{Score: 1, Member: "dead"}).Err())
+			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "gone"}).Err())
+			stale, err := jq.staleNodes(ctx, time.Minute)
+			require.NoError(t, err)
+			require.Len(t, stale, 1)
+			assert.Equal(t, "dead", stale[0].node)
+			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()), "the deadline without a heartbeat is dropped")
+		}},
+		{"bury", script(scripts.Bury), func(t *testing.T, c *cutter, jq *jobQueue) {
+			dead := c.staleBackup("dead", "q", 0)
+			require.NoError(t, c.rdb.HSet(ctx, c.keys.Workers("dead"), "w1", "{}").Err())
+			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "dead"}).Err())
+			// A repeat finds the node gone and answers "not buried", which only the log reads.
+			_, err := jq.bury(ctx, dead)
+			require.NoError(t, err)
+			assert.Zero(t, c.zcard(c.keys.Heartbeats()))
+			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()))
+			assert.Zero(t, c.rdb.Exists(ctx, c.keys.Workers("dead")).Val())
+		}},
+		{"unique lock release", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *jobQueue) {
+			require.NoError(t, c.rdb.Set(ctx, c.keys.Unique("mine"), "j1", time.Hour).Err())
+			require.NoError(t, jq.unlock(ctx, "mine", "j1"))
+			assert.Zero(t, c.rdb.Exists(ctx, c.keys.Unique("mine")).Val(), "released")
+		}},
+		{"unique lock held by another job", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *jobQueue) {
+			require.NoError(t, c.rdb.Set(ctx, c.keys.Unique("theirs"), "j2", time.Hour).Err())
+			require.NoError(t, jq.unlock(ctx, "theirs", "j1"))
+			assert.Equal(t, "j2", c.get(c.keys.Unique("theirs")), "another job's lock stays")
+		}},
+		{"sign-off transaction", func(*cutter) string { return "multi" }, func(t *testing.T, c *cutter, jq *jobQueue) {
+			require.NoError(t, jq.beat(ctx, time.Minute, nil))
+			// go-redis does not send a MULTI again: Stop sees the error and logs it; Redis ran it.
+			assert.Error(t, jq.forget(ctx), "the broken connection is reported")
+			assert.Zero(t, c.zcard(c.keys.Heartbeats()))
+			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			jq := &jobQueue{rdb: c.retrying(), keys: c.keys, node: "node"}
+			cut := c.proxy.CutReplyTo(1, tc.marker(c))
+			tc.run(t, c, jq)
+			waitCut(t, cut)
+		})
+	}
+}
