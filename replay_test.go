@@ -216,21 +216,49 @@ func TestACallerClientThatRepeatsCommandsIsWarnedAbout(t *testing.T) {
 		retries int
 		warn    bool
 	}{{"default retries", 0, true}, {"no retries", -1, false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			opts := *v.rdb.Options()
-			opts.MaxRetries = tc.retries
-			cl := redis.NewClient(&opts)
-			defer cl.Close()
-			var logs bytes.Buffer
-			var mu sync.Mutex
-			log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-			e, err := NewClient(context.Background(), ClientOptions{Redis: cl, Namespace: v.ns, Logger: log})
-			require.NoError(t, err)
-			require.NoError(t, e.Close())
-			mu.Lock()
-			defer mu.Unlock()
-			assert.Equal(t, tc.warn, strings.Contains(logs.String(), "MaxRetries: -1"), logs.String())
-		})
+		// Each way in: a node (Start), an enqueue-only Client, the admin API.
+		for _, open := range []struct {
+			name string
+			open func(ctx context.Context, cl *redis.Client, log *slog.Logger) (func() error, error)
+		}{
+			{"Start", func(ctx context.Context, cl *redis.Client, log *slog.Logger) (func() error, error) {
+				e, err := Start(ctx, Options{Redis: cl, Namespace: v.ns, Logger: log, Queues: []Queue{}, DisableScheduler: true})
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return e.Stop(ctx) }, nil
+			}},
+			{"NewClient", func(ctx context.Context, cl *redis.Client, log *slog.Logger) (func() error, error) {
+				c, err := NewClient(ctx, ClientOptions{Redis: cl, Namespace: v.ns, Logger: log})
+				if err != nil {
+					return nil, err
+				}
+				return c.Close, nil
+			}},
+			{"NewAPI", func(ctx context.Context, cl *redis.Client, log *slog.Logger) (func() error, error) {
+				a, err := NewAPI(ctx, ClientOptions{Redis: cl, Namespace: v.ns, Logger: log})
+				if err != nil {
+					return nil, err
+				}
+				return a.Close, nil
+			}},
+		} {
+			t.Run(open.name+", "+tc.name, func(t *testing.T) {
+				opts := *v.rdb.Options()
+				opts.MaxRetries = tc.retries
+				cl := redis.NewClient(&opts)
+				defer cl.Close()
+				var logs bytes.Buffer
+				var mu sync.Mutex
+				log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+				closeIt, err := open.open(context.Background(), cl, log)
+				require.NoError(t, err)
+				require.NoError(t, closeIt())
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(t, tc.warn, strings.Contains(logs.String(), "MaxRetries: -1"), logs.String())
+			})
+		}
 	}
 }
 
