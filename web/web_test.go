@@ -32,8 +32,11 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // fixture is one test's Redis namespace, its API and a dashboard on it.
 type fixture struct {
-	t      *testing.T
-	rdb    *redis.Client
+	t   *testing.T
+	rdb *redis.Client // the test's own reads and writes (on a cluster: the master of ns's slot)
+	// client is what the API, nodes and clients under test get: rdb, or with
+	// EXQ_TEST_CLUSTER=1 a client of a private 3-master Redis Cluster (ns then has a hash tag).
+	client redis.UniversalClient
 	ns     string
 	keys   wire.Keys
 	api    *exq.API
@@ -44,13 +47,23 @@ type fixture struct {
 
 func newFixture(t *testing.T, o Options) *fixture {
 	t.Helper()
-	rdb, ns := testutil.Redis(t)
-	api, err := exq.NewAPI(context.Background(), exq.ClientOptions{Redis: rdb, Namespace: ns, Logger: quiet})
+	var (
+		rdb    *redis.Client
+		client redis.UniversalClient
+		ns     string
+	)
+	if testutil.OnCluster() {
+		rdb, client, ns = testutil.ClusterRedis(t)
+	} else {
+		rdb, ns = testutil.Redis(t)
+		client = rdb
+	}
+	api, err := exq.NewAPI(context.Background(), exq.ClientOptions{Redis: client, Namespace: ns, Logger: quiet})
 	require.NoError(t, err)
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	f := &fixture{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns), api: api, h: New(api, o), prefix: strings.TrimRight(o.Prefix, "/")}
+	f := &fixture{t: t, rdb: rdb, client: client, ns: ns, keys: wire.NewKeys(ns), api: api, h: New(api, o), prefix: strings.TrimRight(o.Prefix, "/")}
 	return f
 }
 
@@ -390,7 +403,7 @@ func (f *fixture) liveNode() (*exq.Exq, chan string) {
 	f.t.Helper()
 	started := make(chan string, 10)
 	release := make(chan struct{})
-	e, err := exq.Start(context.Background(), exq.Options{Redis: f.rdb, Namespace: f.ns, Queues: []exq.Queue{{Name: "work", Concurrency: 2, GlobalLimit: 2, Rate: exq.Rate{N: 50, Per: time.Second}}},
+	e, err := exq.Start(context.Background(), exq.Options{Redis: f.client, Namespace: f.ns, Queues: []exq.Queue{{Name: "work", Concurrency: 2, GlobalLimit: 2, Rate: exq.Rate{N: 50, Per: time.Second}}},
 		PollTimeout: 20 * time.Millisecond, Logger: quiet,
 		Workers: map[string]exq.Worker{"Block": exq.WorkerFunc(func(ctx context.Context, j *exq.Job) error {
 			started <- j.JID
@@ -415,7 +428,7 @@ func TestBusyPageAndNodeActions(t *testing.T) {
 	f := newFixture(t, Options{})
 	e, started := f.liveNode()
 	ctx := context.Background()
-	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.rdb, Namespace: f.ns, Logger: quiet})
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
 	require.NoError(t, err)
 	jid, err := c.Enqueue(ctx, "work", "Block", []any{"<b>busy</b>"})
 	require.NoError(t, err)
