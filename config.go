@@ -289,6 +289,8 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout is how long a write waits for WaitReplicas replicas. It must be shorter than
 	// RedisTimeout (and than the read timeout of a caller's client), which bounds the reply.
+	// A call whose ctx ends sooner waits for three quarters of what its ctx leaves, so that it
+	// still gets the answer (ErrNotReplicated: the job is written) rather than a timeout.
 	// Default DefaultWaitTimeout (1 s), or half of RedisTimeout if that is shorter.
 	WaitTimeout time.Duration
 

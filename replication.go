@@ -51,11 +51,12 @@ func (w *replicaWait) pipeline(ctx context.Context, rdb redis.UniversalClient, k
 	}
 	var cmds []redis.Cmder
 	var wait *redis.IntCmd
+	timeout := w.waitFor(ctx)
 	_, _ = target.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmds = queue(p)
 		// Pipeliner has no Wait method; in a pipeline the connection's ReadTimeout bounds the
 		// reply, which is why WaitTimeout must stay below it (config.go).
-		wait = redis.NewIntCmd(ctx, "wait", w.n, w.timeout.Milliseconds())
+		wait = redis.NewIntCmd(ctx, "wait", w.n, timeout.Milliseconds())
 		_ = p.Process(ctx, wait)
 		return nil
 	})
@@ -64,17 +65,35 @@ func (w *replicaWait) pipeline(ctx context.Context, rdb redis.UniversalClient, k
 			return nil, c.Err()
 		}
 	}
-	return w.check(wait), nil
+	return w.check(wait, timeout), nil
+}
+
+// waitFor is how long WAIT may block: WaitTimeout, or less when ctx ends sooner. The deadline
+// ends the read of the reply, and a write whose reply was cut off reads as a failed call
+// although its job was written; a WAIT that answers in time returns ErrNotReplicated, which
+// says the job is on the master. A quarter of what ctx leaves is kept for the write itself and
+// the round trip. (A caller queued behind another write of its Client, or a write sent again
+// after NOSCRIPT on a new master, has less than its whole deadline left.)
+func (w *replicaWait) waitFor(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return w.timeout
+	}
+	left := time.Until(d) * 3 / 4
+	if left >= w.timeout {
+		return w.timeout
+	}
+	return max(left, time.Millisecond) // WAIT n 0 would block for ever
 }
 
 // check turns a WAIT reply into nil or an error wrapping ErrNotReplicated.
-func (w *replicaWait) check(wait *redis.IntCmd) error {
+func (w *replicaWait) check(wait *redis.IntCmd, timeout time.Duration) error {
 	got, err := wait.Result()
 	if err != nil {
 		return fmt.Errorf("%w: WAIT failed after the write: %v", ErrNotReplicated, err)
 	}
 	if int(got) < w.n {
-		return fmt.Errorf("%w: %d of %d replicas acknowledged the write within %s", ErrNotReplicated, got, w.n, w.timeout)
+		return fmt.Errorf("%w: %d of %d replicas acknowledged the write within %s", ErrNotReplicated, got, w.n, timeout)
 	}
 	return nil
 }

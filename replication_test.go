@@ -150,6 +150,24 @@ func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testin
 	assert.Equal(t, first, holder)
 }
 
+// A call whose ctx ends before WaitTimeout waits for what its ctx leaves (three quarters of
+// it), so that it learns that its job was written (ErrNotReplicated) instead of timing out.
+func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
+	v := newEnv(t)
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.rdb, Namespace: v.ns, WaitReplicas: 1, WaitTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	jid, err := c.Enqueue(ctx, "default", "W", []any{1})
+	took := time.Since(begin)
+	require.ErrorIs(t, err, ErrNotReplicated, "the WAIT answered before the deadline")
+	assert.Regexp(t, `0 of 1 replicas acknowledged the write within [0-9.]+ms`, err.Error())
+	assert.Less(t, took, 400*time.Millisecond)
+	assert.Contains(t, strings.Join(v.list(v.keys.Queue("default")), ""), jid, "the job is in Redis")
+}
+
 // A node with WaitReplicas and no replica still runs its jobs: outcome writes that no replica
 // confirmed are logged and count as written (nothing is lost on the master).
 func TestWaitReplicasNodeWithoutAReplicaStillRunsJobs(t *testing.T) {
