@@ -163,9 +163,13 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 	testutil.WaitFor(t, "some load", func() bool { return count.Load() >= 300 })
 
 	// The master's host dies: the replication stream in flight goes with it, then the process.
+	// Times are measured from killed; jobs are told apart by dead, when the process has ended
+	// (Kill waits for it): an enqueue that started in between could still be answered by the
+	// dying master, whose replication link is already cut, and be lost as one from before.
 	killed := time.Now()
 	s.Link.Down()
 	s.Master.Kill()
+	dead := time.Now()
 	promoted := s.WaitPromotion()
 	var r failoverRun
 	r.toPromotion = promoted.Sub(killed)
@@ -173,7 +177,7 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 		wmu.Lock()
 		defer wmu.Unlock()
 		for _, j := range jobs {
-			if j.started.After(killed) {
+			if j.started.After(dead) {
 				return j, true
 			}
 		}
@@ -194,7 +198,7 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 	mu.Lock()
 	resumed := time.Now()
 	for _, j := range sofar {
-		if at, ok := ranAt[j.jid]; ok && j.started.After(killed) && at.Before(resumed) {
+		if at, ok := ranAt[j.jid]; ok && j.started.After(dead) && at.Before(resumed) {
 			resumed = at
 		}
 	}
@@ -209,7 +213,7 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 	wmu.Lock()
 	var before []string // every enqueue that returned nil: before the kill, or in flight at it
 	for _, j := range jobs {
-		if j.acked && j.started.Before(killed) {
+		if j.acked && j.started.Before(dead) {
 			before = append(before, j.jid)
 		}
 	}
@@ -220,7 +224,7 @@ func failoverOnce(t *testing.T, wait int) failoverRun {
 	// Every job written after the kill runs (the new master has them); the ones acknowledged
 	// before it run unless the failover took them.
 	for _, j := range all {
-		if j.started.After(killed) {
+		if j.started.After(dead) {
 			jid := j.jid
 			testutil.WaitFor(t, "every job written after the kill runs", func() bool { return work.ran(jid) })
 		}
