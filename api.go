@@ -22,6 +22,9 @@ type API struct {
 	jq        *jobQueue
 }
 
+// Namespace is the namespace the API works on ("" for none).
+func (a *API) Namespace() string { return strings.TrimSuffix(a.jq.keys.Prefix, ":") }
+
 // NewAPI connects to Redis and returns an API that needs no running node (Exq's api mode);
 // opts.MaxRetries is not used. A program that also starts a node passes the node's options:
 // NewAPI(ctx, opts.ClientOptions()). Close it when done.
