@@ -87,6 +87,7 @@ type view struct {
 	Here     string // this page's path and query under the prefix, for forms' back field
 	Search   string // the jid in the search box
 	Asset    string // assetVersion
+	Up       string // the sharded dashboard's first page, for a shard's pages (NewSharded); "" otherwise
 	Data     any
 }
 
@@ -94,7 +95,7 @@ type view struct {
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, file, nav, title string, data any) {
 	v := view{Title: h.opts.Title, Page: title, Prefix: h.opts.Prefix, ReadOnly: h.opts.ReadOnly, Nav: nav,
 		Refresh: int(h.opts.RefreshInterval / time.Millisecond), Here: h.opts.Prefix + r.URL.EscapedPath(), Data: data,
-		Search: r.URL.Query().Get("jid"), Asset: assetVersion}
+		Search: r.URL.Query().Get("jid"), Asset: assetVersion, Up: h.up}
 	v.CSRF, _ = r.Context().Value(tokenKey).(string)
 	if r.URL.RawQuery != "" {
 		q := r.URL.Query()

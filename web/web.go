@@ -75,6 +75,7 @@ type handler struct {
 	opts Options
 	mux  *http.ServeMux
 	tmpl templates
+	up   string // NewSharded: the path of the page that lists every shard
 }
 
 // New returns the dashboard for api's Redis and namespace. It starts no goroutine; every
@@ -84,9 +85,14 @@ func New(api *exq.API, opts Options) http.Handler {
 	if api == nil {
 		panic("web: New: api is nil")
 	}
+	return newHandler(api, opts, "New")
+}
+
+// newHandler checks and completes opts and builds the handler; fn names the caller in a panic.
+func newHandler(api *exq.API, opts Options, fn string) *handler {
 	p, err := cleanPrefix(opts.Prefix)
 	if err != nil {
-		panic("web: New: Options.Prefix " + err.Error())
+		panic("web: " + fn + ": Options.Prefix " + err.Error())
 	}
 	opts.Prefix = p
 	if opts.Title == "" {
@@ -104,7 +110,9 @@ func New(api *exq.API, opts Options) http.Handler {
 		opts.Logger = slog.Default()
 	}
 	h := &handler{api: api, opts: opts, mux: http.NewServeMux(), tmpl: parseTemplates()}
-	h.routes()
+	if api != nil {
+		h.routes()
+	}
 	return h
 }
 
