@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,8 +23,9 @@ func (a *app) webCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "web",
 		Short: "Serve the web dashboard until interrupted",
-		Long: `Serves exq's web dashboard (the package github.com/exqgo/exq/web) for one namespace on --addr
-until interrupted (Ctrl-C or SIGTERM), then stops serving gracefully.
+		Long: `Serves exq's web dashboard (the package github.com/exqgo/exq/web) on --addr until interrupted
+(Ctrl-C or SIGTERM), then stops serving gracefully. With a list of namespaces (shards) its first
+page sums them and each shard has the whole dashboard under /shards/<n>/.
 
 The dashboard has no login of its own, so the default address is loopback only. To open it to
 others, put a proxy that authenticates in front of it (with --prefix if the proxy serves it under
@@ -32,9 +34,6 @@ a path), or serve it --read-only.`,
 		Args:        nArgs(0, 0, "no argument"),
 		Annotations: map[string]string{untimed: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.oneNamespace("exq web"); err != nil {
-				return err
-			}
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return usagef("--addr %q: %v (want host:port, such as 127.0.0.1:7070)", addr, err)
 			}
@@ -72,8 +71,12 @@ func (a *app) serveWeb(ctx context.Context, addr string, o web.Options) error {
 	if o.ReadOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(a.stderr, "exq web: serving namespace %q of %s on http://%s%s/%s; Ctrl-C to stop\n",
-		a.nss[0], maskURL(u), ln.Addr(), o.Prefix, mode)
+	what := fmt.Sprintf("namespace %q", a.nss[0])
+	if len(a.nss) > 1 {
+		what = fmt.Sprintf("namespaces %s (sharded)", strings.Join(a.nss, ","))
+	}
+	fmt.Fprintf(a.stderr, "exq web: serving %s of %s on http://%s%s/%s; Ctrl-C to stop\n",
+		what, maskURL(u), ln.Addr(), o.Prefix, mode)
 	select {
 	case err := <-served:
 		return err // it stopped on its own: the listener failed
@@ -98,5 +101,8 @@ func newWebHandler(a *app, o web.Options) (h http.Handler, err error) {
 			err = usagef("--prefix %q: %v", o.Prefix, v)
 		}
 	}()
+	if a.sharded != nil {
+		return web.NewSharded(a.sharded, o), nil
+	}
 	return web.New(a.api, o), nil
 }

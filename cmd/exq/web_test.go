@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,10 @@ import (
 // startWeb runs `exq web` on a free port and returns the base URL it says it serves on.
 func startWeb(t *testing.T, c *cliEnv, args ...string) (base string, cmd *exec.Cmd, stderr *lockedBuffer) {
 	t.Helper()
-	cmd = exec.Command(exqBin, append([]string{"web", "--addr", "127.0.0.1:0"}, append(args, "--namespace", c.ns)...)...)
+	if !slices.Contains(args, "--namespace") {
+		args = append(args, "--namespace", c.ns)
+	}
+	cmd = exec.Command(exqBin, append([]string{"web", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"EXQ_REDIS_URL=" + c.url}
 	stderr = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
@@ -75,11 +79,26 @@ func TestWebBadFlagsExitTwoAndServeNothing(t *testing.T) {
 	}{
 		{[]string{"web", "--addr", "nonsense", "--namespace", c.ns}, "--addr"},
 		{[]string{"web", "--addr", "127.0.0.1:0", "--prefix", "no-slash", "--namespace", c.ns}, "--prefix"},
-		{[]string{"web", "--addr", "127.0.0.1:0", "--namespace", "{a},{b}"}, "one namespace"},
 	} {
 		r := runBin(t, exqBin, c.url, tc.args...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", tc.args, r.errOut)
 		assert.Contains(t, r.errOut, tc.want, "%v", tc.args)
 		assert.NotContains(t, r.errOut, "serving", "%v", tc.args)
+	}
+}
+
+func TestWebServesShardsWithAListOfNamespaces(t *testing.T) {
+	c := newCLIEnv(t)
+	c.push("mail", 2)
+	other := c.ns + "-b"
+	base, _, stderr := startWeb(t, c, "--namespace", c.ns+","+other)
+	assert.Contains(t, stderr.String(), "(sharded)")
+	for path, want := range map[string]string{"/": "<h1>Shards</h1>", "/shards/0/queues": "mail", "/shards/1/": "Dashboard"} {
+		res, err := http.Get(base + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode, path)
+		assert.Contains(t, string(body), want, path)
 	}
 }
