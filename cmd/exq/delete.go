@@ -211,27 +211,22 @@ func (a *app) deleteJob(ctx context.Context, jid, set string) error {
 	if err := a.connect(ctx, true); err != nil {
 		return err
 	}
-	for i, api := range a.shards() {
-		for _, s := range sets {
-			rec, err := api.Find(ctx, s, jid)
-			if errors.Is(err, exq.ErrJobNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := api.Remove(ctx, s, []string{rec.Raw}, exq.RemoveOptions{ClearUniqueLocks: true}); err != nil {
-				return err
-			}
-			v := map[string]any{"jid": jid, "from": string(s), "deleted": 1}
-			in := a.where(i, v)
-			return a.say(v, "deleted %s from %s%s", jid, s, in)
+	found, err := a.inSets(ctx, sets, func(i int, api *exq.API, s exq.Set) error {
+		rec, err := api.Find(ctx, s, jid)
+		if err != nil {
+			return err
 		}
+		if _, err := api.Remove(ctx, s, []string{rec.Raw}, exq.RemoveOptions{ClearUniqueLocks: true}); err != nil {
+			return err
+		}
+		v := map[string]any{"jid": jid, "from": string(s), "deleted": 1}
+		in := a.where(i, v)
+		return a.say(v, "deleted %s from %s%s", jid, s, in)
+	})
+	if found || err != nil {
+		return err
 	}
-	names := make([]string, len(sets))
-	for i, s := range sets {
-		names[i] = string(s)
-	}
+	names := namesOf(sets)
 	if set == "" {
 		names = append(names, "any queue")
 		for i, api := range a.shards() {
@@ -248,6 +243,28 @@ func (a *app) deleteJob(ctx context.Context, jid, set string) error {
 		}
 	}
 	return fmt.Errorf("%w: no job %s in %s (see exq job %s)", exq.ErrJobNotFound, jid, strings.Join(names, ", "), jid)
+}
+
+// inSets runs act on each set of each shard, in turn, until one does not answer
+// exq.ErrJobNotFound; found says whether one did.
+func (a *app) inSets(ctx context.Context, sets []exq.Set, act func(shard int, api *exq.API, s exq.Set) error) (found bool, err error) {
+	for i, api := range a.shards() {
+		for _, s := range sets {
+			if err := act(i, api, s); !errors.Is(err, exq.ErrJobNotFound) {
+				return true, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// namesOf lists sets for a message.
+func namesOf(sets []exq.Set) []string {
+	names := make([]string, len(sets))
+	for i, s := range sets {
+		names[i] = string(s)
+	}
+	return names
 }
 
 // deleteFromQueues removes waiting job jid from the first queue that holds it.

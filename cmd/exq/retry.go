@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -80,24 +79,19 @@ func (a *app) retryJob(ctx context.Context, jid, set string) error {
 	if err := a.connect(ctx, true); err != nil {
 		return err
 	}
-	for i, api := range a.shards() {
-		for _, s := range sets {
-			rec, err := api.RequeueJob(ctx, s, jid)
-			if errors.Is(err, exq.ErrJobNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			j, _ := rec.Job() // found by its jid, so it decodes
-			v := map[string]any{"jid": jid, "from": string(s), "queue": j.Queue}
-			in := a.where(i, v)
-			return a.say(v, "moved %s from %s to queue %s%s", jid, s, j.Queue, in)
+	found, err := a.inSets(ctx, sets, func(i int, api *exq.API, s exq.Set) error {
+		rec, err := api.RequeueJob(ctx, s, jid)
+		if err != nil {
+			return err
 		}
+		j, _ := rec.Job() // found by its jid, so it decodes
+		v := map[string]any{"jid": jid, "from": string(s), "queue": j.Queue}
+		in := a.where(i, v)
+		return a.say(v, "moved %s from %s to queue %s%s", jid, s, j.Queue, in)
+	})
+	if found || err != nil {
+		return err
 	}
-	names := make([]string, len(sets))
-	for i, s := range sets {
-		names[i] = string(s)
-	}
+	names := namesOf(sets)
 	return fmt.Errorf("%w: no job %s in %s (see exq job %s)", exq.ErrJobNotFound, jid, strings.Join(names, ", "), jid)
 }
