@@ -236,14 +236,7 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 	if err := b.awaitAndStop(ctx, t, all, p, cons, err, nil); err != nil {
 		return res, err
 	}
-	for k := range got {
-		if d := got[k].Load(); d >= 0 {
-			res.lat = append(res.lat, time.Duration(d))
-		} else {
-			res.lost++
-		}
-	}
-	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
+	res.lat, res.lost = startLatencies(got)
 	if res.lost > 0 {
 		return res, fmt.Errorf("%s: %d of %d jobs did not start within %s of the last enqueue", t.Name, res.lost, m, b.cfg.latencyWait)
 	}
@@ -325,14 +318,7 @@ func (b *bench) runLoaded(ctx context.Context, t *target, rate float64, dur time
 	}
 	res.achieved = float64(sent) / sendTime.Seconds()
 	res.clientUS = (cpu1 - cpu0).Seconds() * 1e6 / float64(total)
-	for k := range got {
-		if d := got[k].Load(); d >= 0 {
-			res.lat = append(res.lat, time.Duration(d))
-		} else {
-			res.lost++
-		}
-	}
-	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
+	res.lat, res.lost = startLatencies(got)
 	if res.lost > 0 {
 		return res, fmt.Errorf("%s: %d of %d jobs did not start within %s of the last enqueue", t.Name, res.lost, total, b.cfg.latencyWait)
 	}
@@ -408,4 +394,18 @@ func (b *bench) awaitAndStop(ctx context.Context, t *target, all <-chan struct{}
 		return fmt.Errorf("%s: stop: %w", t.Name, stopErr)
 	}
 	return takeArgErr()
+}
+
+// startLatencies returns the enqueue→start latencies recorded in got, sorted, and how many
+// jobs never started (a negative entry).
+func startLatencies(got []atomic.Int64) (lat []time.Duration, lost int) {
+	for k := range got {
+		if d := got[k].Load(); d >= 0 {
+			lat = append(lat, time.Duration(d))
+		} else {
+			lost++
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, lost
 }
