@@ -207,6 +207,18 @@ type Overview struct {
 	Enqueued, Retries, Scheduled, Dead int64
 }
 
+// Add adds p's counts to o: the overview of two namespaces (shards) together.
+func (o *Overview) Add(p Overview) {
+	o.Processed += p.Processed
+	o.Failed += p.Failed
+	o.Busy += p.Busy
+	o.Processes += p.Processes
+	o.Enqueued += p.Enqueued
+	o.Retries += p.Retries
+	o.Scheduled += p.Scheduled
+	o.Dead += p.Dead
+}
+
 // Overview returns the counters, the live processes and how many jobs are busy, waiting,
 // scheduled, retrying and dead.
 func (a *API) Overview(ctx context.Context) (Overview, error) {

@@ -454,14 +454,7 @@ func (a *ShardedAPI) Overview(ctx context.Context) (Overview, error) {
 		if err != nil {
 			return sum, err
 		}
-		sum.Processed += o.Processed
-		sum.Failed += o.Failed
-		sum.Busy += o.Busy
-		sum.Processes += o.Processes
-		sum.Enqueued += o.Enqueued
-		sum.Retries += o.Retries
-		sum.Scheduled += o.Scheduled
-		sum.Dead += o.Dead
+		sum.Add(o)
 	}
 	return sum, nil
 }

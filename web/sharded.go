@@ -89,14 +89,7 @@ func (s *shardedHandler) overview(w http.ResponseWriter, r *http.Request) {
 			s.top.opts.Logger.Error("exq web: shard overview failed", "namespace", row.Namespace, "err", err)
 		} else {
 			row.O = o
-			data.Sum.Processed += o.Processed
-			data.Sum.Failed += o.Failed
-			data.Sum.Busy += o.Busy
-			data.Sum.Processes += o.Processes
-			data.Sum.Enqueued += o.Enqueued
-			data.Sum.Retries += o.Retries
-			data.Sum.Scheduled += o.Scheduled
-			data.Sum.Dead += o.Dead
+			data.Sum.Add(o)
 		}
 		data.Shards = append(data.Shards, row)
 	}
