@@ -19,6 +19,8 @@ import (
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/redact"
 )
 
 // Defaults of Options. They are Exq's unless a field's comment says otherwise.
@@ -600,14 +602,14 @@ func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, o
 		if err != nil {
 			return nil, false, err
 		}
-		rdb, own, where = c, true, maskURL(o.RedisURL)
+		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
 	if rdb == nil {
 		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
 		if err != nil {
 			return nil, false, err
 		}
-		rdb, own, where = c, true, maskURL(o.RedisURL)
+		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
 	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
 	defer cancel()
@@ -650,11 +652,11 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
 		// password, say) the password cannot be told apart from the rest: say nothing of it.
 		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
-			ErrInvalidOptions, maskURL(rawURL))
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
 	}
 	if !strings.Contains(rawURL, "read_timeout") {
 		opts.ReadTimeout = timeout
@@ -674,23 +676,6 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 		opts.MaxRetries = -1
 	}
 	return redis.NewClient(opts), nil
-}
-
-// maskURL hides the password of a Redis URL ("redis://:xxxxx@host:6379/0").
-func maskURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// Unparseable: say nothing about what might be a password.
-		if i := strings.LastIndex(rawURL, "@"); i >= 0 {
-			return "<redacted>" + rawURL[i:]
-		}
-		return "<redacted>"
-	}
-	if q := u.Query(); q.Get("password") != "" {
-		q.Set("password", "xxxxx") // a Sentinel URL's master password (ParseFailoverURL)
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }
 
 // scrub removes the URL's password from an error message that might quote it.
@@ -798,14 +783,14 @@ func newClusterClient(rawURL string, timeout time.Duration) (*redis.ClusterClien
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
-			ErrInvalidOptions, maskURL(rawURL))
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
 	q := u.Query()
 	q.Del("cluster")
 	u.RawQuery = q.Encode()
 	opts, err := redis.ParseClusterURL(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
 	}
 	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout, "dial_timeout": &opts.DialTimeout} {
 		if !q.Has(name) {
@@ -905,10 +890,10 @@ func checkWaitTimeout(o ClientOptions, rdb redis.UniversalClient) error {
 func newFailoverClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
 	opts, err := redis.ParseFailoverURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, maskURL(rawURL), scrub(err, rawURL))
+		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
 	}
 	if opts.MasterName == "" {
-		return nil, fmt.Errorf("%w: RedisURL: %s: master_name is empty", ErrInvalidOptions, maskURL(rawURL))
+		return nil, fmt.Errorf("%w: RedisURL: %s: master_name is empty", ErrInvalidOptions, redact.URL(rawURL))
 	}
 	q, _ := url.ParseQuery(rawURL[strings.IndexByte(rawURL, '?')+1:])
 	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout,

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/redact"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -71,7 +72,7 @@ func TestSentinelURLErrorsNeverShowPasswords(t *testing.T) {
 	assert.NotContains(t, err.Error(), "sentpw")
 	assert.NotContains(t, err.Error(), "masterpw")
 	assert.Equal(t, "redis://:xxxxx@127.0.0.1:1/0?master_name=m&password=xxxxx",
-		maskURL("redis://:sentpw@127.0.0.1:1/0?master_name=m&password=masterpw"))
+		redact.URL("redis://:sentpw@127.0.0.1:1/0?master_name=m&password=masterpw"))
 }
 
 func TestWaitReplicasOptionsAreValidated(t *testing.T) {

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/redact"
 )
 
 // defaultRedisURL is the Redis used without --redis-url and $EXQ_REDIS_URL (exq's default).
@@ -207,7 +207,7 @@ func (a *app) warnIfEmpty(ctx context.Context) error {
 		}
 		u, from := a.target()
 		a.warnf("namespace %q at %s (%s) holds no exq, Exq or Sidekiq keys: no queue, job, process, counter or periodic job; check --namespace and --redis-url",
-			a.nss[i], maskURL(u), from)
+			a.nss[i], redact.URL(u), from)
 	}
 	return nil
 }
@@ -215,22 +215,6 @@ func (a *app) warnIfEmpty(ctx context.Context) error {
 // warnf writes one warning line on stderr.
 func (a *app) warnf(format string, args ...any) {
 	fmt.Fprintf(a.stderr, "exq: warning: "+format+"\n", args...)
-}
-
-// maskURL hides the password of a Redis URL, as exq's own errors do.
-func maskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.LastIndex(raw, "@"); i >= 0 {
-			return "<redacted>" + raw[i:]
-		}
-		return "<redacted>"
-	}
-	if q := u.Query(); q.Get("password") != "" {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }
 
 // where names the shard something was found in: "" for a single namespace, else

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/exqgo/exq/internal/redact"
 	"github.com/exqgo/exq/web"
 )
 
@@ -76,7 +77,7 @@ func (a *app) serveWeb(ctx context.Context, addr string, o web.Options) error {
 		what = fmt.Sprintf("namespaces %s (sharded)", strings.Join(a.nss, ","))
 	}
 	fmt.Fprintf(a.stderr, "exq web: serving %s of %s on http://%s%s/%s; Ctrl-C to stop\n",
-		what, maskURL(u), ln.Addr(), o.Prefix, mode)
+		what, redact.URL(u), ln.Addr(), o.Prefix, mode)
 	select {
 	case err := <-served:
 		return err // it stopped on its own: the listener failed
