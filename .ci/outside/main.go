@@ -84,7 +84,7 @@ func run() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	for path, want := range map[string]string{"/exq/": "default", "/metrics": "exq_jobs_enqueued_total"} {
+	for path, want := range map[string]string{"/exq/": "Processed", "/metrics": "exq_jobs_enqueued_total"} {
 		if err := get(srv.URL+path, want); err != nil {
 			return err
 		}
