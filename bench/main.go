@@ -1,7 +1,7 @@
 // Command bench measures exq against asynq, gocraft/work, go-workers2 and a raw go-redis
 // baseline on one Redis, side by side: single and concurrent enqueue, batch enqueue, draining a
 // pre-filled queue, pickup latency of idle workers, latency under a steady load (-modes loaded),
-// and a soak of exq's memory. See ../BENCHMARKS.md. Besides the raw go-redis baseline (one job
+// and a soak of exq's memory. See ../docs/benchmarks.md. Besides the raw go-redis baseline (one job
 // per round trip), raw-batched is the bare ceiling of exq's own job model (lib_rawbatched.go).
 //
 //	go run . -redis 127.0.0.1:6421 [-n 20000] [-reps 3] [-out results.md] [-modes ...] [-libs ...]
@@ -114,7 +114,7 @@ func parseFlags(args []string) (config, error) {
 	}
 	c.args = args
 	if c.addr == "" {
-		return c, fmt.Errorf("-redis host:port is required (start a private redis-server; see ../BENCHMARKS.md)")
+		return c, fmt.Errorf("-redis host:port is required (start a private redis-server; see ../docs/benchmarks.md)")
 	}
 	set := func(name, list string, valid []string) (map[string]bool, error) {
 		m := map[string]bool{}
