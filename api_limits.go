@@ -10,7 +10,7 @@ import (
 )
 
 // QueueState is a queue as the fleet controls it: its size, whether it is paused, and its
-// cluster-wide limits with how much of them is in use (README "Controlling queues").
+// cluster-wide limits with how much of them is in use (docs/queues.md).
 type QueueState struct {
 	Name string `json:"name"`
 	// Size is the number of jobs waiting.

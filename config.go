@@ -54,13 +54,13 @@ const KeepNoDeadJobs = -1
 type Queue struct {
 	// Name of the queue, as in Exq and Sidekiq ("default", "mail", "billing:high"). Refused
 	// wherever exq names a queue (here, Subscribe, enqueues): "::", a ':' at either end, '/',
-	// '$', control characters and leading or trailing space (README "Design notes" says why).
+	// '$', control characters and leading or trailing space (docs/queues.md, "Queue names", says why).
 	Name string
 	// Concurrency is the most jobs of this queue that run at the same time on this node.
 	// Zero means Options.Concurrency.
 	Concurrency int
 	// GlobalLimit is the most jobs of this queue that run at the same time on all the nodes of
-	// the namespace together (README "Controlling queues"). Zero means no such limit. Each job
+	// the namespace together (docs/queues.md). Zero means no such limit. Each job
 	// holds a lease, taken in the fetch and renewed with the heartbeat, so a killed node's
 	// slots free within its heartbeat window. Requires heartbeats.
 	GlobalLimit int
@@ -75,7 +75,7 @@ type Queue struct {
 type ClientOptions struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
 	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
-	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
+	// ParseClusterURL form and cluster=true; docs/cluster.md).
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string
@@ -163,7 +163,7 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 type Options struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
 	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
-	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
+	// ParseClusterURL form and cluster=true; docs/cluster.md).
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string
@@ -209,7 +209,7 @@ type Options struct {
 	// every 25 × SchedulerPollTimeout (at most 5 s, never less than SchedulerPollTimeout): the
 	// bound for jobs other runtimes schedule. Default 200 ms.
 	SchedulerPollTimeout time.Duration
-	// Periodic are schedules this node writes to Redis at Start (README "Periodic jobs"): a
+	// Periodic are schedules this node writes to Redis at Start (docs/queues.md, "Periodic jobs"): a
 	// new one is created, an existing one keeps its status and history and gets the rest.
 	// Every node (without DisableScheduler) enqueues the ticks of every schedule of the
 	// namespace, these and those others wrote, exactly once per tick in all. Errors at Start

@@ -57,7 +57,7 @@ var (
 )
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
-// error_message the panic value, and its error_backtrace (README: Sidekiq's Web UI) the stack.
+// error_message the panic value, and its error_backtrace (docs/jobs.md: Backtraces) the stack.
 type PanicError struct {
 	// Value is what was passed to panic.
 	Value any

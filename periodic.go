@@ -11,7 +11,7 @@ import (
 )
 
 // PeriodicJob is a schedule: a job of Class with Args goes to Queue at every tick of Spec,
-// exactly once per tick however many nodes run (README "Periodic jobs"). Schedules live in
+// exactly once per tick however many nodes run (docs/queues.md, "Periodic jobs"). Schedules live in
 // Redis in sidekiq-cron 1.x's layout, so Sidekiq processes running sidekiq-cron share them.
 type PeriodicJob struct {
 	// Name identifies the schedule in the namespace. It may not contain "/" or "$" (Sidekiq

@@ -139,7 +139,7 @@ const panicBacktraceLines = 50
 // Only a panic has one (a Go error carries no stack), so for any other failure of such a job
 // a stale error_backtrace, from an earlier failure, is removed. A panic in a job without the
 // field keeps its first panicBacktraceLines frames too (Sidekiq would store none: exq's
-// choice, README); "backtrace": false stores none.
+// choice, docs/jobs.md); "backtrace": false stores none.
 func setBacktrace(obj *wire.Object, cause error) {
 	var pe *PanicError
 	isPanic := errors.As(cause, &pe)

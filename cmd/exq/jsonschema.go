@@ -8,7 +8,7 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// The --json schema (README "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
+// The --json schema (docs/operating.md, "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
 // when unknown), durations as milliseconds. Every command prints one of these, a list of
 // them, or a small object saying what it did.
 

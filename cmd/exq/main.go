@@ -44,7 +44,7 @@ type env struct {
 	stdinTTY, stdoutTTY, stderrTTY bool
 }
 
-// Exit codes (README "The exq command").
+// Exit codes (docs/operating.md, "The exq command").
 const (
 	exitOK    = 0
 	exitError = 1 // Redis failed, something was not found, a confirmation was declined

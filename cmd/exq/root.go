@@ -40,7 +40,7 @@ func (a *app) rootCmd() *cobra.Command {
 		Long: `exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes: counters, queues,
 one job wherever it is, retry/scheduled/dead jobs, processes, periodic jobs, signals to nodes.
 
-Tables are for people; --json prints one snake_case schema for scripts (README "JSON output").
+Tables are for people; --json prints one snake_case schema for scripts (docs/operating.md, "JSON output").
 Exit status: 0 done; 1 failed (Redis unreachable, not found, not confirmed); 2 bad command
 line or input (nothing was written).`,
 		SilenceErrors:     true,
