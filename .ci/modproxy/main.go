@@ -2,8 +2,8 @@
 // that CI can build exq's modules the way a user outside the repo does: with no workspace and
 // no replace, each module fetched as the zip the Go module proxy would serve for a commit.
 //
-// It publishes every module of the repo at the pseudo-version of HEAD, and the core module at
-// every version the other modules require, each made from the commit that version names. It
+// It publishes every module of the repo at the pseudo-version of HEAD, and each module of the
+// repo at every version another module requires, made from the commit that version names. It
 // prints HEAD's pseudo-version.
 //
 //	go run . -repo ../.. -out /tmp/proxy
@@ -30,7 +30,7 @@ import (
 const core = "github.com/exqgo/exq"
 
 // modules are the repo's modules, by directory relative to its root.
-var modules = []string{".", "exqprom", "exqotel", "webtest", "bench"}
+var modules = []string{".", "exqprom", "exqotel", "webtest", "bench", "examples/prometheus"}
 
 func main() {
 	repo := flag.String("repo", ".", "the repository's root (a git checkout)")
@@ -72,17 +72,17 @@ func main() {
 		}
 		add(f.Module.Mod.Path, headVersion, head)
 		for _, r := range f.Require {
-			if r.Mod.Path != core {
+			if r.Mod.Path != core && !strings.HasPrefix(r.Mod.Path, core+"/") {
 				continue
 			}
 			if !module.IsPseudoVersion(r.Mod.Version) {
-				fail(fmt.Errorf("%s/go.mod requires %s %s: not a pseudo-version of a commit in this repo", dir, core, r.Mod.Version))
+				fail(fmt.Errorf("%s/go.mod requires %s %s: not a pseudo-version of a commit in this repo", dir, r.Mod.Path, r.Mod.Version))
 			}
 			rev, err := module.PseudoVersionRev(r.Mod.Version)
 			if err != nil {
 				fail(err)
 			}
-			add(core, r.Mod.Version, rev)
+			add(r.Mod.Path, r.Mod.Version, rev)
 		}
 	}
 	for path, versions := range wanted {
