@@ -67,6 +67,13 @@ type Options struct {
 	PageSize int
 	// Logger receives the errors the pages meet (Redis failures). Default slog.Default().
 	Logger *slog.Logger
+	// AllowedHosts are the host names (with or without a port) browsers use to reach the
+	// dashboard, such as "admin.example.com" behind a proxy. Requests for any other name are
+	// refused with 421 Misdirected Request: that is what stops DNS rebinding, where a page on
+	// an attacker's name pointed at 127.0.0.1 would otherwise read the dashboard and post its
+	// forms. "localhost" and IP addresses are always served; "*" serves every name (only for
+	// a handler that a proxy in front already restricts). Default: none.
+	AllowedHosts []string
 }
 
 // handler serves the dashboard.
@@ -168,6 +175,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "same-origin")
 
 	// The path below the prefix: as it came (behind http.StripPrefix), or with the prefix cut.
+	if !h.hostAllowed(r.Host) {
+		refuseHost(w)
+		return
+	}
 	path, raw := r.URL.Path, r.URL.RawPath
 	if pre := h.opts.Prefix; pre != "" && (path == pre || strings.HasPrefix(path, pre+"/")) {
 		path = strings.TrimPrefix(path, pre)
@@ -187,7 +198,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r2.Body = http.MaxBytesReader(w, r2.Body, maxFormBytes)
-		if !sameOrigin(r) || !validToken(r2, token) {
+		if !h.sameOrigin(r) || !validToken(r2, token) {
 			h.errorPage(w, r2, http.StatusForbidden, "The form's security token is missing or wrong (CSRF check). Reload the page and try again.")
 			return
 		}
@@ -225,19 +236,13 @@ func validToken(r *http.Request, token string) bool {
 }
 
 // sameOrigin refuses what browsers say came from another site, on top of the token.
-func sameOrigin(r *http.Request) bool {
+func (h *handler) sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 	default:
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return false
-		}
-	}
-	return true
+	return h.originAllowed(r)
 }
 
 // redirect sends the browser, after a change, to back if it is a path under the prefix, else
