@@ -26,7 +26,7 @@ func TestANodeRunsUnderTheDocumentedACLs(t *testing.T) {
 			var logs lockedLog
 			ran := make(chan string, 10)
 			e, err := Start(ctx, Options{RedisURL: srv.UserURL(user), Namespace: ns, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				Workers: map[string]Worker{"W": WorkerFunc(func(_ context.Context, j *Job) error { ran <- j.JID; return nil })},
+				Workers:  map[string]Worker{"W": WorkerFunc(func(_ context.Context, j *Job) error { ran <- j.JID; return nil })},
 				Periodic: []PeriodicJob{{Name: "every-second-" + user, Spec: "@every 1s", Class: "W"}}})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, e.Stop(context.Background())) }()
