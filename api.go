@@ -289,6 +289,10 @@ const findPage = 500
 // <, >, &, a control or non-ASCII character) is not searched as a substring: its document
 // may hold it escaped.
 func hasJID(raw, jid string) bool {
+	if IsRef(jid) {
+		ref, _, _ := strings.Cut(jid, "@")
+		return RefOf(raw) == ref
+	}
 	if plainJID(jid) && !strings.Contains(raw, jid) {
 		return false
 	}
@@ -305,8 +309,8 @@ func plainJID(jid string) bool {
 	return true
 }
 
-// FindInQueue finds job jid waiting in queue q, scanning the list in pages. No job with that
-// jid is ErrJobNotFound.
+// FindInQueue finds job jid (or the document of a Ref) waiting in queue q, scanning the list in
+// pages. No job with that jid is ErrJobNotFound.
 func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error) {
 	for start := int64(0); ; start += findPage {
 		raws, err := a.jq.queueRange(ctx, q, start, start+findPage-1)
@@ -324,8 +328,8 @@ func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error)
 	}
 }
 
-// Find finds job jid in a sorted set (RetrySet, ScheduledSet or DeadSet), scanning it in
-// pages. No job with that jid is ErrJobNotFound.
+// Find finds job jid (or the document of a Ref) in a sorted set (RetrySet, ScheduledSet or
+// DeadSet), scanning it in pages. No job with that jid is ErrJobNotFound.
 func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 	key, err := a.setKey(s)
 	if err != nil {

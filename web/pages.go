@@ -309,7 +309,7 @@ type queueData struct {
 }
 
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	p := h.pagerOf(r, false)
 	recs, err := h.api.Jobs(r.Context(), name, exq.ListOptions{Offset: p.Offset(), Size: p.Size + 1, Reverse: p.Asc})
 	if err != nil {
@@ -345,7 +345,7 @@ type confirmData struct {
 }
 
 func (h *handler) confirmQueueDelete(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	n, err := h.api.QueueSize(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err)
@@ -354,7 +354,7 @@ func (h *handler) confirmQueueDelete(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "confirm.html", "queues", "Delete queue", confirmData{
 		Question: "Delete queue “" + name + "”?",
 		Detail:   "Its " + formatNum(n) + " waiting job(s) are deleted with it. Jobs running now, and retries and scheduled jobs of the queue, stay.",
-		Action:   "/queues/" + url.PathEscape(name) + "/delete", Button: "Delete queue", Back: "/queues",
+		Action:   "/queues/" + pathSeg(name) + "/delete", Button: "Delete queue", Back: "/queues",
 	})
 }
 
@@ -363,7 +363,12 @@ type jobData struct {
 	Set     *setInfo
 	Queue   string
 	At      time.Time
-	Raw     string
+	Ref     string // names the document in the forms (row.Ref)
+	ID      string // its page's path segment (row.ID)
+	Raw     string // the raw document, cut to maxRawShown
+	RawCut  bool   // Raw is cut: the whole one is a download
+	Size    int    // of the whole raw document, bytes
+	RawLink string // under the prefix: the whole raw document, as a download
 	Job     *exq.Job
 	Bad     string
 	Args    string
@@ -379,7 +384,11 @@ type field struct {
 }
 
 func (h *handler) jobData(rec exq.JobRecord) jobData {
-	d := jobData{Raw: rec.Raw, At: rec.At}
+	rw := h.row(rec)
+	d := jobData{Raw: rec.Raw, At: rec.At, Ref: rw.Ref, ID: rw.ID, Size: len(rec.Raw)}
+	if len(d.Raw) > maxRawShown {
+		d.Raw, d.RawCut = truncate(d.Raw, maxRawShown), true
+	}
 	j, err := rec.Job()
 	if err != nil {
 		d.Bad = err.Error()
@@ -396,10 +405,10 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 		sort.Strings(keys)
 		for _, k := range keys {
 			v := doc[k]
-			f := field{Key: k, Value: string(v)}
+			f := field{Key: k, Value: truncate(string(v), maxFieldShown)}
 			var s string
-			if json.Unmarshal(v, &s) == nil {
-				f.Value = s
+			if len(v) <= 4*maxFieldShown && json.Unmarshal(v, &s) == nil {
+				f.Value = truncate(s, maxFieldShown)
 			}
 			switch k {
 			case "args":
@@ -421,15 +430,30 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 }
 
 func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
-	name, jid := r.PathValue("name"), r.PathValue("jid")
+	name, jid := pathName(r, "name"), pathName(r, "jid")
 	rec, err := h.api.FindInQueue(r.Context(), name, jid)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	if r.URL.Query().Has("raw") {
+		serveRaw(w, rec)
+		return
+	}
 	d := h.jobData(rec)
-	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+url.PathEscape(name)
+	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+pathSeg(name)
+	d.RawLink = "/queues/" + pathSeg(name) + "/jobs/" + pathSeg(rec.Ref()) + "?raw"
 	h.render(w, r, http.StatusOK, "job.html", "queues", "Job "+jid, d)
+}
+
+// serveRaw sends a stored document byte for byte, as a download: the job page shows at most
+// maxRawShown of it. Never rendered by the browser (attachment, nosniff, the strict CSP).
+func serveRaw(w http.ResponseWriter, rec exq.JobRecord) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("Content-Disposition", `attachment; filename="`+strings.TrimPrefix(rec.Ref(), "ref:")+`.json"`)
+	hd.Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(rec.Raw))
 }
 
 type busyData struct {
@@ -587,14 +611,19 @@ func matches(rec exq.JobRecord, class, queue, text string) bool {
 
 func (h *handler) setJob(s setInfo) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		jid := r.PathValue("jid")
+		jid := pathName(r, "jid")
 		rec, err := h.api.Find(r.Context(), s.Set, jid)
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
+		if r.URL.Query().Has("raw") {
+			serveRaw(w, rec)
+			return
+		}
 		d := h.jobData(rec)
 		d.Where, d.Set, d.Back = string(s.Set), &s, "/"+s.Path
+		d.RawLink = "/" + s.Path + "/" + pathSeg(rec.Ref()) + "?raw"
 		h.render(w, r, http.StatusOK, "job.html", s.Path, "Job "+jid, d)
 	}
 }
@@ -654,7 +683,7 @@ type periodicJobData struct {
 }
 
 func (h *handler) periodicJob(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	p, err := h.api.PeriodicJob(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err)
@@ -670,7 +699,7 @@ func (h *handler) periodicJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) confirmPeriodicDelete(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	if _, err := h.api.PeriodicJob(r.Context(), name); err != nil {
 		h.fail(w, r, err)
 		return
@@ -678,7 +707,7 @@ func (h *handler) confirmPeriodicDelete(w http.ResponseWriter, r *http.Request) 
 	h.render(w, r, http.StatusOK, "confirm.html", "periodic", "Delete periodic job", confirmData{
 		Question: "Delete periodic job “" + name + "”?",
 		Detail:   "Its schedule and history are deleted; jobs it enqueued stay. A node that lists it in Options.Periodic creates it again when it starts.",
-		Action:   "/periodic/" + url.PathEscape(name) + "/delete", Button: "Delete periodic job", Back: "/periodic",
+		Action:   "/periodic/" + pathSeg(name) + "/delete", Button: "Delete periodic job", Back: "/periodic",
 	})
 }
 
@@ -708,7 +737,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		rec, err := h.api.Find(ctx, s.Set, jid)
 		switch {
 		case err == nil:
-			d.Hits = append(d.Hits, hit{Where: s.Title, Link: "/" + s.Path + "/" + url.PathEscape(jid), At: rec.At, row: h.row(rec)})
+			d.Hits = append(d.Hits, hit{Where: s.Title, Link: "/" + s.Path + "/" + pathSeg(jid), At: rec.At, row: h.row(rec)})
 		case !errors.Is(err, exq.ErrJobNotFound):
 			h.fail(w, r, err)
 			return
@@ -723,7 +752,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		rec, err := h.api.FindInQueue(ctx, q, jid)
 		switch {
 		case err == nil:
-			d.Hits = append(d.Hits, hit{Where: "Queue " + q, Link: "/queues/" + url.PathEscape(q) + "/jobs/" + url.PathEscape(jid), row: h.row(rec)})
+			d.Hits = append(d.Hits, hit{Where: "Queue " + q, Link: "/queues/" + pathSeg(q) + "/jobs/" + pathSeg(jid), row: h.row(rec)})
 		case !errors.Is(err, exq.ErrJobNotFound):
 			h.fail(w, r, err)
 			return

@@ -160,8 +160,9 @@ const (
 	csrfField  = "csrf"
 )
 
-// maxFormBytes bounds a POST body: a bulk action carries the raw jobs of one page.
-const maxFormBytes = 32 << 20
+// maxFormBytes bounds a POST body: a bulk action carries the Refs of one page (about 60
+// bytes each, at most 500), never the jobs themselves.
+const maxFormBytes = 1 << 20
 
 type ctxKey int
 
