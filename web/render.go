@@ -124,7 +124,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, fil
 
 // errorPage shows a message in the layout.
 func (h *handler) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	h.render(w, r, status, "error.html", "", http.StatusText(status), msg)
+	h.render(w, r, status, "error.html", "", http.StatusText(status), errorData{Msg: msg})
 }
 
 // flashes are the only messages a redirect can ask the next page to show: a code and a count

@@ -191,6 +191,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Path, r2.URL.RawPath = path, raw
+	if r.Method == http.MethodGet && !crossSiteAllowed(r, path) {
+		h.refuseCrossSite(w, r2)
+		return
+	}
 
 	token := h.csrfToken(w, r)
 	if r.Method == http.MethodPost {
