@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq"
 	"github.com/exqgo/exq/internal/testutil/hostile"
 )
 
@@ -110,4 +111,35 @@ func TestHostileStringsNeverReachTheTerminalAndJSONStaysJSON(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "exq job: job not found: no job no-such\\x1b[2J waiting, scheduled, in retry, dead or running\n", errOut)
 	assert.False(t, strings.ContainsRune(errOut, 0x1b))
+}
+
+// A stored document without a jid (not JSON, or not a job) is listed with its Ref, and
+// exq job and exq delete take that Ref: each can be looked at and removed one by one.
+func TestUndecodableMembersAreRemovedOneByOneByTheirRef(t *testing.T) {
+	c := newCLIEnv(t)
+	ctx := context.Background()
+	bad := []string{hostile.Member("raw-escapes.txt"), hostile.Member("not-json.txt"), hostile.Member("nul-byte.json")}
+	for i, m := range bad {
+		require.NoError(t, c.rdb.ZAdd(ctx, c.ns+":dead", redis.Z{Score: float64(1700000000 + i), Member: m}).Err())
+		require.NoError(t, c.rdb.LPush(ctx, c.ns+":queue:default", m).Err())
+	}
+	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":queues", "default").Err())
+	var listed []map[string]any
+	c.json(&listed, "dead")
+	require.Len(t, listed, len(bad))
+	code, out, errOut := c.run("dead")
+	require.Equal(t, 0, code, errOut)
+	for i, m := range bad {
+		ref := exq.RefOf(m)
+		assert.Contains(t, out, ref, "the table names member %d by its Ref", i)
+		code, shown, errOut := c.run("job", ref)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, shown, "dead since")
+		code, _, errOut = c.run("delete", ref, "--set", "dead")
+		require.Equal(t, 0, code, errOut)
+		assert.EqualValues(t, len(bad)-i-1, c.rdb.ZCard(ctx, c.ns+":dead").Val(), "one removed")
+		code, _, errOut = c.run("delete", ref)
+		require.Equal(t, 0, code, "%s: and from the queue: %s", ref, errOut)
+	}
+	assert.Zero(t, c.rdb.LLen(ctx, c.ns+":queue:default").Val())
 }

@@ -91,3 +91,20 @@ func TestWebWarnsWhenItListensBeyondLoopback(t *testing.T) {
 	assert.NotContains(t, loopback.String(), "beyond loopback")
 	_ = base
 }
+
+// exq web serves the --allowed-host names, addresses and localhost, and refuses other names
+// (DNS rebinding).
+func TestWebServesOnlyAllowedHostNames(t *testing.T) {
+	c := newCLIEnv(t)
+	base, _, _ := startWeb(t, c, "--allowed-host", "dash.example:8443", "--allowed-host", "jobs.internal")
+	for host, want := range map[string]int{"dash.example": 200, "jobs.internal:7070": 200, "localhost:7070": 200, "127.0.0.1": 200,
+		"rebind.attacker.example": http.StatusMisdirectedRequest, "dash.example.attacker.example": http.StatusMisdirectedRequest} {
+		req, err := http.NewRequest(http.MethodGet, base+"/queues", nil)
+		require.NoError(t, err)
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		assert.Equal(t, want, res.StatusCode, host)
+	}
+}
