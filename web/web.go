@@ -22,7 +22,10 @@
 // and refuses every POST with 403. Job content is attacker-controlled, so it is only ever
 // written through html/template's escaping, and every response carries a strict
 // Content-Security-Policy (no inline script or style, no framing). Redirects after a change go
-// only to paths under the handler's own prefix.
+// only to paths under the handler's own prefix. Only IP addresses, localhost and
+// Options.AllowedHosts are served (DNS rebinding); a cross-site GET of a page that scans Redis
+// is refused, and every page reads a bounded number of jobs. Forms name jobs by a digest
+// (exq.JobRecord.Ref), never by the raw document. See docs/security.md.
 package web
 
 import (
