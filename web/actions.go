@@ -161,7 +161,7 @@ func (h *handler) queueDelete(w http.ResponseWriter, r *http.Request) {
 	h.redirect(w, r, "/queues", "qdeleted", 0)
 }
 
-// queueJobsDelete deletes the waiting jobs ticked on a queue's page, by their raw strings.
+// queueJobsDelete deletes the waiting jobs ticked on a queue's page, by their Refs.
 func (h *handler) queueJobsDelete(w http.ResponseWriter, r *http.Request) {
 	name := pathName(r, "name")
 	if r.PostFormValue("op") != "delete" {
