@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -49,6 +51,18 @@ func TestWakeUpsWithoutChannelPermissionNeverTurnADoneWriteIntoAnError(t *testin
 	require.NoError(t, api.PauseQueue(ctx, "reports"))
 	require.NoError(t, api.ResumeQueue(ctx, "reports"))
 	assert.Empty(t, srv.Admin.SMembers(ctx, keys.Paused()).Val())
+
+	// The missing permission is said once per API, naming the grant.
+	var logs strings.Builder
+	logged, err := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: srv.UserURL("nochannels"), Namespace: ns, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer logged.Close()
+	for range 3 {
+		require.NoError(t, logged.PauseQueue(ctx, "reports"))
+		require.NoError(t, logged.ResumeQueue(ctx, "reports"))
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "cannot publish on the wake-up channel"), logs.String())
+	assert.Contains(t, logs.String(), "ACL &"+keys.Wake())
 
 	require.NoError(t, api.PauseQueue(ctx, "reports"))
 	code, loc := f.post("/queues/reports/resume", nil)
