@@ -121,6 +121,11 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	if c.Redis == nil && c.RedisURL == "" {
 		c.RedisURL = DefaultRedisURL
 	}
+	if c.Redis == nil {
+		if err := checkRedisURL(c.RedisURL); err != nil {
+			return c, err
+		}
+	}
 	if c.RedisTimeout < 0 {
 		return bad("RedisTimeout", "must not be negative, got %s", c.RedisTimeout)
 	}
@@ -678,28 +683,37 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 	return redis.NewClient(opts), nil
 }
 
-// scrub removes the URL's password from an error message that might quote it.
-func scrub(err error, rawURL string) string {
-	msg := err.Error()
-	u, perr := url.Parse(rawURL)
-	if perr != nil {
-		return msg
+// scrub removes the URL's passwords from an error message that might quote them.
+func scrub(err error, rawURL string) string { return redact.Scrub(err.Error(), rawURL) }
+
+// checkRedisURL refuses a RedisURL that does not parse as what it claims: a scheme other than
+// redis, rediss or unix, or a redis URL without "//" and a host. go-redis would read
+// "redis:pw@host:6702" as no host at all and connect to localhost:6379, another server than
+// the one named. The error shows the URL with its passwords masked.
+func checkRedisURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
+		// password, say) the password cannot be told apart from the rest: say nothing of it.
+		return fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
-	var secrets []string
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p)
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Opaque != "" || u.Host == "" {
+			return fmt.Errorf("%w: RedisURL: %s names no host: write %s://[user:password@]host:port/db",
+				ErrInvalidOptions, redact.URL(rawURL), u.Scheme)
 		}
-	}
-	if p := u.Query().Get("password"); p != "" {
-		secrets = append(secrets, p, url.QueryEscape(p))
-	}
-	for _, p := range secrets {
-		if p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+	case "unix":
+		if u.Path == "" {
+			return fmt.Errorf("%w: RedisURL: %s names no socket: write unix:///path/to/redis.sock",
+				ErrInvalidOptions, redact.URL(rawURL))
 		}
+	default:
+		return fmt.Errorf("%w: RedisURL: %s: the scheme must be redis://, rediss:// or unix://",
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
-	return msg
+	return nil
 }
 
 // sentinelDefault resolves an int option whose zero value means def, so that "none" is spelled

@@ -214,7 +214,7 @@ func (en *enqueuer) build(ctx context.Context, op, queue, class string, args any
 // buildAt is build with the clock already read (once for a whole batch).
 func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
 	bad := func(format string, a ...any) (built, error) {
-		return built{}, &invalidJobError{op, fmt.Sprintf(format, a...)}
+		return built{}, &invalidJobError{op: op, msg: fmt.Sprintf(format, a...)}
 	}
 	if class == "" {
 		return bad("class is empty")
@@ -225,6 +225,9 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	rawArgs, err := encodeArgs(args)
 	if err != nil {
 		return bad("%v", err)
+	}
+	if len(rawArgs) > MaxJobBytes {
+		return built{}, tooLarge(op, len(rawArgs), "its args")
 	}
 	cfg := enqueueConfig{}
 	for _, o := range opts {
@@ -284,7 +287,23 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		}
 	}
 	b.doc = j.Encode()
+	if len(b.doc) > MaxJobBytes {
+		err := tooLarge(op, len(b.doc), "the job")
+		b.finish("", err)
+		return built{}, err
+	}
 	return b, nil
+}
+
+// MaxJobBytes is the largest job document an enqueue writes: 1 MiB of JSON, args included.
+// A job is read whole by every node that fetches it, every retry, and every dashboard page and
+// command that shows it, so a larger one belongs in a store of its own with its key in the
+// args. Sidekiq and Exq set no limit; documents they write are read whatever their size.
+const MaxJobBytes = 1 << 20
+
+func tooLarge(op string, n int, what string) error {
+	return &invalidJobError{op: op, tooLarge: true,
+		msg: fmt.Sprintf("%s take %d bytes as JSON, more than MaxJobBytes (%d): keep large payloads elsewhere and pass their key", what, n, MaxJobBytes)}
 }
 
 // inBatch names job i of a batch in the error buildSpec refused it with. (The label is made
@@ -300,7 +319,7 @@ func inBatch(err error, i int) error {
 // buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
 func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s JobSpec) (built, error) {
 	if !s.At.IsZero() && s.In != 0 {
-		return built{}, &invalidJobError{op, "both At and In are set"}
+		return built{}, &invalidJobError{op: op, msg: "both At and In are set"}
 	}
 	at := s.At
 	if s.In != 0 {
@@ -404,7 +423,7 @@ func (b built) result(op, class, queue, holder string, err error) (string, error
 // hide. A time that has passed enqueues the job now (see build).
 func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
 	if at.IsZero() {
-		return "", &invalidJobError{op, "time is zero"}
+		return "", &invalidJobError{op: op, msg: "time is zero"}
 	}
 	b, err := en.build(ctx, op, queue, class, args, at, opts)
 	if err != nil {

@@ -19,6 +19,9 @@ var (
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
+	// ErrJobTooLarge is wrapped (with ErrInvalidJob) by an enqueue whose job document would
+	// be larger than MaxJobBytes; nothing is written.
+	ErrJobTooLarge = errors.New("exq: job too large")
 	// ErrInvalidQueue is wrapped by the API calls that take a queue name (PauseQueue,
 	// ResumeQueue) when the name is not acceptable. Nothing is written to Redis.
 	ErrInvalidQueue = errors.New("exq: invalid queue name")
@@ -252,9 +255,15 @@ func (u *UniqueConflictError) Error() string {
 // Is makes errors.Is(err, ErrUniqueConflict) hold.
 func (u *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }
 
-// invalidJobError is the error of an enqueue whose input is unacceptable.
-type invalidJobError struct{ op, msg string }
+// invalidJobError is the error of an enqueue whose input is unacceptable; tooLarge marks a job
+// over MaxJobBytes, which matches ErrJobTooLarge as well.
+type invalidJobError struct {
+	op, msg  string
+	tooLarge bool
+}
 
 func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg }
 
-func (e *invalidJobError) Is(target error) bool { return target == ErrInvalidJob }
+func (e *invalidJobError) Is(target error) bool {
+	return target == ErrInvalidJob || (e.tooLarge && target == ErrJobTooLarge)
+}

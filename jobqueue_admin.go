@@ -59,12 +59,14 @@ func (jq *jobQueue) pause(ctx context.Context, q string) error {
 }
 
 // resume removes q from the paused set and wakes the nodes, so that idle ones fetch its
-// waiting jobs at once instead of at their next poll.
-func (jq *jobQueue) resume(ctx context.Context, q string) error {
+// waiting jobs at once instead of at their next poll. The wake-up is best effort: once the
+// SREM is done the queue is resumed, so a failed PUBLISH (an ACL without the channel) is
+// returned apart, as wakeErr, never as the resume's error.
+func (jq *jobQueue) resume(ctx context.Context, q string) (wakeErr, err error) {
 	if err := jq.rdb.SRem(ctx, jq.keys.Paused(), q).Err(); err != nil {
-		return err
+		return nil, err
 	}
-	return jq.rdb.Publish(ctx, jq.keys.Wake(), q).Err()
+	return jq.rdb.Publish(ctx, jq.keys.Wake(), q).Err(), nil
 }
 
 // paused lists the paused queues.
@@ -217,14 +219,32 @@ func formatScore(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// liveNodes prunes the processes set (as Sidekiq's readers do) and reads what is left, sorted.
+// liveNodes reads the processes set and keeps the members whose hash still has its info,
+// sorted. It only reads: a stale member (a node that died without signing off) is skipped,
+// and left for the nodes' own pruning (pinger.run), so that a read-only Redis user, or a
+// read-only dashboard, can list processes and never deletes one.
 func (jq *jobQueue) liveNodes(ctx context.Context) ([]string, error) {
-	if err := jq.prune(ctx, nil); err != nil {
+	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
-	sort.Strings(ids)
-	return ids, err
+	alive := make([]*redis.BoolCmd, len(ids))
+	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			alive[i] = p.HExists(ctx, jq.keys.Node(id), "info")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	live := ids[:0]
+	for i, id := range ids {
+		if alive[i].Val() {
+			live = append(live, id)
+		}
+	}
+	sort.Strings(live)
+	return live, nil
 }
 
 // nodeHashes reads one hash per live node (key(id)) in one pipeline of HGETALLs, after

@@ -135,7 +135,7 @@ func (s *sharder) EnqueueIn(ctx context.Context, queue, class string, d time.Dur
 // EnqueueAt schedules a job to run at t in the shard it routes to; see Exq.EnqueueAt.
 func (s *sharder) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if t.IsZero() {
-		return "", &invalidJobError{"enqueue at", "time is zero"}
+		return "", &invalidJobError{op: "enqueue at", msg: "time is zero"}
 	}
 	return s.enqueueAt(ctx, "enqueue at", queue, class, t, args, opts)
 }

@@ -21,10 +21,13 @@ var defaultRedisURL = "redis://127.0.0.1:6379/0"
 // app is one invocation: its flags, where it prints, and its connection once made.
 type app struct {
 	env
-	redisURL  string
-	namespace string
-	json      bool
-	timeout   time.Duration
+	// rawStdout and rawStderr are the streams as given, for the command's own control
+	// sequences (the progress bar, --watch's clear screen); stdout and stderr escape them.
+	rawStdout, rawStderr io.Writer
+	redisURL             string
+	namespace            string
+	json                 bool
+	timeout              time.Duration
 
 	nss     []string        // the namespaces, in --namespace order
 	api     *exq.API        // one namespace; nil with several or before connect

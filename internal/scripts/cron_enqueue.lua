@@ -21,5 +21,5 @@ redis.call('LPUSH', KEYS[3], ARGV[3])
 redis.call('HSET', KEYS[1], 'last_enqueue_time', ARGV[5])
 redis.call('LPUSH', KEYS[5], ARGV[6])
 redis.call('LTRIM', KEYS[5], 0, 9)
-redis.call('PUBLISH', ARGV[8], ARGV[4])
+redis.pcall('PUBLISH', ARGV[8], ARGV[4]) -- best effort: a user without the channel still enqueued
 return 1
