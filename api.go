@@ -20,6 +20,16 @@ type API struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	jq        *jobQueue
+	clock     *serverClock // the Redis server's clock, for the calls that need the time
+}
+
+// now reads the Redis server's clock (serverclock.go), taking a sample first when the last
+// one is old.
+func (a *API) now(ctx context.Context) (time.Time, error) {
+	if err := a.clock.freshForClient(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return a.clock.now(), nil
 }
 
 // Namespace is the namespace the API works on ("" for none).
@@ -33,12 +43,13 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}}, nil
+	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
+		clock: newServerClock(rdb, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}}
+	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, clock: e.clock}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.

@@ -94,7 +94,10 @@ func (a *API) QueueLatencies(ctx context.Context) (map[string]time.Duration, err
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue latencies: %w", err)
 	}
-	now := time.Now()
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue latencies: %w", err)
+	}
 	out := make(map[string]time.Duration, len(qs))
 	for i, q := range qs {
 		out[q] = 0

@@ -170,8 +170,12 @@ type EnqueueResult struct {
 
 // enqueuer builds job documents and writes them. It holds no goroutines.
 type enqueuer struct {
-	jq         *jobQueue
-	now        func() time.Time
+	jq *jobQueue
+	// now is the Redis server's clock (serverClock.now) outside tests.
+	now func() time.Time
+	// fresh, when set, makes sure now has a recent sample of the server's clock before a call
+	// reads it (a Client's or an API's clock; a node keeps its own fresh).
+	fresh      func(ctx context.Context) error
 	maxRetries int
 	events     listeners
 	hooks      []EnqueueHook
@@ -208,7 +212,21 @@ func (b built) finish(jid string, err error) {
 // time that is not after now (before 1970 too) also means now, as Sidekiq's perform_at and
 // asynq's ProcessAt read it, so no job is ever written with a score the past has overtaken.
 func (en *enqueuer) build(ctx context.Context, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
-	return en.buildAt(ctx, en.now(), op, queue, class, args, at, opts)
+	now, err := en.serverNow(ctx, op)
+	if err != nil {
+		return built{}, err
+	}
+	return en.buildAt(ctx, now, op, queue, class, args, at, opts)
+}
+
+// serverNow reads the Redis server's clock, taking a sample first if fresh says so.
+func (en *enqueuer) serverNow(ctx context.Context, op string) (time.Time, error) {
+	if en.fresh != nil {
+		if err := en.fresh(ctx); err != nil {
+			return time.Time{}, fmt.Errorf("exq: %s: %w", op, err)
+		}
+	}
+	return en.now(), nil
 }
 
 // buildAt is build with the clock already read (once for a whole batch).
@@ -399,6 +417,15 @@ func (b built) result(op, class, queue, holder string, err error) (string, error
 	return b.jid, nil
 }
 
+// enqueueIn schedules a job to run d after now on the Redis server's clock.
+func (en *enqueuer) enqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts []EnqueueOption) (string, error) {
+	now, err := en.serverNow(ctx, "enqueue in")
+	if err != nil {
+		return "", err
+	}
+	return en.enqueueAt(ctx, "enqueue in", queue, class, now.Add(d), args, opts)
+}
+
 // enqueueAt schedules a job at at. A zero at is an error rather than "now": it is time.Time's
 // unset value, so it nearly always is a forgotten field, which running the job at once would
 // hide. A time that has passed enqueues the job now (see build).
@@ -425,7 +452,10 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	items := make([]batchItem, len(specs))
 	bs := make([]built, len(specs))
-	now := en.now()
+	now, err := en.serverNow(ctx, "enqueue all")
+	if err != nil {
+		return nil, err
+	}
 	for i, s := range specs {
 		b, err := en.buildSpec(ctx, now, "enqueue all", s)
 		if err != nil {

@@ -59,6 +59,7 @@ type Exq struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	log       *slog.Logger
+	clock     *serverClock // the Redis server's clock; opts.now reads it
 
 	jq       *jobQueue
 	enq      *enqueuer
@@ -121,6 +122,22 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return nil, err
 	}
 
+	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
+	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
+	e.clock = newServerClock(e.rdb, o.now, e.log)
+	if o.serverNow != nil {
+		o.now = o.serverNow
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+		err := e.clock.sync(cctx)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("exq: start: %w", err))
+		}
+		o.now = e.clock.now
+	}
+	e.opts = o
+
 	keys := wire.NewKeys(o.Namespace)
 	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
 	if err != nil {
@@ -164,6 +181,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goOps(func() { e.acker.run(opsCtx) })
 	e.goOps(func() { e.stats.run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
+	if o.serverNow == nil {
+		e.goOps(func() { e.clock.run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
 	}
@@ -334,7 +354,7 @@ func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duratio
 	if e.stopped.Load() {
 		return "", ErrStopped
 	}
-	return e.enq.enqueueAt(ctx, "enqueue in", queue, class, e.opts.now().Add(d), args, opts)
+	return e.enq.enqueueIn(ctx, queue, class, d, args, opts)
 }
 
 // EnqueueAt schedules a job to run at time t. A time that has passed (before 1970 too)
