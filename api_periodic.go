@@ -170,7 +170,7 @@ func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now); err != nil {
+	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now, cronClaim{}); err != nil {
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	} else if !ok {
 		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name) // deleted meanwhile

@@ -26,6 +26,9 @@ type serverClock struct {
 	rdb   redis.UniversalClient
 	local func() time.Time // this process's clock: time.Now, or a test's skewed one
 	log   *slog.Logger
+	// syncing is held by the one fresh call that takes a sample: the calls that meet a stale
+	// sample at once (a Client's first burst of enqueues) share one TIME round trip.
+	syncing chan struct{}
 
 	mu      sync.Mutex
 	server  time.Time // the server's time at the last sample
@@ -51,7 +54,7 @@ func newServerClock(rdb redis.UniversalClient, local func() time.Time, log *slog
 	if local == nil {
 		local = time.Now
 	}
-	return &serverClock{rdb: rdb, local: local, log: log}
+	return &serverClock{rdb: rdb, local: local, log: log, syncing: make(chan struct{}, 1)}
 }
 
 // now is the server's time as this process reads it. Before the first sample it is the local
@@ -96,17 +99,31 @@ func (c *serverClock) sync(ctx context.Context) error {
 // in hand, a failed TIME is not an error: the sample still reads the server's clock well, and
 // the call that needs the time meets Redis' trouble itself.
 func (c *serverClock) fresh(ctx context.Context, maxAge time.Duration) error {
-	c.mu.Lock()
-	ok := c.sampled && c.local().Sub(c.at) < maxAge
-	sampled := c.sampled
-	c.mu.Unlock()
-	if ok {
+	if ok, _ := c.young(maxAge); ok {
 		return nil
+	}
+	select {
+	case c.syncing <- struct{}{}:
+		defer func() { <-c.syncing }()
+	case <-ctx.Done():
+		return fmt.Errorf("read the Redis server's clock: %w", ctx.Err())
+	}
+	ok, sampled := c.young(maxAge)
+	if ok {
+		return nil // another call took a sample meanwhile
 	}
 	if err := c.sync(ctx); err != nil && !sampled {
 		return err
 	}
 	return nil
+}
+
+// young reports whether there is a sample younger than maxAge, and whether there is one.
+func (c *serverClock) young(maxAge time.Duration) (ok, sampled bool) {
+	l := c.local()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sampled && l.Sub(c.at) < maxAge, c.sampled
 }
 
 // run takes a sample every interval until ctx ends.
