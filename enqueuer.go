@@ -184,6 +184,16 @@ type enqueuer struct {
 	group groupCommit
 }
 
+// hold marks jids as being written until the returned function is called, after their
+// JobEnqueued (eventOrder): a worker of this node that fetched one meanwhile reports
+// JobStarted after it.
+func (en *enqueuer) hold(jids ...string) func() {
+	if !en.events.has() {
+		return func() {}
+	}
+	return en.events.order.hold(jids...)
+}
+
 // enqueued reports a written job to the listeners.
 func (en *enqueuer) enqueued(queue, class, jid string, at time.Time) {
 	if en.events.has() {
@@ -392,10 +402,12 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	if err != nil {
 		return "", err
 	}
+	release := en.hold(b.jid)
 	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
+	release()
 	jid, err := b.result("enqueue", class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
@@ -437,10 +449,12 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 	if err != nil {
 		return "", err
 	}
+	release := en.hold(b.jid)
 	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, at: b.at, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
+	release()
 	jid, err := b.result(op, class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
@@ -468,6 +482,12 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
 		bs[i] = b
 	}
+	jids := make([]string, len(bs))
+	for i, b := range bs {
+		jids[i] = b.jid
+	}
+	release := en.hold(jids...)
+	defer release() // after the JobEnqueued events below (or the failure)
 	holders, err := en.jq.enqueueAll(ctx, items)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)

@@ -144,7 +144,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return fail(err)
 	}
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
-	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log}
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)

@@ -203,6 +203,8 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 	cctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	jid := pt.b.jid
+	release := p.en.hold(jid)
+	defer release()
 	ok, err := p.jq.cronEnqueue(cctx, pt.rec.name, pt.rec.queue, jid, pt.b.doc, pt.tick, pt.built, pt.claim)
 	if err != nil {
 		if !slices.Contains(p.pending, pt) {
