@@ -149,11 +149,11 @@ type JobSpec struct {
 	Queue, Class string
 	// Args must encode to a JSON array (nil is the empty list).
 	Args any
-	// At runs the job at this time (as EnqueueAt). A time that has passed, before 1970 too,
-	// enqueues the job now.
+	// At runs the job at this time (as EnqueueAt: an instant on the Redis server's clock). A
+	// time that has passed, before 1970 too, enqueues the job now.
 	At time.Time
-	// In runs the job after this long (as EnqueueIn); 0 or less enqueues it now. Set At or
-	// In, not both.
+	// In runs the job after this long from now on the Redis server's clock (as EnqueueIn); 0
+	// or less enqueues it now. Set At or In, not both.
 	In time.Duration
 	// Options apply to this job only.
 	Options []EnqueueOption

@@ -349,7 +349,9 @@ func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts .
 	return e.enq.enqueue(ctx, queue, class, args, opts)
 }
 
-// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now.
+// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now. d is
+// measured from now on the Redis server's clock, so a node whose own clock is off still
+// schedules the job d from now.
 func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
@@ -359,6 +361,9 @@ func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duratio
 
 // EnqueueAt schedules a job to run at time t. A time that has passed (before 1970 too)
 // enqueues it now; the zero time.Time is an error, since it is almost always a forgotten field.
+// t is an instant, kept as given: the job is due when the Redis server's clock reaches it, and
+// "has passed" is judged by that clock. A t computed from a clock that is off (time.Now() on a
+// skewed machine, plus a delay) is off by as much: use EnqueueIn for a delay.
 func (e *Exq) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
