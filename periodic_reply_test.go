@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +128,58 @@ func TestPeriodicEnqueueWithALostReplyTellsItsHookWhetherTheJobWasWritten(t *tes
 			assert.Zero(t, othersRun, "jobs of ticks another claimed")
 		})
 	}
+}
+
+// A tick whose enqueue Redis never answered (the link is down) is sent again, the same job
+// under the same claim, once Redis is back: the hook hears once, "written". A runner that stops
+// while Redis is still down tells the hook the outcome is unknown, with the cause.
+func TestAPendingTickIsSentAgainUntilRedisAnswersOrTheRunnerStops(t *testing.T) {
+	t.Parallel()
+	c := newCutter(t)
+	ctx := context.Background()
+	clock := &fixedClock{t: time.Date(2026, 12, 1, 10, 0, 0, 500_000_000, time.UTC)}
+	c.savePeriodic(PeriodicJob{Name: "minutely", Spec: "* * * * *", Class: "M", Queue: "cron"}, clock.now())
+	var mu sync.Mutex
+	var heard []string
+	hook := func(_ context.Context, job *OutgoingJob) func(string, error) {
+		return func(jid string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, fmt.Sprintf("%s|%v", jid, err))
+		}
+	}
+	r := c.periodicRunner(clock.now, time.Minute)
+	opts := *c.rdb.Options()
+	opts.Addr, opts.MaxRetries = c.proxy.Addr(), -1
+	via := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = via.Close() })
+	r.jq.rdb, r.en.jq.rdb, r.en.hooks = via, via, []EnqueueHook{hook}
+	require.NoError(t, r.load(ctx))
+
+	c.proxy.Down()
+	clock.add(time.Minute) // 10:01:00.5: the 10:01 tick is due
+	_, err := r.evaluate(ctx, clock.now())
+	require.Error(t, err)
+	require.Len(t, r.pending, 1)
+	clock.add(5 * time.Second)
+	_, err = r.evaluate(ctx, clock.now())
+	require.Error(t, err, "still down")
+	assert.Empty(t, heard, "no verdict while Redis does not answer")
+	c.proxy.Up()
+	clock.add(5 * time.Second)
+	_, err = r.evaluate(ctx, clock.now())
+	require.NoError(t, err)
+	jid := tickJID("minutely", time.Date(2026, 12, 1, 10, 1, 0, 0, time.UTC))
+	assert.Equal(t, []string{jid + "|<nil>"}, heard, "one verdict: written")
+	assert.Len(t, c.list(c.keys.Queue("cron")), 1)
+
+	heard = nil
+	c.proxy.Down()
+	clock.add(time.Minute)
+	_, err = r.evaluate(ctx, clock.now())
+	require.Error(t, err)
+	r.settle()
+	require.Len(t, heard, 1)
+	assert.Contains(t, heard[0], "|exq: periodic job \"minutely\", tick 2026-12-01T10:02:00Z: Redis did not answer before the node stopped, so whether its job was written is unknown: ")
+	assert.Empty(t, r.pending)
 }

@@ -223,30 +223,42 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 	return nil
 }
 
-// resend sends every pending tick again: to enqueue it while it is within grace (or learn that
-// an earlier send did), and after that only to learn whether an earlier send did. It returns
-// the last error.
+// resend sends the pending ticks again, oldest first: to enqueue one while it is within grace
+// (or learn that an earlier send did), and after that only to learn whether an earlier send
+// did. It stops at the first error (Redis does not answer: the rest would wait for it too). A
+// tick older than its claim's marker can no longer be learnt about: its hooks hear that.
 func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
-	var lastErr error
 	for _, pt := range slices.Clone(p.pending) {
+		if now.Sub(pt.tick) >= pt.claim.ttl {
+			p.giveUp(pt, "Redis did not answer while the claim's marker lived", nil)
+			continue
+		}
 		pt.claim.check = now.Sub(pt.tick) > p.grace
 		if err := p.send(ctx, pt); err != nil {
-			lastErr = err
+			return err
 		}
 	}
-	return lastErr
+	return nil
 }
 
-// settle asks once more, when the runner stops, about each tick still pending. A tick Redis
-// does not answer for is reported to its hooks with an error: the node could not learn whether
-// its job was written.
+// settle asks once more, when the runner stops, about each tick still pending; the hooks of a
+// tick Redis does not answer for hear that.
 func (p *periodicRunner) settle() {
 	for _, pt := range slices.Clone(p.pending) {
 		pt.claim.check = true
 		if err := p.send(context.Background(), pt); err != nil {
-			p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
-			pt.b.finish("", fmt.Errorf("exq: periodic job %q, tick %s: Redis did not answer before the node stopped, so whether the job was written is unknown: %w",
-				pt.rec.name, pt.tick.UTC().Format(time.RFC3339), err))
+			p.giveUp(pt, "Redis did not answer before the node stopped", err)
 		}
 	}
+}
+
+// giveUp drops a pending tick, telling its hooks that whether its job was written is unknown.
+func (p *periodicRunner) giveUp(pt *pendingTick, why string, cause error) {
+	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
+	p.log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.name, "tick", pt.tick, "why", why, "error", cause)
+	err := fmt.Errorf("exq: periodic job %q, tick %s: %s, so whether its job was written is unknown", pt.rec.name, pt.tick.UTC().Format(time.RFC3339), why)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	pt.b.finish("", err)
 }
