@@ -23,7 +23,17 @@ type API struct {
 	ownClient bool
 	jq        *jobQueue
 	log       *slog.Logger
-	wakeOnce  *sync.Once // the missing channel permission is reported once
+	wakeOnce  *sync.Once   // the missing channel permission is reported once
+	clock     *serverClock // the Redis server's clock, for the calls that need the time
+}
+
+// now reads the Redis server's clock (serverclock.go), taking a sample first when the last
+// one is old.
+func (a *API) now(ctx context.Context) (time.Time, error) {
+	if err := a.clock.freshForClient(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return a.clock.now(), nil
 }
 
 // Namespace is the namespace the API works on ("" for none).
@@ -37,12 +47,13 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}, log: o.Logger, wakeOnce: &sync.Once{}}, nil
+	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
+		log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(rdb, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, log: e.log, wakeOnce: &sync.Once{}}
+	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.

@@ -123,7 +123,10 @@ func (a *API) QueueLatenciesOf(ctx context.Context, qs []string) (map[string]tim
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue latencies: %w", err)
 	}
-	now := time.Now()
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue latencies: %w", err)
+	}
 	out := make(map[string]time.Duration, len(qs))
 	for i, q := range qs {
 		out[q] = 0

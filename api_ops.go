@@ -169,12 +169,16 @@ type SecondStats struct {
 }
 
 // Realtime returns the per-second counters of the last two minutes, oldest first: the
-// seconds from 120 s ago to 5 s ahead of this process' clock (a writer's clock may run a
-// little ahead) that have a counter.
+// seconds from 120 s ago to 5 s ahead of the Redis server's clock (nodes of earlier versions
+// named them by their own clocks, which may run a little ahead) that have a counter.
 func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 	// The keys are named by their second, so they are read by name in one MGET: a SCAN for
 	// them would cost as much as the whole keyspace, at every refresh of a dashboard.
-	now := time.Now().UTC().Truncate(time.Second)
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: realtime stats: %w", err)
+	}
+	now = now.UTC().Truncate(time.Second)
 	var seconds []time.Time
 	var keys []string
 	for at := now.Add(-realtimeWindow); !at.After(now.Add(realtimeAhead)); at = at.Add(time.Second) {

@@ -48,8 +48,9 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
-	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger},
-		hooks: o.EnqueueHooks},
+	clock := newServerClock(rdb, time.Now, o.Logger)
+	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
+		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks},
 		rdb: rdb, ownClient: own}, nil
 }
 
@@ -60,7 +61,7 @@ func (c *Client) Enqueue(ctx context.Context, queue, class string, args any, opt
 
 // EnqueueIn schedules a job to run after d; see Exq.EnqueueIn.
 func (c *Client) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
-	return c.enq.enqueueAt(ctx, "enqueue in", queue, class, c.enq.now().Add(d), args, opts)
+	return c.enq.enqueueIn(ctx, queue, class, d, args, opts)
 }
 
 // EnqueueAt schedules a job to run at t; see Exq.EnqueueAt.

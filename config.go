@@ -323,8 +323,12 @@ func (o Options) ClientOptions() ClientOptions {
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value
 // (the defaults below), and tests pass their own to start.
 type testHooks struct {
-	// now replaces the clock. Default time.Now.
+	// now is this node's own clock, which a test skews. Default time.Now. The node reads the
+	// Redis server's clock with it (serverClock); no decision reads it directly.
 	now func() time.Time
+	// serverNow, when set, stands for the Redis server's clock: the node takes no sample of
+	// TIME and times every job, tick and lock by it, so a test can pin those times exactly.
+	serverNow func() time.Time
 	// schedulerPage is the scheduler's page size. Default 100.
 	schedulerPage int
 	// pingInterval and statsInterval pace the node ping (5 s, as Exq and Sidekiq) and the

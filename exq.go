@@ -59,6 +59,7 @@ type Exq struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	log       *slog.Logger
+	clock     *serverClock // the Redis server's clock; opts.now reads it
 
 	jq       *jobQueue
 	enq      *enqueuer
@@ -121,13 +122,29 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return nil, err
 	}
 
+	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
+	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
+	e.clock = newServerClock(e.rdb, o.now, e.log)
+	if o.serverNow != nil {
+		o.now = o.serverNow
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+		err := e.clock.sync(cctx)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("exq: start: %w", err))
+		}
+		o.now = e.clock.now
+	}
+	e.opts = o
+
 	keys := wire.NewKeys(o.Namespace)
 	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
 	if err != nil {
 		return fail(err)
 	}
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
-	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log}
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
@@ -164,6 +181,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goOps(func() { e.acker.run(opsCtx) })
 	e.goOps(func() { e.stats.run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
+	if o.serverNow == nil {
+		e.goOps(func() { e.clock.run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
 	}
@@ -329,16 +349,21 @@ func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts .
 	return e.enq.enqueue(ctx, queue, class, args, opts)
 }
 
-// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now.
+// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now. d is
+// measured from now on the Redis server's clock, so a node whose own clock is off still
+// schedules the job d from now.
 func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
 	}
-	return e.enq.enqueueAt(ctx, "enqueue in", queue, class, e.opts.now().Add(d), args, opts)
+	return e.enq.enqueueIn(ctx, queue, class, d, args, opts)
 }
 
 // EnqueueAt schedules a job to run at time t. A time that has passed (before 1970 too)
 // enqueues it now; the zero time.Time is an error, since it is almost always a forgotten field.
+// t is an instant, kept as given: the job is due when the Redis server's clock reaches it, and
+// "has passed" is judged by that clock. A t computed from a clock that is off (time.Now() on a
+// skewed machine, plus a delay) is off by as much: use EnqueueIn for a delay.
 func (e *Exq) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped

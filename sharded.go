@@ -129,7 +129,11 @@ func (s *sharder) Enqueue(ctx context.Context, queue, class string, args any, op
 
 // EnqueueIn schedules a job to run after d in the shard it routes to; see Exq.EnqueueIn.
 func (s *sharder) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
-	return s.enqueueAt(ctx, "enqueue in", queue, class, s.ens[0].now().Add(d), args, opts)
+	now, err := s.ens[0].serverNow(ctx, "enqueue in")
+	if err != nil {
+		return "", err
+	}
+	return s.enqueueAt(ctx, "enqueue in", queue, class, now.Add(d), args, opts)
 }
 
 // EnqueueAt schedules a job to run at t in the shard it routes to; see Exq.EnqueueAt.
@@ -147,7 +151,10 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	now := s.ens[0].now()
+	now, err := s.ens[0].serverNow(ctx, "enqueue all")
+	if err != nil {
+		return nil, err
+	}
 	parts := make([][]int, len(s.ens))
 	builts := make([]built, len(specs))
 	for i, sp := range specs {

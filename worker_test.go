@@ -65,7 +65,7 @@ func failingNode(t *testing.T, v *env, o Options, w Worker) (*Exq, *fixedClock) 
 	clock := &fixedClock{t: time.Unix(1796010415, 0)}
 	o.DisableScheduler = true
 	o.Workers = map[string]Worker{"W": w}
-	return v.start(o, testHooks{now: clock.now}), clock
+	return v.start(o, testHooks{serverNow: clock.now}), clock
 }
 
 func TestFailedJobMovesToRetryWithBackoffKeepingUnknownFields(t *testing.T) {

@@ -116,6 +116,11 @@ func (k Keys) CronEnqueued(name string) string { return k.CronJob(name) + ":enqu
 // {"jid":…,"enqueued":"2006-01-02 15:04:05 +0000"}.
 func (k Keys) CronHistory(name string) string { return k.CronJob(name) + ":jid_history" }
 
+// CronClaim marks, for a while, that the periodic enqueue with claim id (a random id the
+// enqueuing node picks per tick) claimed its tick (exq's own key, with a TTL): a node whose
+// reply was lost sends the call again and learns from it whether the tick is its own.
+func (k Keys) CronClaim(id string) string { return k.Prefix + "cron_claim:" + id }
+
 // StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
 // TTL), so that a batch sent again after a lost reply is not counted twice.
 func (k Keys) StatFlush(node string) string { return k.Prefix + "stat_flush:" + node }
