@@ -91,7 +91,9 @@ type Exq struct {
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
-// (naming the field) or ErrRedisUnavailable (naming the address, never the password).
+// (naming the field), ErrRedisUnavailable (naming the address, never the password) or
+// ErrRedisOOM (Redis is out of memory: a node does not join then, though the nodes already
+// running carry on).
 //
 // ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
 // signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
@@ -118,7 +120,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		if e.ownClient {
 			_ = e.rdb.Close()
 		}
-		return nil, err
+		return nil, markOOM(err)
 	}
 
 	keys := wire.NewKeys(o.Namespace)
@@ -154,7 +156,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		// never beat would never be rescued.
 		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
 			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
-		if err := e.hb.beat(ctx); err != nil {
+		if err := e.hb.join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
 	}

@@ -549,10 +549,20 @@ func jobQueueName(raw string) (string, bool) {
 }
 
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
-// the leases of its running jobs, per queue, to that time.
+// the leases of its running jobs, per queue, to that time. It works when Redis is out of
+// memory too, so that no live node is taken for dead then.
 func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string) error {
+	return jq.beatAs(ctx, "beat", window, leases)
+}
+
+// join is the first beat of a node (Start): Redis refuses it when it is out of memory.
+func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string) error {
+	return jq.beatAs(ctx, "join", window, leases)
+}
+
+func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string) error {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()}
-	args := []any{jq.node, window.Seconds()}
+	args := []any{jq.node, window.Seconds(), mode}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))

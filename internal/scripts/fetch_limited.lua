@@ -77,11 +77,12 @@ for i = 1, nq do
     end
   end
   for j = 1, n do
-    local job = redis.call('RPOPLPUSH', src, dst)
+    local job = redis.call('RPOP', src) -- then LPUSH: a removal first (see fetch.lua)
     if not job then
       wait = -1 -- the queue ran out: nothing is held back
       break
     end
+    redis.call('LPUSH', dst, job)
     got[#got + 1] = job
     local member = node .. ':' .. string.format('%d', first + j - 1)
     if limit > 0 then
