@@ -445,7 +445,8 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
-	// Finished jobs must be acknowledged before the sweep, or it would run them again.
+	// Finished jobs must be acknowledged before the sweep, or it would run them again (their
+	// leases go with them).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
 	if !e.acker.drain(sctx) {
@@ -453,7 +454,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 		return nil, nil
 	}
 	empty := e.mgr.sweep(sctx)
-	e.mgr.releaseLeases(sctx)
+	e.mgr.stopWaiting(sctx)
 	return empty, nil
 }
 

@@ -110,10 +110,10 @@ func oomCases() []oomCase {
 				c.RPush(ctx, k.Queue("b"), job)
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Paused(), k.Queue("a"), k.Backup(node, "a"), k.Leases("a"), k.Starts("a"), k.RatePace("a"),
-					k.Queue("b"), k.Backup(node, "b"), k.Leases("b"), k.Starts("b"), k.RatePace("b")}
+				return []string{k.Paused(), k.Queue("a"), k.Backup(node, "a"), k.Leases("a"), k.Starts("a"), k.RatePace("a"), k.LeaseWaiters("a"),
+					k.Queue("b"), k.Backup(node, "b"), k.Leases("b"), k.Starts("b"), k.RatePace("b"), k.LeaseWaiters("b")}
 			},
-			args: []any{node, 5, "a", 1, 0, 0, 0, 1, 0, "b", 1, 2, 10, 1, 2, 0}},
+			args: []any{node, 5, 1, "a", 1, 0, 0, 0, 1, 0, "b", 1, 2, 10, 1, 2, 0}},
 		{name: "ack", file: "ack.lua", script: Ack, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.RPush(ctx, backup(k), job)
@@ -234,8 +234,8 @@ func TestFetchIntoABackupListThatIsNotAListLeavesTheJobInItsQueue(t *testing.T) 
 		args   []any
 	}{
 		{"fetch", Fetch, []string{k.Paused(), k.Queue("q"), k.Backup(node, "q")}, []any{"q", 2}},
-		{"limited fetch", FetchLimited, []string{k.Paused(), k.Queue("q"), k.Backup(node, "q"), k.Leases("q"), k.Starts("q"), k.RatePace("q")},
-			[]any{node, 5, "q", 2, 3, 0, 0, 1, 0}},
+		{"limited fetch", FetchLimited, []string{k.Paused(), k.Queue("q"), k.Backup(node, "q"), k.Leases("q"), k.Starts("q"), k.RatePace("q"), k.LeaseWaiters("q")},
+			[]any{node, 5, 1, "q", 2, 3, 0, 0, 1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, c.Del(ctx, k.Queue("q"), k.Leases("q")).Err())
