@@ -3,6 +3,7 @@ package exq
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -141,6 +142,39 @@ func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
 	testutil.WaitFor(t, "every job ran", func() bool { return ran.Load() == jobs })
 	assert.EqualValues(t, limit, p.most.Load(), "at most the limit ran at once, and the limit was used")
 	testutil.WaitFor(t, "the last lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+}
+
+// A job's lease goes as soon as the job ends, whatever its outcome, without waiting for its
+// node's next fetch: here the node fetches no more (it unsubscribed), and the leases live a
+// minute unless released.
+func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
+	for _, outcome := range []string{"done", "failed", "snoozed"} {
+		t.Run(outcome, func(t *testing.T) {
+			v := newEnv(t)
+			release := make(chan struct{})
+			started := make(chan struct{}, 1)
+			hold := WorkerFunc(func(ctx context.Context, job *Job) error {
+				started <- struct{}{}
+				<-release
+				switch outcome {
+				case "failed":
+					return errors.New("boom")
+				case "snoozed":
+					return Snooze(time.Hour)
+				}
+				return nil
+			})
+			e := v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 2, GlobalLimit: 2}}, Workers: map[string]Worker{"W": hold},
+				HeartbeatInterval: 15 * time.Second})
+			_, err := e.Enqueue(context.Background(), "limited", "W", nil)
+			require.NoError(t, err)
+			<-started
+			require.Equal(t, 1, v.zcard(v.keys.Leases("limited")), "the running job holds a lease")
+			require.NoError(t, e.UnsubscribeAll())
+			close(release)
+			testutil.WaitFor(t, "the lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+		})
+	}
 }
 
 func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
