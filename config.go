@@ -61,8 +61,11 @@ type Queue struct {
 	Concurrency int
 	// GlobalLimit is the most jobs of this queue that run at the same time on all the nodes of
 	// the namespace together (docs/queues.md). Zero means no such limit. Each job
-	// holds a lease, taken in the fetch and renewed with the heartbeat, so a killed node's
-	// slots free within its heartbeat window. Requires heartbeats.
+	// holds a lease, taken in the fetch, renewed with the heartbeat (so a killed node's slots
+	// free within its heartbeat window) and released as soon as the job ends. While nodes wait
+	// for a slot, none holds more than one lease beyond the waiting node that holds fewest, so
+	// the slots are shared out and a node behind a slow link cannot keep them. Requires
+	// heartbeats.
 	GlobalLimit int
 	// Rate is the most jobs of this queue that start per period on all the nodes together,
 	// spread out evenly; jobs beyond it wait in the queue. The zero Rate means no limit.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel errors. Errors returned by exq wrap them, so test with errors.Is.
@@ -42,6 +44,11 @@ var (
 	ErrNotReplicated = errors.New("exq: not replicated")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	// ErrRedisOOM is matched by the error of a call that Redis refused because it is out of
+	// memory (maxmemory reached under the noeviction policy): every kind of enqueue, and Start.
+	// Nothing was written. Running nodes carry on meanwhile: they beat, fetch, run and
+	// acknowledge jobs, so the queues drain, which frees memory (docs/out-of-memory.md).
+	ErrRedisOOM = errors.New("exq: Redis out of memory")
 	// ErrInvalidPeriodic is wrapped when a PeriodicJob is not acceptable (at Start, under
 	// ErrInvalidOptions, and by the API's AddPeriodic and UpdatePeriodic); the message names
 	// the schedule and the field. Nothing is written to Redis.
@@ -266,4 +273,26 @@ func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg 
 
 func (e *invalidJobError) Is(target error) bool {
 	return target == ErrInvalidJob || (e.tooLarge && target == ErrJobTooLarge)
+}
+
+// redisOOMError is a Redis error reply saying that Redis is out of memory. It keeps Redis's
+// text and matches ErrRedisOOM.
+type redisOOMError struct{ err error }
+
+func (e *redisOOMError) Error() string        { return e.err.Error() }
+func (e *redisOOMError) Unwrap() error        { return e.err }
+func (e *redisOOMError) Is(target error) bool { return target == ErrRedisOOM }
+
+// markOOM makes err match ErrRedisOOM when it is Redis refusing a write for want of memory:
+// "OOM command not allowed when used memory > 'maxmemory'", as a reply of its own (a command,
+// Redis 7's scripts) or inside a script's error (Redis 6: "ERR Error running script … -OOM …").
+func markOOM(err error) error {
+	var reply redis.Error
+	if err == nil || errors.Is(err, ErrRedisOOM) || !errors.As(err, &reply) {
+		return err
+	}
+	if msg := reply.Error(); strings.HasPrefix(msg, "OOM ") || strings.Contains(msg, "OOM command not allowed") {
+		return &redisOOMError{err}
+	}
+	return err
 }

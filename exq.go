@@ -92,7 +92,9 @@ type Exq struct {
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
-// (naming the field) or ErrRedisUnavailable (naming the address, never the password).
+// (naming the field), ErrRedisUnavailable (naming the address, never the password) or
+// ErrRedisOOM (Redis is out of memory: a node does not join then, though the nodes already
+// running carry on).
 //
 // ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
 // signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
@@ -119,7 +121,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		if e.ownClient {
 			_ = e.rdb.Close()
 		}
-		return nil, err
+		return nil, markOOM(err)
 	}
 
 	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
@@ -171,7 +173,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		// never beat would never be rescued.
 		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
 			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
-		if err := e.hb.beat(ctx); err != nil {
+		if err := e.hb.join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
 	}
@@ -468,7 +470,8 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
-	// Finished jobs must be acknowledged before the sweep, or it would run them again.
+	// Finished jobs must be acknowledged before the sweep, or it would run them again (their
+	// leases go with them).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
 	if !e.acker.drain(sctx) {
@@ -476,7 +479,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 		return nil, nil
 	}
 	empty := e.mgr.sweep(sctx)
-	e.mgr.releaseLeases(sctx)
+	e.mgr.stopWaiting(sctx)
 	return empty, nil
 }
 

@@ -61,12 +61,21 @@ func (h *heartbeat) run(ctx context.Context) {
 	}
 }
 
-func (h *heartbeat) beat(ctx context.Context) error {
+func (h *heartbeat) beat(ctx context.Context) error { return h.write(ctx, false) }
+
+// join is the first beat, at Start: unlike the later ones, Redis refuses it when it is out of
+// memory (scripts/beat.lua), so that no node joins a fleet then.
+func (h *heartbeat) join(ctx context.Context) error { return h.write(ctx, true) }
+
+func (h *heartbeat) write(ctx context.Context, join bool) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	var leases map[string][]string
 	if h.leases != nil {
 		leases = h.leases()
+	}
+	if join {
+		return h.jq.join(cctx, h.window(), leases)
 	}
 	return h.jq.beat(cctx, h.window(), leases)
 }

@@ -171,15 +171,15 @@ func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
 // fetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
 // holds (running, or finished and not yet acknowledged) when it asks. A queue with cluster-wide
 // limits also carries them, the first number for the members of the leases and starts the
-// fetch adds, and the leases of ended jobs to release; a request may ask for no job and only
-// release.
+// fetch adds, and the leases of jobs that ended since the last fetch (the acker releases them
+// too; naming them here makes sure that this fetch does not count them as this node's).
 type fetchReq struct {
 	queue   string
 	n       int
 	held    int
 	limits  queueLimits
 	first   uint64   // the first lease/start number; the fetch uses first … first+n-1
-	release []string // leases to remove
+	release []string // leases of ended jobs
 }
 
 // fetchRes is what a fetch took, per request, oldest first, how long each backup list was
@@ -225,16 +225,18 @@ func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
 
 // fetch moves up to n jobs of every requested queue into this node's backup lists in one round
 // trip, within the queues' cluster-wide limits, and returns them per request, oldest first.
-// leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window).
-func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) (fetchRes, error) {
+// leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window);
+// patience how long, after a fetch a GlobalLimit held back, this node counts as waiting for a
+// slot (it asks again within that time), which caps the other nodes at their share.
+func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration) (fetchRes, error) {
 	limited := false
 	for _, r := range reqs {
-		limited = limited || r.limits.any() || len(r.release) > 0
+		limited = limited || r.limits.any()
 	}
 	var res []any
 	var err error
 	if limited {
-		res, err = jq.fetchLimited(ctx, reqs, leaseTTL)
+		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, patience)
 	} else {
 		// No limit: the script and the arguments of a node without limits, nothing more.
 		keys := make([]string, 1, 1+2*len(reqs))
@@ -279,21 +281,27 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 }
 
 // fetchLimited runs fetch_limited.lua for reqs.
-func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) ([]any, error) {
-	keys := make([]string, 1, 1+5*len(reqs))
+func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration) ([]any, error) {
+	keys := make([]string, 1, 1+6*len(reqs))
 	keys[0] = jq.keys.Paused()
-	args := make([]any, 2, 2+7*len(reqs))
-	args[0], args[1] = jq.node, leaseTTL.Seconds()
+	args := make([]any, 3, 3+7*len(reqs))
+	args[0], args[1], args[2] = jq.node, leaseTTL.Seconds(), patience.Seconds()
 	var release []any
 	for _, r := range reqs {
 		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
-			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue))
+			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue), jq.keys.LeaseWaiters(r.queue))
 		args = append(args, r.queue, r.n, r.limits.global, r.limits.rate.N, r.limits.window().Seconds(), r.first, len(r.release))
 		for _, l := range r.release {
 			release = append(release, l)
 		}
 	}
 	return scripts.FetchLimited.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
+}
+
+// releaseLease removes the lease of an ended job from its queue's leases set, so that every
+// node sees the slot free at its next fetch.
+func (jq *jobQueue) releaseLease(ctx context.Context, q, lease string) error {
+	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), lease).Err()
 }
 
 // leaseMember names the lease (and start) number n of this node, as fetch.lua does.
@@ -319,7 +327,8 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
 }
 
 // ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
-// repeat: each removes one exact string). On an error, failed tells which did not happen.
+// repeat: each removes one exact string), and the leases of ended jobs (requests with a lease)
+// with ZREMs. On an error, failed tells which did not happen.
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
 	cmds := make([]redis.Cmder, len(batch))
 	lrems := func(p redis.Pipeliner) []redis.Cmder {
@@ -330,6 +339,11 @@ func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool,
 		var q string
 		var backup any
 		for i, r := range batch {
+			if r.lease != "" {
+				cmds[i] = redis.NewIntCmd(ctx, "zrem", jq.keys.Leases(r.queue), r.lease)
+				_ = p.Process(ctx, cmds[i])
+				continue
+			}
 			if backup == nil || r.queue != q {
 				q, backup = r.queue, jq.keys.Backup(jq.node, r.queue)
 			}
@@ -549,10 +563,20 @@ func jobQueueName(raw string) (string, bool) {
 }
 
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
-// the leases of its running jobs, per queue, to that time.
+// the leases of its running jobs, per queue, to that time. It works when Redis is out of
+// memory too, so that no live node is taken for dead then.
 func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string) error {
+	return jq.beatAs(ctx, "beat", window, leases)
+}
+
+// join is the first beat of a node (Start): Redis refuses it when it is out of memory.
+func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string) error {
+	return jq.beatAs(ctx, "join", window, leases)
+}
+
+func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string) error {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()}
-	args := []any{jq.node, window.Seconds()}
+	args := []any{jq.node, window.Seconds(), mode}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))

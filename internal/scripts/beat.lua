@@ -5,16 +5,21 @@
 -- jobs (Queue.GlobalLimit) to the same time: a killed node's leases lapse as it counts as dead.
 -- A lease already released or lapsed is not renewed (ZADD XX), so a beat racing a job's end
 -- cannot bring its lease back.
+-- Out of memory (scripts.go), a beat runs: it starts with a removal (the deadline, written
+-- again below), so the nodes keep beating and none takes another for dead. A join (the first
+-- beat, at Start) starts with an addition, so Redis refuses it and no node joins then.
 -- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[2+i] P leases:<q_i>
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
--- ARGV[3..] for each leases set in order: how many leases, then the leases
+-- ARGV[3] "beat" or "join"
+-- ARGV[4..] for each leases set in order: how many leases, then the leases
 -- Returns 1.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local window = tonumber(ARGV[2])
+if ARGV[3] ~= 'join' then redis.call('ZREM', KEYS[2], ARGV[1]) end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZADD', KEYS[2], now + window, ARGV[1])
-local a = 3
+local a = 4
 for i = 3, #KEYS do
   local n = tonumber(ARGV[a])
   local args = {'XX'}

@@ -79,6 +79,11 @@ func (k Keys) Paused() string { return k.Prefix + "paused" }
 // within its heartbeat window.
 func (k Keys) Leases(q string) string { return k.Prefix + "leases:" + q }
 
+// LeaseWaiters is exq's own sorted set of the nodes waiting for a lease of queue q (their last
+// fetch was held back by its GlobalLimit), scored by when they stop counting as waiting by the
+// Redis server's clock: while others wait, a node takes no more than its share of the slots.
+func (k Keys) LeaseWaiters(q string) string { return k.Prefix + "lease_waiters:" + q }
+
 // Starts is exq's own sorted set of the job starts of queue q within its rate window
 // (Queue.Rate): one member "<node>:<n>" per start, scored by the Redis server's clock.
 func (k Keys) Starts(q string) string { return k.Prefix + "starts:" + q }
