@@ -80,9 +80,9 @@ func oomCases() []oomCase {
 				c.HSet(ctx, k.CronJob("p"), "status", "enabled")
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.CronJob("p"), k.CronEnqueued("p"), k.Queue("q"), k.Queues(), k.CronHistory("p")}
+				return []string{k.CronJob("p"), k.CronEnqueued("p"), k.Queue("q"), k.Queues(), k.CronHistory("p"), k.CronClaim("c1")}
 			},
-			args: []any{"tick", 100, job, "q", "100", `{"jid":"j1"}`, 0, "wake"}},
+			args: []any{"tick", 100, job, "q", "100", `{"jid":"j1"}`, 0, "wake", 60000, ""}},
 		{name: "periodic save", file: "cron_save.lua", script: CronSave,
 			keys: func(k wire.Keys) []string { return []string{k.CronJob("p"), k.CronJobs(), k.CronEnqueued("p")} },
 			args: []any{"cron_job:p", "upsert", "enabled", "", 100, "name", "p"}},
