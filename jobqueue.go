@@ -627,5 +627,10 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
 	r, err := scripts.Bury.Run(ctx, jq.rdb,
 		[]string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines()}, n.node, n.score).Int()
+	if r == 1 && err == nil {
+		// The busy list under its Sidekiq 7 name too; it is only what the UIs show (and
+		// expires within a minute anyway), so it need not go in the script's step.
+		err = jq.rdb.Del(ctx, jq.keys.Work(n.node)).Err()
+	}
 	return r == 1, err
 }
