@@ -49,7 +49,7 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
 	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger},
-		hooks: o.EnqueueHooks},
+		hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
 		rdb: rdb, ownClient: own}, nil
 }
 

@@ -98,6 +98,13 @@ type ClientOptions struct {
 	// NoRetries for none. NewAPI does not use it.
 	MaxRetries int
 
+	// MillisecondTimestamps writes the timestamps of the jobs this client enqueues (created_at,
+	// enqueued_at) as integer epoch milliseconds, as Sidekiq 8 does, instead of float epoch
+	// seconds, as Exq and Sidekiq 6 and 7 do. Set it only when every Sidekiq sharing the queues
+	// is 8 or later: Sidekiq 6 and 7 and Exq read a timestamp as seconds. exq reads both forms
+	// whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
+
 	// WaitReplicas makes every enqueue return only once this many replicas have the job
 	// (Redis WAIT on the write's connection); see Options.WaitReplicas. Default 0: no wait.
 	WaitReplicas int
@@ -277,6 +284,14 @@ type Options struct {
 	// empty or repeated labels.
 	Labels []string
 
+	// MillisecondTimestamps writes job timestamps as integer epoch milliseconds, as Sidekiq 8
+	// does, instead of float epoch seconds (Exq, Sidekiq 6 and 7): created_at and enqueued_at
+	// of the jobs this node enqueues, and failed_at and retried_at of a job without timestamps
+	// of its own. A retry writes a job's failure times in the unit its own timestamps use, so one
+	// job never mixes units. Set it only when every Sidekiq sharing the queues is 8 or later.
+	// exq reads both forms whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
+
 	// WaitReplicas asks for durable writes on a replicated Redis (Sentinel, or a master with
 	// replicas): every enqueue (Enqueue, EnqueueIn, EnqueueAt, EnqueueAll) and every outcome
 	// write (ack, retry, snooze, dead, hand-back) is followed by WAIT WaitReplicas WaitTimeout on
@@ -312,7 +327,7 @@ type Options struct {
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
 		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
-		Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
+		MillisecondTimestamps: o.MillisecondTimestamps, Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value

@@ -173,11 +173,20 @@ type enqueuer struct {
 	jq         *jobQueue
 	now        func() time.Time
 	maxRetries int
+	unit       wire.TimeUnit // of created_at and enqueued_at (Options.MillisecondTimestamps)
 	events     listeners
 	hooks      []EnqueueHook
 	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
 	// (groupcommit.go).
 	group groupCommit
+}
+
+// stampUnit is the unit of job timestamps Options.MillisecondTimestamps asks for.
+func stampUnit(millis bool) wire.TimeUnit {
+	if millis {
+		return wire.Millis
+	}
+	return wire.Seconds
 }
 
 // enqueued reports a written job to the listeners.
@@ -242,6 +251,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		JID:        cfg.jid,
 		EnqueuedAt: now,
 		CreatedAt:  now,
+		Unit:       en.unit,
 		Retry:      en.maxRetries,
 	}
 	if j.JID == "" {
