@@ -273,6 +273,11 @@ type Options struct {
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
+	// DisableMetrics stops the per-class run metrics that Sidekiq 7 and 8's Web UI shows in its
+	// Metrics tab (runs, failures, milliseconds and a run-time histogram per class and minute,
+	// under both versions' key names, kept 8 hours; Sidekiq 8's ten-minute rollup 3 days).
+	// They are written with the counters, once a second. DisableStats stops them too.
+	DisableMetrics bool
 
 	// Tag names this node's application in Sidekiq's Web UI: the Busy page shows it next to the
 	// process, as it shows a Ruby process' -g tag. Default: the binary's name

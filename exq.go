@@ -133,6 +133,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
+	e.stats.noMetrics = o.DisableMetrics
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
