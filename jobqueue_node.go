@@ -45,7 +45,9 @@ func (jq *jobQueue) writeNode(ctx context.Context, w nodeWrite) error {
 		if w.busyList != nil {
 			// Under both names: Exq and Sidekiq 6 read <id>:workers, Sidekiq 7 and 8 <id>:work.
 			busyKeys := [...]string{keys.Workers(node), keys.Work(node)}
-			pl.Del(ctx, busyKeys[:]...)
+			for _, k := range busyKeys {
+				pl.Del(ctx, k)
+			}
 			if len(w.busyList) > 0 {
 				fields := make([]any, 0, 2*len(w.busyList))
 				for id, v := range w.busyList {
@@ -81,7 +83,8 @@ func (jq *jobQueue) signals(ctx context.Context, max int) ([]string, error) {
 func (jq *jobQueue) unregister(ctx context.Context) error {
 	_, err := jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.SRem(ctx, jq.keys.Processes(), jq.node)
-		pl.Del(ctx, jq.keys.Workers(jq.node), jq.keys.Work(jq.node))
+		pl.Del(ctx, jq.keys.Workers(jq.node))
+		pl.Del(ctx, jq.keys.Work(jq.node))
 		return nil
 	})
 	return err
@@ -117,7 +120,8 @@ func (jq *jobQueue) prune(ctx context.Context, log *slog.Logger) error {
 		args := make([]any, len(gone))
 		for i, g := range gone {
 			args[i] = g
-			pl.Del(ctx, keys.Workers(g), keys.Work(g))
+			pl.Del(ctx, keys.Workers(g))
+			pl.Del(ctx, keys.Work(g))
 		}
 		pl.SRem(ctx, keys.Processes(), args...)
 		return nil
