@@ -355,7 +355,7 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// startSidekiq starts a Sidekiq 6.4 server with ruby/sidekiq_server.rb (which execs sidekiq, so
+// startSidekiq starts a Sidekiq server with ruby/sidekiq_server.rb (which execs sidekiq, so
 // the pid is Sidekiq's own). env sets QUEUE, CONCURRENCY, RECORD_FILE, POLL_INTERVAL, EXTRA_CLASSES.
 func (p *peer) startSidekiq(env ...string) *proc {
 	p.t.Helper()
