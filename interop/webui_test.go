@@ -124,6 +124,13 @@ func TestSidekiqWebUIShowsExqNode(t *testing.T) {
 		row = row[:max(strings.Index(row, "</tr>"), 0)]
 		t.Logf("Sidekiq %s /busy job row: %s", sidekiqVersion, strings.Join(strings.Fields(row), " "))
 	}
+	if sidekiqMajor >= 7 {
+		// Sidekiq 7's Busy page shows a process' version when it differs from its own.
+		v := regexp.MustCompile(`Version: </b>\s*(exq-go [^\s<]+)`).FindStringSubmatch(busy)
+		if assert.NotNil(t, v, "the exq node's version on the Busy page") {
+			t.Logf("Sidekiq %s /busy process version: %s", sidekiqVersion, v[1])
+		}
+	}
 	assert.Contains(t, busy, `name="identity" value="`+e.NodeID()+`"`, "the process row of the exq node")
 	assert.Contains(t, busy, "<td>"+e.NodeID()+"</td>", "the job row names the exq node as its process")
 	assert.Contains(t, busy, "GoBlock")
