@@ -133,9 +133,16 @@ func (a *API) QueueLatenciesOf(ctx context.Context, qs []string) (map[string]tim
 		if oldest[i] == "" {
 			continue
 		}
-		if h, err := wire.DecodeHeader(oldest[i]); err == nil && h.EnqueuedAt.OK {
-			at := time.Unix(0, int64(h.EnqueuedAt.V*1e9))
-			out[q] = max(now.Sub(at), 0)
+		if h, err := wire.DecodeHeader(oldest[i]); err == nil {
+			// In seconds or Sidekiq 8's milliseconds; created_at when enqueued_at is
+			// missing, as Sidekiq 8's calculate_latency (api.rb) reads it.
+			at := h.EnqueuedAt.Stamp()
+			if at.IsZero() {
+				at = h.CreatedAt.Stamp()
+			}
+			if !at.IsZero() {
+				out[q] = max(now.Sub(at), 0)
+			}
 		}
 	}
 	return out, nil

@@ -29,6 +29,9 @@ type Process struct {
 	Beat        time.Time
 	RTT         time.Duration
 	RSSKB       int64
+	// Version is the version the node wrote: Sidekiq 7 and 8 theirs ("7.3.10"), exq nodes
+	// "exq-go" and the module version; empty for Exq and Sidekiq 6.
+	Version string
 	// Runtime is what runs the node, as its info field tells: "exq" (this library), "Exq"
 	// (Elixir; it writes its pid as a string) or "Sidekiq" (no busy and quiet in its info).
 	// Only exq nodes act on a CANCEL signal.
@@ -50,7 +53,11 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		var info wire.NodeInfo
 		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
 		p := Process{Identity: id, Tag: info.Tag, Labels: info.Labels, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
-			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"])}
+			Queues: info.Queues, Concurrency: info.TotalConcurrency(), Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"]),
+			Version: info.Version}
+		if c, err := strconv.Atoi(h["concurrency"]); err == nil {
+			p.Concurrency = c // Sidekiq 8.1.2 and later (and exq) keep it here; their info may lack it
+		}
 		p.Busy, _ = strconv.Atoi(h["busy"])
 		beat, _ := strconv.ParseFloat(h["beat"], 64)
 		p.Beat = wire.ParseTime(beat)
@@ -89,9 +96,10 @@ type BusyJob struct {
 	JobRecord
 }
 
-// BusyJobs lists the jobs running on every live node.
+// BusyJobs lists the jobs running on every live node: exq, Exq and Sidekiq 6 nodes list them
+// in "<identity>:workers", Sidekiq 7 and 8 in "<identity>:work"; both are read.
 func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
-	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers)
+	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers, a.jq.keys.Work)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -109,7 +117,7 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 			raw := string(w.Payload)
 			var s string
 			if json.Unmarshal(w.Payload, &s) == nil {
-				raw = s // double-encoded, as Exq and Sidekiq 6 write it
+				raw = s // double-encoded, as Exq and Sidekiq 6, 7 and 8 write it
 			}
 			out = append(out, BusyJob{Node: id, RunID: runID, Queue: w.Queue, RunAt: wire.ParseTime(w.RunAt), JobRecord: record(raw, 0, w.Queue)})
 		}

@@ -50,7 +50,7 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
 	clock := newServerClock(rdb, time.Now, o.Logger)
 	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
-		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks},
+		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
 		rdb: rdb, ownClient: own}, nil
 }
 

@@ -101,6 +101,13 @@ type ClientOptions struct {
 	// NoRetries for none. NewAPI does not use it.
 	MaxRetries int
 
+	// MillisecondTimestamps writes the timestamps of the jobs this client enqueues (created_at,
+	// enqueued_at) as integer epoch milliseconds, as Sidekiq 8 does, instead of float epoch
+	// seconds, as Exq and Sidekiq 6 and 7 do. Set it only when every Sidekiq sharing the queues
+	// is 8 or later: Sidekiq 6 and 7 and Exq read a timestamp as seconds. exq reads both forms
+	// whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
+
 	// WaitReplicas makes every enqueue return only once this many replicas have the job
 	// (Redis WAIT on the write's connection); see Options.WaitReplicas. Default 0: no wait.
 	WaitReplicas int
@@ -274,6 +281,11 @@ type Options struct {
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
+	// DisableMetrics stops the per-class run metrics that Sidekiq 7 and 8's Web UI shows in its
+	// Metrics tab (runs, failures, milliseconds and a run-time histogram per class and minute,
+	// under both versions' key names, kept 8 hours; Sidekiq 8's ten-minute rollup 3 days).
+	// They are written with the counters, once a second. DisableStats stops them too.
+	DisableMetrics bool
 
 	// Tag names this node's application in Sidekiq's Web UI: the Busy page shows it next to the
 	// process, as it shows a Ruby process' -g tag. Default: the binary's name
@@ -284,6 +296,14 @@ type Options struct {
 	// exq node carries so operators can tell it from a Ruby one. Same characters as Tag; no
 	// empty or repeated labels.
 	Labels []string
+
+	// MillisecondTimestamps writes job timestamps as integer epoch milliseconds, as Sidekiq 8
+	// does, instead of float epoch seconds (Exq, Sidekiq 6 and 7): created_at and enqueued_at
+	// of the jobs this node enqueues, and failed_at and retried_at of a job without timestamps
+	// of its own. A retry writes a job's failure times in the unit its own timestamps use, so one
+	// job never mixes units. Set it only when every Sidekiq sharing the queues is 8 or later.
+	// exq reads both forms whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
 
 	// WaitReplicas asks for durable writes on a replicated Redis (Sentinel, or a master with
 	// replicas): every enqueue (Enqueue, EnqueueIn, EnqueueAt, EnqueueAll) and every outcome
@@ -320,7 +340,7 @@ type Options struct {
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
 		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
-		Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
+		MillisecondTimestamps: o.MillisecondTimestamps, Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value

@@ -177,6 +177,7 @@ type enqueuer struct {
 	// reads it (a Client's or an API's clock; a node keeps its own fresh).
 	fresh      func(ctx context.Context) error
 	maxRetries int
+	unit       wire.TimeUnit // of created_at and enqueued_at (Options.MillisecondTimestamps)
 	events     listeners
 	hooks      []EnqueueHook
 	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
@@ -192,6 +193,14 @@ func (en *enqueuer) hold(jids ...string) func() {
 		return func() {}
 	}
 	return en.events.order.hold(jids...)
+}
+
+// stampUnit is the unit of job timestamps Options.MillisecondTimestamps asks for.
+func stampUnit(millis bool) wire.TimeUnit {
+	if millis {
+		return wire.Millis
+	}
+	return wire.Seconds
 }
 
 // enqueued reports a written job to the listeners.
@@ -273,6 +282,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		JID:        cfg.jid,
 		EnqueuedAt: now,
 		CreatedAt:  now,
+		Unit:       en.unit,
 		Retry:      en.maxRetries,
 	}
 	if j.JID == "" {

@@ -147,10 +147,12 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
 	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
-	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
+	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
+		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
+	e.stats.noMetrics = o.DisableMetrics
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,

@@ -378,23 +378,34 @@ func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool,
 // from the tail, where RPOPLPUSH left the oldest jobs, which are the first to finish.
 var lremFromTail any = int64(-1)
 
-// counter is one increment of a stats counter key, with the key's TTL (0: none).
+// counter is one step of a stats flush, with its key's TTL (0: none): an increment n of a
+// counter key, or, with kind 'h', the field increments of a metrics hash, or with kind 'b'
+// the bucket increments of a histogram; pairs alternate field (bucket) and increment.
 type counter struct {
-	key string
-	n   int64
-	ttl time.Duration
+	key   string
+	n     int64
+	ttl   time.Duration
+	kind  byte // 0: a counter
+	pairs []any
 }
 
-// addCounters applies one batch of counter increments, once per batch id, however often it
-// is sent (stats_flush.lua).
+// addCounters applies one batch of counter increments and metrics, once per batch id, however
+// often it is sent (stats_flush.lua).
 func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.Duration, counters []counter) error {
 	keys := make([]string, 0, 1+len(counters))
-	args := make([]any, 0, 2+2*len(counters))
+	args := make([]any, 0, 2+3*len(counters))
 	keys = append(keys, jq.keys.StatFlush(jq.node))
 	args = append(args, id, int64(markerTTL/time.Second))
 	for _, c := range counters {
 		keys = append(keys, c.key)
-		args = append(args, c.n, int64(c.ttl/time.Second))
+		ttl := int64(c.ttl / time.Second)
+		switch c.kind {
+		case 0:
+			args = append(args, "c", ttl, c.n)
+		default:
+			args = append(args, string(c.kind), ttl, len(c.pairs)/2)
+			args = append(args, c.pairs...)
+		}
 	}
 	return scripts.StatsFlush.Run(ctx, jq.rdb, keys, args...).Err()
 }
@@ -651,5 +662,10 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
 	r, err := scripts.Bury.Run(ctx, jq.rdb,
 		[]string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines()}, n.node, n.score).Int()
+	if r == 1 && err == nil {
+		// The busy list under its Sidekiq 7 name too; it is only what the UIs show (and
+		// expires within a minute anyway), so it need not go in the script's step.
+		err = jq.rdb.Del(ctx, jq.keys.Work(n.node)).Err()
+	}
 	return r == 1, err
 }

@@ -248,22 +248,36 @@ func (jq *jobQueue) liveNodes(ctx context.Context) ([]string, error) {
 }
 
 // nodeHashes reads one hash per live node (key(id)) in one pipeline of HGETALLs, after
-// liveNodes.
-func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string) ([]string, []map[string]string, error) {
+// liveNodes. With more keys, each node's hashes under them are read too and merged into one
+// map, the fields of an earlier key winning (the busy list under its two names).
+func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string, more ...func(id string) string) ([]string, []map[string]string, error) {
 	ids, err := jq.liveNodes(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	keyFns := append([]func(string) string{key}, more...)
+	cmds := make([]*redis.MapStringStringCmd, len(ids)*len(keyFns))
 	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, key(id))
+			for k, fn := range keyFns {
+				cmds[i*len(keyFns)+k] = p.HGetAll(ctx, fn(id))
+			}
 		}
 		return nil
 	})
-	hashes := make([]map[string]string, len(cmds))
-	for i, c := range cmds {
-		hashes[i] = c.Val()
+	hashes := make([]map[string]string, len(ids))
+	for i := range ids {
+		hashes[i] = cmds[i*len(keyFns)].Val()
+		if hashes[i] == nil {
+			hashes[i] = map[string]string{}
+		}
+		for k := 1; k < len(keyFns); k++ {
+			for f, v := range cmds[i*len(keyFns)+k].Val() {
+				if _, ok := hashes[i][f]; !ok {
+					hashes[i][f] = v
+				}
+			}
+		}
 	}
 	return ids, hashes, err
 }

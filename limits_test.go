@@ -319,8 +319,8 @@ func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
 func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
 	v := newEnv(t)
 	old := time.Now().Add(-90 * time.Second)
-	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d}`, old.Unix()))
-	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"b","enqueued_at":%d}`, time.Now().Unix()))
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d.0}`, old.Unix()))
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"b","enqueued_at":%d.0}`, time.Now().Unix()))
 	require.NoError(t, v.client.SAdd(context.Background(), v.keys.Queues(), "slow", "empty").Err())
 	a, _ := v.api()
 	got, err := a.QueueLatencies(context.Background())

@@ -52,7 +52,7 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	job.writeMeta(obj)
-	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
+	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now, e.enq.unit)
 	doc := obj.String()
 	at := now.Add(d)
 	ok := e.persist(r, "snooze", func(ctx context.Context) error {
@@ -75,7 +75,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 	count := job.RetryCount + 1
 	class := errorClass(cause)
 	job.writeMeta(obj)
-	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now)
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now, e.enq.unit)
 	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
 	if count <= job.MaxRetries {
 		job.RetryCount = count
@@ -114,7 +114,7 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	job.writeMeta(obj)
-	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
+	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now, e.enq.unit)
 	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
 	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}
 	return out.storedIf(e.deadLetter(r, job, doc, now), job.RetryCount)
@@ -122,10 +122,10 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 
 // failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
 // fields exq owns change.
-func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time) string {
+func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time, unit wire.TimeUnit) string {
 	obj.SetInt("retry_count", count)
 	obj.SetString("error_class", class)
-	markRetried(obj, queue, message, now)
+	markRetried(obj, queue, message, now, unit)
 	setBacktrace(obj, cause)
 	return obj.String()
 }
@@ -166,13 +166,16 @@ func setBacktrace(obj *wire.Object, cause error) {
 }
 
 // markRetried sets the fields every failure, snooze and death rewrites: error_message,
-// failed_at (the first time only), retried_at, and queue when it is missing.
-func markRetried(obj *wire.Object, queue, message string, now time.Time) {
+// failed_at (the first time only), retried_at, and queue when it is missing. The times are
+// written in the unit of the job's own timestamps (seconds or Sidekiq 8's milliseconds), so
+// that no job mixes units; def, the node's, for a job that has none.
+func markRetried(obj *wire.Object, queue, message string, now time.Time, def wire.TimeUnit) {
 	obj.SetString("error_message", message)
+	unit := obj.StampUnit(def)
 	if !obj.Has("failed_at") {
-		obj.SetTime("failed_at", now)
+		obj.SetStamp("failed_at", now, unit)
 	}
-	obj.SetTime("retried_at", now)
+	obj.SetStamp("retried_at", now, unit)
 	if !obj.Has("queue") {
 		obj.SetString("queue", queue) // the scheduler routes by this field
 	}

@@ -85,7 +85,7 @@ func (e *Exq) process(r *run) {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
 	}
-	var began time.Time
+	began := time.Now() // for the run metrics and the events
 	if e.events.has() {
 		// A write of this node that made the job runnable reports its event first.
 		e.events.order.wait(job.JID, e.opts.RedisTimeout)
@@ -111,14 +111,14 @@ func (e *Exq) process(r *run) {
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
-		e.stats.record(true, e.opts.now())
+		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
@@ -133,10 +133,10 @@ func (e *Exq) process(r *run) {
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
-		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
+		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
 		out = e.snooze(r, job, snoozeOf(err).Delay)
 	default:
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, err)
 	}
 	e.reportOutcome(job, out)

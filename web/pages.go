@@ -432,8 +432,8 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 					f.Value = strconv.Itoa(len(lines)) + " line(s), below"
 				}
 			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
-				if sec, err := strconv.ParseFloat(string(v), 64); err == nil {
-					f.Time = wire.ParseTime(sec)
+				if at, _, ok := wire.ParseStamp(string(v)); ok { // seconds, or Sidekiq 8's ms
+					f.Time = at
 				}
 			}
 			d.Fields = append(d.Fields, f)

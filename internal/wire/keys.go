@@ -53,8 +53,13 @@ func (k Keys) Processes() string { return k.Prefix + "processes" }
 // Node is the hash describing node id (info, busy, beat, quiet, rtt_us, rss).
 func (k Keys) Node(id string) string { return k.Prefix + id }
 
-// Workers is the hash of the jobs node id is running.
+// Workers is the hash of the jobs node id is running, as Exq and Sidekiq 6 name it.
 func (k Keys) Workers(id string) string { return k.Prefix + id + ":workers" }
+
+// Work is the same hash as Sidekiq 7 and 8 name it (launcher.rb writes, api.rb's WorkSet
+// reads "<identity>:work"). exq writes both names with the same fields and values, and reads
+// both, so the running jobs of every runtime show everywhere.
+func (k Keys) Work(id string) string { return k.Prefix + id + ":work" }
 
 // Signals is the list through which UIs and the API send signals to node id.
 func (k Keys) Signals(id string) string { return k.Prefix + id + "-signals" }
