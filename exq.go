@@ -3,8 +3,8 @@
 // worker, and the other way round.
 //
 // A job's args can be a type that names its class; the worker and the enqueue side then share
-// it. Start a node with the queues it works on, add workers, enqueue from anywhere, and let
-// the node stop when the program is told to:
+// it. Start a node with the queues it works on and its workers (given to Start, they are there
+// before the first fetch), enqueue from anywhere, and stop the node when the program is told to:
 //
 //	type Signup struct {
 //		UserID int `json:"user_id"`
@@ -14,21 +14,27 @@
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	defer stop()
-//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the node
+//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the workers
 //		RedisURL: "redis://127.0.0.1:6379/0",
 //		Queues:   []exq.Queue{{Name: "default", Concurrency: 50}},
+//		Register: []exq.Registration{
+//			exq.WorkerFor(func(ctx context.Context, job *exq.Job, a Signup) error {
+//				return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
+//			}),
+//		},
 //	})
 //	if err != nil {
 //		return err
 //	}
-//	exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error {
-//		return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
-//	})
 //
 //	jid, err := exq.EnqueueArgs(ctx, e, Signup{UserID: 42}) // args on the wire: [{"user_id":42}]
 //
 //	<-e.Done()                          // ctx ended, or a TERM from Sidekiq's or Exq's UI
 //	return e.Stop(context.Background()) // running jobs get ShutdownTimeout to finish
+//
+// Enqueueing through e works until Stop is called, even once ctx has stopped the workers: a
+// web service stops accepting requests, drains them (they may still enqueue), then calls Stop
+// (examples/webservice).
 //
 // Jobs of other runtimes, with positional args, run on a WorkerFunc that reads them with
 // job.Bind, and are enqueued with e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"}).
@@ -40,7 +46,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -129,7 +134,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
 	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
-	e.registry = newRegistry(o.Workers)
+	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
@@ -263,18 +268,6 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 
 // NodeID is this node's identity: the name of its backup lists.
 func (e *Exq) NodeID() string { return e.opts.NodeID }
-
-// Register adds (or replaces) the worker for class while the node runs.
-func (e *Exq) Register(class string, w Worker) error {
-	if class == "" {
-		return errors.New("exq: register: class is empty")
-	}
-	if w == nil {
-		return fmt.Errorf("exq: register %q: worker is nil", class)
-	}
-	e.registry.set(class, w)
-	return nil
-}
 
 // Subscribe makes the node work on queue with at most concurrency jobs at once (0 means
 // Options.Concurrency), or changes the limit of a queue it already works on. Jobs of the

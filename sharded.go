@@ -269,7 +269,7 @@ func StartSharded(ctx context.Context, opts Options, shards ShardOptions) (*Shar
 // namespace (Subscriptions, NodeID).
 func (s *Sharded) Nodes() []*Exq { return append([]*Exq(nil), s.nodes...) }
 
-// Register adds (or replaces) the worker for class on every shard.
+// Register adds the worker for class on every shard (ErrAlreadyRegistered if it has one).
 func (s *Sharded) Register(class string, w Worker) error {
 	for _, e := range s.nodes {
 		if err := e.Register(class, w); err != nil {
@@ -277,6 +277,13 @@ func (s *Sharded) Register(class string, w Worker) error {
 		}
 	}
 	return nil
+}
+
+// RegistrationDone tells every shard that every worker is registered (Exq.RegistrationDone).
+func (s *Sharded) RegistrationDone() {
+	for _, e := range s.nodes {
+		e.RegistrationDone()
+	}
 }
 
 // Subscribe makes every shard work on queue with at most concurrency jobs at once per shard.
