@@ -88,8 +88,9 @@ type Exq struct {
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
 
-	stopping atomic.Bool
-	stopped  atomic.Bool
+	stopping  atomic.Bool
+	stopped   atomic.Bool // Stop has closed the enqueue side
+	closeOnce sync.Once
 	stopDone chan struct{} // closed when the first Stop returns
 	jobsDone chan struct{} // closed when the last job goroutine has ended
 }
@@ -98,12 +99,14 @@ type Exq struct {
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
 // (naming the field) or ErrRedisUnavailable (naming the address, never the password).
 //
-// ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
-// signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
-// no more, running jobs get ShutdownTimeout to finish, the rest go back to their queues) and
-// Done is closed. Stop then waits for that stop to end (and returns nil once it has), so a
-// program waits on Done and calls Stop. Pass context.Background() for a node that only Stop
-// ends: a deadline meant for start-up alone would stop the node when it passes.
+// ctx bounds start-up and the life of the node's workers: when it ends after Start returned
+// (the signal of signal.NotifyContext, a parent's cancel, a deadline), the node stops its
+// workers as Stop does (it fetches no more, running jobs get ShutdownTimeout to finish, the
+// rest go back to their queues) and Done is closed. Enqueueing through the node keeps working
+// until the program calls Stop, which waits for that stop to end, closes the enqueue side and
+// returns nil: a program waits on Done, drains its own requests, then calls Stop. Pass
+// context.Background() for a node that only Stop ends: a deadline meant for start-up alone
+// would stop the workers when it passes.
 func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
 
 // start is Start with the knobs only tests turn.
@@ -210,9 +213,9 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			e.log.Info("exq: the context given to Start ended; stopping", "node", e.opts.NodeID, "cause", context.Cause(ctx))
-			// Without ctx's end, or Stop would skip the grace period at once.
-			if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+			e.log.Info("exq: the context given to Start ended; stopping the workers (enqueueing works until Stop)", "node", e.opts.NodeID, "cause", context.Cause(ctx))
+			// Without ctx's end, or the stop would skip the grace period at once.
+			if err := e.stopWorkers(context.WithoutCancel(ctx)); err != nil {
 				e.log.Error("exq: stop", "error", err)
 			}
 		case <-e.stopDone:
@@ -352,9 +355,34 @@ func (e *Exq) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, 
 // ShutdownTimeout (or until ctx ends), then cancels the contexts of jobs still running and
 // hands those jobs back to the front of their queues, where another node runs them next.
 // It returns when every goroutine it started has ended; a worker that ignores its context
-// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Enqueueing works until
-// Stop returns, so draining jobs can still enqueue. Calling Stop again waits for the first call.
+// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Calling Stop again
+// waits for the first call.
+//
+// Enqueueing works until Stop returns, so draining jobs can still enqueue; after it, the
+// enqueue calls return ErrStopped and the Redis client exq built is closed. When the ctx given
+// to Start ends (a signal), the node stops its workers as Stop does but enqueueing keeps
+// working until the program calls Stop: a web service stops accepting requests, waits for
+// those in flight (which may enqueue), then calls Stop.
 func (e *Exq) Stop(ctx context.Context) error {
+	err := e.stopWorkers(ctx)
+	select {
+	case <-e.stopDone:
+		e.closeOnce.Do(func() {
+			e.stopped.Store(true)
+			if e.ownClient {
+				_ = e.rdb.Close()
+			}
+		})
+	default:
+		// The first stop is still under way and uses the client: it stays open.
+	}
+	return err
+}
+
+// stopWorkers stops everything but the enqueue side: fetching, jobs, the background parts,
+// and the node's registration in Redis. The end of Start's ctx calls it; Stop calls it and
+// then closes the client.
+func (e *Exq) stopWorkers(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		// A later call waits for what the first one started, and for workers it gave up on.
 		for _, ch := range []chan struct{}{e.stopDone, e.jobsDone} {
@@ -395,10 +423,6 @@ func (e *Exq) Stop(ctx context.Context) error {
 	e.cancelOps()
 	e.ops.Wait()
 	e.signOff(context.WithoutCancel(ctx), empty)
-	e.stopped.Store(true)
-	if e.ownClient {
-		_ = e.rdb.Close()
-	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
 	return stopErr
 }
