@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,8 @@ type API struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	jq        *jobQueue
+	opened    bool        // NewAPI connected it: Close ends its use of rdb
+	closed    atomic.Bool // Close was called
 }
 
 // Namespace is the namespace the API works on ("" for none).
@@ -33,7 +36,7 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}}, nil
+	return &API{rdb: rdb, ownClient: own, opened: true, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
@@ -43,10 +46,10 @@ func (e *Exq) API() *API {
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
 func (a *API) Close() error {
-	if a.ownClient {
-		return a.rdb.Close()
+	if !a.opened || a.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return closeClient(a.rdb, a.ownClient)
 }
 
 // Set names where a job is stored, for the API calls that work on any of them.

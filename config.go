@@ -618,6 +618,16 @@ func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.Un
 	return o, rdb, own, err
 }
 
+// closeClient ends one use of a client connect returned: its go-redis log lines stop going
+// to this user's logger, and the client is closed if exq built it (own).
+func closeClient(rdb redis.UniversalClient, own bool) error {
+	redisLogs.drop(rdb)
+	if own {
+		return rdb.Close()
+	}
+	return nil
+}
+
 // connect returns the caller's client, or one built from RedisURL (own reports that), after a
 // PING. The error names the address, never the password.
 func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
@@ -636,12 +646,11 @@ func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, o
 		}
 		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
+	redisLogs.add(rdb, o.Logger) // dropped by closeClient; the PING's dial failures go there too
 	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		if own {
-			_ = rdb.Close()
-		}
+		closeClient(rdb, own)
 		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
 	}
 	if n := clientRetries(rdb); n > 0 {

@@ -91,8 +91,8 @@ type Exq struct {
 	stopping  atomic.Bool
 	stopped   atomic.Bool // Stop has closed the enqueue side
 	closeOnce sync.Once
-	stopDone chan struct{} // closed when the first Stop returns
-	jobsDone chan struct{} // closed when the last job goroutine has ended
+	stopDone  chan struct{} // closed when the first Stop returns
+	jobsDone  chan struct{} // closed when the last job goroutine has ended
 }
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
@@ -123,9 +123,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
-		if e.ownClient {
-			_ = e.rdb.Close()
-		}
+		_ = closeClient(e.rdb, e.ownClient)
 		return nil, err
 	}
 
@@ -369,9 +367,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 	case <-e.stopDone:
 		e.closeOnce.Do(func() {
 			e.stopped.Store(true)
-			if e.ownClient {
-				_ = e.rdb.Close()
-			}
+			_ = closeClient(e.rdb, e.ownClient)
 		})
 	default:
 		// The first stop is still under way and uses the client: it stays open.

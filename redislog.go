@@ -1,0 +1,78 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// go-redis has one logger for the whole process (redis.SetLogger), which by default prints
+// its own lines ("redis: pool.go:762: … failed to dial …") to stderr, whatever Options.Logger
+// says. exq installs, when the package is initialised, a logger that sends those lines, at
+// Warn, to the Loggers of the exq nodes, clients and APIs that are open (slog.Default() while
+// none is). Because it is set at init, a program that calls redis.SetLogger itself (in main,
+// a TestMain) keeps its own: the last call wins.
+func init() { redis.SetLogger(redisLogs) }
+
+// redisLogs routes go-redis' lines; every client exq uses counts once per user of it.
+var redisLogs = &redisLogRouter{users: map[redis.UniversalClient]*redisLogUser{}}
+
+type redisLogRouter struct {
+	mu    sync.Mutex
+	users map[redis.UniversalClient]*redisLogUser
+}
+
+type redisLogUser struct {
+	log  *slog.Logger
+	uses int
+}
+
+// add routes go-redis' lines to log while rdb is in use (until drop).
+func (r *redisLogRouter) add(rdb redis.UniversalClient, log *slog.Logger) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := r.users[rdb]
+	if u == nil {
+		u = &redisLogUser{log: log}
+		r.users[rdb] = u
+	}
+	u.uses++
+}
+
+// drop ends one use of rdb.
+func (r *redisLogRouter) drop(rdb redis.UniversalClient) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.users[rdb]; u != nil {
+		if u.uses--; u.uses <= 0 {
+			delete(r.users, rdb)
+		}
+	}
+}
+
+// Printf is go-redis' internal.Logging. The line goes to each distinct logger once.
+func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
+	msg := "exq: go-redis: " + strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	r.mu.Lock()
+	logs := make([]*slog.Logger, 0, len(r.users))
+	for _, u := range r.users {
+		dup := false
+		for _, l := range logs {
+			dup = dup || l == u.log
+		}
+		if !dup {
+			logs = append(logs, u.log)
+		}
+	}
+	r.mu.Unlock()
+	if len(logs) == 0 {
+		logs = append(logs, slog.Default())
+	}
+	for _, l := range logs {
+		l.Log(ctx, slog.LevelWarn, msg)
+	}
+}

@@ -1,0 +1,65 @@
+package exq
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// go-redis' own lines ("failed to dial") go to Options.Logger, not to stderr or slog.Default:
+// a Logger that discards silences them.
+func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
+	var def syncBuffer
+	was := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
+	defer slog.SetDefault(was)
+
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)) // nothing listens there
+	url := "redis://" + addr + "/0?dial_timeout=200ms&max_retries=-1"
+	for _, tc := range []struct {
+		name string
+		w    io.Writer
+	}{{"a logger of the user's", &syncBuffer{}}, {"a logger that discards", io.Discard}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Start(context.Background(), Options{RedisURL: url, RedisTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
+			require.ErrorIs(t, err, ErrRedisUnavailable)
+			if b, ok := tc.w.(*syncBuffer); ok {
+				assert.Contains(t, b.String(), "exq: go-redis: connection pool: failed to dial")
+			}
+		})
+	}
+	assert.NotContains(t, def.String(), "go-redis", "nothing went to slog.Default while a node was connecting")
+	redisLogs.mu.Lock()
+	defer redisLogs.mu.Unlock()
+	for rdb := range redisLogs.users {
+		assert.NotContains(t, fmt.Sprint(rdb), addr, "the failed client's use was dropped")
+	}
+}
