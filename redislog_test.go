@@ -1,12 +1,10 @@
 package exq
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +14,10 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // go-redis' own lines ("failed to dial") go to Options.Logger, not to stderr or slog.Default:
 // a Logger that discards silences them.
 func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
-	var def syncBuffer
+	var def logLines
 	was := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
 	defer slog.SetDefault(was)
@@ -47,11 +27,11 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		w    io.Writer
-	}{{"a logger of the user's", &syncBuffer{}}, {"a logger that discards", io.Discard}} {
+	}{{"a logger of the user's", &logLines{}}, {"a logger that discards", io.Discard}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Start(context.Background(), Options{RedisURL: url, RedisTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
 			require.ErrorIs(t, err, ErrRedisUnavailable)
-			if b, ok := tc.w.(*syncBuffer); ok {
+			if b, ok := tc.w.(*logLines); ok {
 				assert.Contains(t, b.String(), "exq: go-redis: connection pool: failed to dial")
 			}
 		})
