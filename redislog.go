@@ -13,8 +13,8 @@ import (
 // go-redis has one logger for the whole process (redis.SetLogger), which by default prints
 // its own lines ("redis: pool.go:762: … failed to dial …") to stderr, whatever Options.Logger
 // says. exq installs, when the package is initialised, a logger that sends those lines, at
-// Warn, to the Loggers of the exq nodes, clients and APIs that are open (slog.Default() while
-// none is). Because it is set at init, a program that calls redis.SetLogger itself (in main,
+// Warn, to the Loggers of the exq nodes, clients and APIs that are open (while none is, to
+// the Logger of the one closed last, or slog.Default() before the first). Because it is set at init, a program that calls redis.SetLogger itself (in main,
 // a TestMain) keeps its own: the last call wins.
 func init() { redis.SetLogger(redisLogs) }
 
@@ -24,6 +24,10 @@ var redisLogs = &redisLogRouter{users: map[redis.UniversalClient]*redisLogUser{}
 type redisLogRouter struct {
 	mu    sync.Mutex
 	users map[redis.UniversalClient]*redisLogUser
+	// last is the logger of the client whose last use ended most recently: a closed
+	// client's pool may still log a dial it had under way, and the lines of a program whose
+	// exq clients are all closed go there rather than to slog.Default().
+	last *slog.Logger
 }
 
 type redisLogUser struct {
@@ -50,6 +54,7 @@ func (r *redisLogRouter) drop(rdb redis.UniversalClient) {
 	if u := r.users[rdb]; u != nil {
 		if u.uses--; u.uses <= 0 {
 			delete(r.users, rdb)
+			r.last = u.log
 		}
 	}
 }
@@ -68,8 +73,13 @@ func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 			logs = append(logs, u.log)
 		}
 	}
+	last := r.last
 	r.mu.Unlock()
-	if len(logs) == 0 {
+	switch {
+	case len(logs) > 0:
+	case last != nil:
+		logs = append(logs, last)
+	default:
 		logs = append(logs, slog.Default())
 	}
 	for _, l := range logs {
