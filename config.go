@@ -647,10 +647,10 @@ func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, o
 		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
 	redisLogs.add(rdb, o.Logger) // dropped by closeClient; the PING's dial failures go there too
-	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+	pctx, cancel := context.WithTimeout(withRedisLogger(ctx, o.Logger), o.RedisTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		closeClient(rdb, own)
+		_ = closeClient(rdb, own)
 		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
 	}
 	if n := clientRetries(rdb); n > 0 {

@@ -59,9 +59,26 @@ func (r *redisLogRouter) drop(rdb redis.UniversalClient) {
 	}
 }
 
-// Printf is go-redis' internal.Logging. The line goes to each distinct logger once.
+// redisLogKey carries, in the context of a command exq sends, the logger its go-redis lines
+// go to (go-redis passes the command's context to its logger, as with a failed dial).
+type redisLogKey struct{}
+
+// withRedisLogger makes the go-redis lines of the commands sent with ctx go to log alone.
+func withRedisLogger(ctx context.Context, log *slog.Logger) context.Context {
+	return context.WithValue(ctx, redisLogKey{}, log)
+}
+
+// Printf is go-redis' internal.Logging. A line of a command whose context names a logger
+// (withRedisLogger) goes to that logger; any other to each distinct logger of the open
+// clients, once.
 func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 	msg := "exq: go-redis: " + strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	if ctx != nil {
+		if l, ok := ctx.Value(redisLogKey{}).(*slog.Logger); ok && l != nil {
+			l.Log(ctx, slog.LevelWarn, msg)
+			return
+		}
+	}
 	r.mu.Lock()
 	logs := make([]*slog.Logger, 0, len(r.users))
 	for _, u := range r.users {
