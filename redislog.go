@@ -31,8 +31,20 @@ type redisLogRouter struct {
 }
 
 type redisLogUser struct {
-	log  *slog.Logger
-	uses int
+	log   *slog.Logger
+	uses  int
+	addrs []string // the client's server addresses, which go-redis' dial lines name
+}
+
+// clientAddrs lists the addresses rdb dials, where they can be read.
+func clientAddrs(rdb redis.UniversalClient) []string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return []string{c.Options().Addr}
+	case *redis.ClusterClient:
+		return c.Options().Addrs
+	}
+	return nil
 }
 
 // add routes go-redis' lines to log while rdb is in use (until drop).
@@ -41,7 +53,7 @@ func (r *redisLogRouter) add(rdb redis.UniversalClient, log *slog.Logger) {
 	defer r.mu.Unlock()
 	u := r.users[rdb]
 	if u == nil {
-		u = &redisLogUser{log: log}
+		u = &redisLogUser{log: log, addrs: clientAddrs(rdb)}
 		r.users[rdb] = u
 	}
 	u.uses++
@@ -69,8 +81,9 @@ func withRedisLogger(ctx context.Context, log *slog.Logger) context.Context {
 }
 
 // Printf is go-redis' internal.Logging. A line of a command whose context names a logger
-// (withRedisLogger) goes to that logger; any other to each distinct logger of the open
-// clients, once.
+// (withRedisLogger) goes to that logger. Any other (go-redis dials in the background, with a
+// context of its own) goes to the loggers of the open clients whose address it names, or, if
+// it names none, to each distinct logger of the open clients, once.
 func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 	msg := "exq: go-redis: " + strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
 	if ctx != nil {
@@ -81,7 +94,21 @@ func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 	}
 	r.mu.Lock()
 	logs := make([]*slog.Logger, 0, len(r.users))
+	users := make([]*redisLogUser, 0, len(r.users))
 	for _, u := range r.users {
+		for _, a := range u.addrs {
+			if a != "" && strings.Contains(msg, a) {
+				users = append(users, u)
+				break
+			}
+		}
+	}
+	if len(users) == 0 {
+		for _, u := range r.users {
+			users = append(users, u)
+		}
+	}
+	for _, u := range users {
 		dup := false
 		for _, l := range logs {
 			dup = dup || l == u.log

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +25,13 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)) // nothing listens there
 	url := "redis://" + addr + "/0?dial_timeout=200ms&max_retries=-1"
+	// Another client open meanwhile, with a logger of its own: lines about this test's
+	// clients must not reach it (go-redis dials in the background, and its lines name the
+	// address, not the client).
+	other := &logLines{}
+	otherClient := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))})
+	redisLogs.add(otherClient, slog.New(slog.NewTextHandler(other, nil)))
+	defer func() { _ = closeClient(otherClient, true) }()
 	for _, tc := range []struct {
 		name string
 		w    io.Writer
@@ -37,6 +45,7 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 		})
 	}
 	assert.NotContains(t, def.String(), addr, "no line about these clients went to slog.Default")
+	assert.NotContains(t, other.String(), addr, "nor to the logger of another client")
 	redisLogs.mu.Lock()
 	defer redisLogs.mu.Unlock()
 	for rdb := range redisLogs.users {
