@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +26,8 @@ type API struct {
 	log       *slog.Logger
 	wakeOnce  *sync.Once   // the missing channel permission is reported once
 	clock     *serverClock // the Redis server's clock, for the calls that need the time
+	opened    bool         // NewAPI connected it: Close ends its use of rdb
+	closed    atomic.Bool  // Close was called
 }
 
 // now reads the Redis server's clock (serverclock.go), taking a sample first when the last
@@ -47,7 +50,7 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
+	return &API{rdb: rdb, ownClient: own, opened: true, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
 		log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(rdb, time.Now, o.Logger)}, nil
 }
 
@@ -58,10 +61,10 @@ func (e *Exq) API() *API {
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
 func (a *API) Close() error {
-	if a.ownClient {
-		return a.rdb.Close()
+	if !a.opened || a.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return closeClient(a.rdb, a.ownClient)
 }
 
 // Set names where a job is stored, for the API calls that work on any of them.

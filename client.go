@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,7 @@ type Client struct {
 	enq       *enqueuer
 	rdb       redis.UniversalClient
 	ownClient bool
+	closed    atomic.Bool // Close was called
 }
 
 // NewClient connects to Redis and returns an enqueue-only Client. A program that also starts
@@ -42,9 +44,7 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	}
 	wait, err := replicaWaitFor(o, rdb)
 	if err != nil {
-		if own {
-			_ = rdb.Close()
-		}
+		_ = closeClient(rdb, own)
 		return nil, err
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
@@ -76,10 +76,10 @@ func (c *Client) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResul
 
 // Close closes the Redis client if the Client built it from RedisURL.
 func (c *Client) Close() error {
-	if c.ownClient {
-		return c.rdb.Close()
+	if c.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return closeClient(c.rdb, c.ownClient)
 }
 
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with

@@ -206,8 +206,22 @@ type Options struct {
 	// and hears of every job fetched and finished and of Stop (see Dequeuer). Default nil:
 	// each queue's Concurrency alone.
 	Dequeuer Dequeuer
-	// Workers maps job classes to the code that runs them. More can be added with Register.
+	// Register are the workers of this node, each for its class (build them with WorkerFor,
+	// for a JobArgs type, or as a Registration literal). They are registered before the first
+	// fetch, so the jobs already waiting run at once; give workers here rather than with
+	// AddWorker after Start. A class given twice (here or in Workers) is ErrInvalidOptions
+	// wrapping ErrAlreadyRegistered.
+	Register []Registration
+	// Workers maps job classes to the code that runs them, as Register does for untyped
+	// workers. More can be added with Exq.Register or AddWorker while the node runs.
 	Workers map[string]Worker
+	// RegisterGrace is how long after Start the node waits for the worker of a job whose
+	// class has none: such a job goes back to the end of its queue (not a failure, no retry
+	// used) and is fetched again later, so workers added with AddWorker just after Start still
+	// get the jobs that were waiting. After it, or once Exq.RegistrationDone is called, the
+	// job fails with error_class "exq.UnknownClass" (and is retried or dead like any
+	// failure). Default DefaultRegisterGrace (10 s); NoRegisterGrace for none.
+	RegisterGrace time.Duration
 	// Middleware wraps every job run, outermost first.
 	Middleware []Middleware
 
@@ -437,6 +451,17 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 			return bad("Workers", "class %q has a nil worker", class)
 		}
 	}
+	if err := checkRegistrations(o.Workers, o.Register); err != nil {
+		return settings{}, err
+	}
+	switch {
+	case o.RegisterGrace == NoRegisterGrace:
+		o.RegisterGrace = 0
+	case o.RegisterGrace < 0:
+		return bad("RegisterGrace", "must be NoRegisterGrace or not negative, got %s", o.RegisterGrace)
+	case o.RegisterGrace == 0:
+		o.RegisterGrace = DefaultRegisterGrace
+	}
 	for i, m := range o.Middleware {
 		if m == nil {
 			return bad(fmt.Sprintf("Middleware[%d]", i), "is nil")
@@ -625,6 +650,16 @@ func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.Un
 	return o, rdb, own, err
 }
 
+// closeClient ends one use of a client connect returned: its go-redis log lines stop going
+// to this user's logger, and the client is closed if exq built it (own).
+func closeClient(rdb redis.UniversalClient, own bool) error {
+	redisLogs.drop(rdb)
+	if own {
+		return rdb.Close()
+	}
+	return nil
+}
+
 // connect returns the caller's client, or one built from RedisURL (own reports that), after a
 // PING. The error names the address, never the password.
 func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
@@ -643,12 +678,11 @@ func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, o
 		}
 		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
-	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+	redisLogs.add(rdb, o.Logger) // dropped by closeClient; the PING's dial failures go there too
+	pctx, cancel := context.WithTimeout(withRedisLogger(ctx, o.Logger), o.RedisTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		if own {
-			_ = rdb.Close()
-		}
+		_ = closeClient(rdb, own)
 		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
 	}
 	if n := clientRetries(rdb); n > 0 {

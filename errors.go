@@ -30,6 +30,10 @@ var (
 	// ErrUnknownClass is the failure of a job whose class has no registered worker. The job is
 	// retried or dead-lettered like any failure, so deploying the worker later still runs it.
 	ErrUnknownClass = errors.New("exq: no worker registered for class")
+	// ErrAlreadyRegistered is wrapped by Register and AddWorker (and by Start, under
+	// ErrInvalidOptions, for Options.Register) when the class has a worker already: a class
+	// has one worker, and a second registration is a mistake, not a replacement.
+	ErrAlreadyRegistered = errors.New("exq: a worker is already registered for class")
 	// ErrStopped is returned by calls made on a node after Stop.
 	ErrStopped = errors.New("exq: stopped")
 	// ErrUniqueConflict is matched by the error of an enqueue whose unique lock is held by

@@ -3,8 +3,8 @@
 // worker, and the other way round.
 //
 // A job's args can be a type that names its class; the worker and the enqueue side then share
-// it. Start a node with the queues it works on, add workers, enqueue from anywhere, and let
-// the node stop when the program is told to:
+// it. Start a node with the queues it works on and its workers (given to Start, they are there
+// before the first fetch), enqueue from anywhere, and stop the node when the program is told to:
 //
 //	type Signup struct {
 //		UserID int `json:"user_id"`
@@ -14,21 +14,27 @@
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	defer stop()
-//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the node
+//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the workers
 //		RedisURL: "redis://127.0.0.1:6379/0",
 //		Queues:   []exq.Queue{{Name: "default", Concurrency: 50}},
+//		Register: []exq.Registration{
+//			exq.WorkerFor(func(ctx context.Context, job *exq.Job, a Signup) error {
+//				return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
+//			}),
+//		},
 //	})
 //	if err != nil {
 //		return err
 //	}
-//	exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error {
-//		return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
-//	})
 //
 //	jid, err := exq.EnqueueArgs(ctx, e, Signup{UserID: 42}) // args on the wire: [{"user_id":42}]
 //
 //	<-e.Done()                          // ctx ended, or a TERM from Sidekiq's or Exq's UI
 //	return e.Stop(context.Background()) // running jobs get ShutdownTimeout to finish
+//
+// Enqueueing through e works until Stop is called, even once ctx has stopped the workers: a
+// web service stops accepting requests, drains them (they may still enqueue), then calls Stop
+// (examples/webservice).
 //
 // Jobs of other runtimes, with positional args, run on a WorkerFunc that reads them with
 // job.Bind, and are enqueued with e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"}).
@@ -40,7 +46,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -84,10 +89,11 @@ type Exq struct {
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
 
-	stopping atomic.Bool
-	stopped  atomic.Bool
-	stopDone chan struct{} // closed when the first Stop returns
-	jobsDone chan struct{} // closed when the last job goroutine has ended
+	stopping  atomic.Bool
+	stopped   atomic.Bool // Stop has closed the enqueue side
+	closeOnce sync.Once
+	stopDone  chan struct{} // closed when the first Stop returns
+	jobsDone  chan struct{} // closed when the last job goroutine has ended
 }
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
@@ -96,12 +102,14 @@ type Exq struct {
 // ErrRedisOOM (Redis is out of memory: a node does not join then, though the nodes already
 // running carry on).
 //
-// ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
-// signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
-// no more, running jobs get ShutdownTimeout to finish, the rest go back to their queues) and
-// Done is closed. Stop then waits for that stop to end (and returns nil once it has), so a
-// program waits on Done and calls Stop. Pass context.Background() for a node that only Stop
-// ends: a deadline meant for start-up alone would stop the node when it passes.
+// ctx bounds start-up and the life of the node's workers: when it ends after Start returned
+// (the signal of signal.NotifyContext, a parent's cancel, a deadline), the node stops its
+// workers as Stop does (it fetches no more, running jobs get ShutdownTimeout to finish, the
+// rest go back to their queues) and Done is closed. Enqueueing through the node keeps working
+// until the program calls Stop, which waits for that stop to end, closes the enqueue side and
+// returns nil: a program waits on Done, drains its own requests, then calls Stop. Pass
+// context.Background() for a node that only Stop ends: a deadline meant for start-up alone
+// would stop the workers when it passes.
 func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
 
 // start is Start with the knobs only tests turn.
@@ -118,9 +126,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
-		if e.ownClient {
-			_ = e.rdb.Close()
-		}
+		_ = closeClient(e.rdb, e.ownClient)
 		return nil, markOOM(err)
 	}
 
@@ -149,7 +155,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
-	e.registry = newRegistry(o.Workers)
+	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
 	e.stats.noMetrics = o.DisableMetrics
@@ -229,9 +235,9 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			e.log.Info("exq: the context given to Start ended; stopping", "node", e.opts.NodeID, "cause", context.Cause(ctx))
-			// Without ctx's end, or Stop would skip the grace period at once.
-			if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+			e.log.Info("exq: the context given to Start ended; stopping the workers (enqueueing works until Stop)", "node", e.opts.NodeID, "cause", context.Cause(ctx))
+			// Without ctx's end, or the stop would skip the grace period at once.
+			if err := e.stopWorkers(context.WithoutCancel(ctx)); err != nil {
 				e.log.Error("exq: stop", "error", err)
 			}
 		case <-e.stopDone:
@@ -287,18 +293,6 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 
 // NodeID is this node's identity: the name of its backup lists.
 func (e *Exq) NodeID() string { return e.opts.NodeID }
-
-// Register adds (or replaces) the worker for class while the node runs.
-func (e *Exq) Register(class string, w Worker) error {
-	if class == "" {
-		return errors.New("exq: register: class is empty")
-	}
-	if w == nil {
-		return fmt.Errorf("exq: register %q: worker is nil", class)
-	}
-	e.registry.set(class, w)
-	return nil
-}
 
 // Subscribe makes the node work on queue with at most concurrency jobs at once (0 means
 // Options.Concurrency), or changes the limit of a queue it already works on. Jobs of the
@@ -388,9 +382,32 @@ func (e *Exq) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, 
 // ShutdownTimeout (or until ctx ends), then cancels the contexts of jobs still running and
 // hands those jobs back to the front of their queues, where another node runs them next.
 // It returns when every goroutine it started has ended; a worker that ignores its context
-// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Enqueueing works until
-// Stop returns, so draining jobs can still enqueue. Calling Stop again waits for the first call.
+// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Calling Stop again
+// waits for the first call.
+//
+// Enqueueing works until Stop returns, so draining jobs can still enqueue; after it, the
+// enqueue calls return ErrStopped and the Redis client exq built is closed. When the ctx given
+// to Start ends (a signal), the node stops its workers as Stop does but enqueueing keeps
+// working until the program calls Stop: a web service stops accepting requests, waits for
+// those in flight (which may enqueue), then calls Stop.
 func (e *Exq) Stop(ctx context.Context) error {
+	err := e.stopWorkers(ctx)
+	select {
+	case <-e.stopDone:
+		e.closeOnce.Do(func() {
+			e.stopped.Store(true)
+			_ = closeClient(e.rdb, e.ownClient)
+		})
+	default:
+		// The first stop is still under way and uses the client: it stays open.
+	}
+	return err
+}
+
+// stopWorkers stops everything but the enqueue side: fetching, jobs, the background parts,
+// and the node's registration in Redis. The end of Start's ctx calls it; Stop calls it and
+// then closes the client.
+func (e *Exq) stopWorkers(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		// A later call waits for what the first one started, and for workers it gave up on.
 		for _, ch := range []chan struct{}{e.stopDone, e.jobsDone} {
@@ -431,10 +448,6 @@ func (e *Exq) Stop(ctx context.Context) error {
 	e.cancelOps()
 	e.ops.Wait()
 	e.signOff(context.WithoutCancel(ctx), empty)
-	e.stopped.Store(true)
-	if e.ownClient {
-		_ = e.rdb.Close()
-	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
 	return stopErr
 }

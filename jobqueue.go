@@ -455,6 +455,16 @@ func (jq *jobQueue) requeue(ctx context.Context, q string, raws []string) (int, 
 	return cmd.Int()
 }
 
+// putBack moves raw from the backup list of q to the enqueue end of q (a job whose class has
+// no worker yet); false when it was no longer in the backup list.
+func (jq *jobQueue) putBack(ctx context.Context, q, raw string) (bool, error) {
+	cmd, replErr := jq.evalScript(ctx, scripts.PutBack,
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, jq.keys.Wake(), q, raw)
+	jq.wait.shortfall("put back", replErr)
+	n, err := cmd.Int()
+	return n == 1, err
+}
+
 // recoverBackup moves every job of this node's backup list for q back to the consumption end
 // of q, oldest in-flight job first, a page per call.
 func (jq *jobQueue) recoverBackup(ctx context.Context, q string) (int, error) {

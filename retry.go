@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -88,7 +89,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		out.name, out.at = "retry", at
 		return out.storedIf(ok, before)
 	}
-	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	e.log.Log(context.Background(), deadLevel(job), "exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
 	return out.storedIf(e.deadLetter(r, job, doc, now), before)
 }
 
@@ -105,6 +106,16 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 	})
 }
 
+// deadLevel is the level of the node's own line for a job it moves to the dead set: Warn, or
+// Debug when LogJobs writes the job's outcome line (the only middleware that registers an
+// outcome function), so that a dead job is not logged twice.
+func deadLevel(job *Job) slog.Level {
+	if len(job.outcomeHooks) > 0 {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
 // bury moves a job to the dead set whatever its retries (a cancelled job).
 func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 	now := e.opts.now()
@@ -115,7 +126,7 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 	}
 	job.writeMeta(obj)
 	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now, e.enq.unit)
-	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
+	e.log.Log(context.Background(), deadLevel(job), "exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
 	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}
 	return out.storedIf(e.deadLetter(r, job, doc, now), job.RetryCount)
 }

@@ -216,6 +216,7 @@ type Sharded struct {
 	nodes     []*Exq
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 	done      chan struct{}
 }
 
@@ -249,9 +250,7 @@ func StartSharded(ctx context.Context, opts Options, shards ShardOptions) (*Shar
 		e, err := Start(ctx, no)
 		if err != nil {
 			_ = s.stopNodes(context.Background())
-			if own {
-				_ = rdb.Close()
-			}
+			_ = closeClient(rdb, own)
 			return nil, fmt.Errorf("exq: start shard %q: %w", ns, err)
 		}
 		s.nodes = append(s.nodes, e)
@@ -276,7 +275,7 @@ func StartSharded(ctx context.Context, opts Options, shards ShardOptions) (*Shar
 // namespace (Subscriptions, NodeID).
 func (s *Sharded) Nodes() []*Exq { return append([]*Exq(nil), s.nodes...) }
 
-// Register adds (or replaces) the worker for class on every shard.
+// Register adds the worker for class on every shard (ErrAlreadyRegistered if it has one).
 func (s *Sharded) Register(class string, w Worker) error {
 	for _, e := range s.nodes {
 		if err := e.Register(class, w); err != nil {
@@ -284,6 +283,13 @@ func (s *Sharded) Register(class string, w Worker) error {
 		}
 	}
 	return nil
+}
+
+// RegistrationDone tells every shard that every worker is registered (Exq.RegistrationDone).
+func (s *Sharded) RegistrationDone() {
+	for _, e := range s.nodes {
+		e.RegistrationDone()
+	}
 }
 
 // Subscribe makes every shard work on queue with at most concurrency jobs at once per shard.
@@ -313,9 +319,9 @@ func (s *Sharded) Done() <-chan struct{} { return s.done }
 // StartSharded built it. It returns the shards' errors joined.
 func (s *Sharded) Stop(ctx context.Context) error {
 	err := s.stopNodes(ctx)
-	if s.ownClient {
-		err = errors.Join(err, s.rdb.Close())
-		s.ownClient = false
+	if !s.released {
+		s.released = true
+		err = errors.Join(err, closeClient(s.rdb, s.ownClient))
 	}
 	return err
 }
@@ -347,8 +353,10 @@ func (s *Sharded) API() *ShardedAPI {
 // does. Create it with NewShardedClient; Close it when done.
 type ShardedClient struct {
 	*sharder
+	clients   []*Client
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 }
 
 // NewShardedClient connects to Redis and returns an enqueue-only client over shards.
@@ -360,7 +368,7 @@ func NewShardedClient(ctx context.Context, opts ClientOptions, shards ShardOptio
 	if err != nil {
 		return nil, err
 	}
-	c := &ShardedClient{sharder: &sharder{by: shards.By}, rdb: rdb, ownClient: own}
+	c := &ShardedClient{sharder: &sharder{by: shards.By}, clients: clients, rdb: rdb, ownClient: own}
 	for _, x := range clients {
 		c.ens = append(c.ens, x.enq)
 	}
@@ -369,11 +377,14 @@ func NewShardedClient(ctx context.Context, opts ClientOptions, shards ShardOptio
 
 // Close closes the Redis client if NewShardedClient built it.
 func (c *ShardedClient) Close() error {
-	if c.ownClient {
-		c.ownClient = false
-		return c.rdb.Close()
+	if c.released {
+		return nil
 	}
-	return nil
+	c.released = true
+	for _, x := range c.clients {
+		_ = x.Close() // the shared client: ends their uses of it, closes nothing
+	}
+	return closeClient(c.rdb, c.ownClient)
 }
 
 // openShards opens one Redis client for opts and one T per namespace on it.
@@ -397,9 +408,7 @@ func openShards[T any](ctx context.Context, opts ClientOptions, shards ShardOpti
 		o.Namespace, o.Redis, o.RedisURL = ns, rdb, ""
 		x, err := open(ctx, o)
 		if err != nil {
-			if own {
-				_ = rdb.Close()
-			}
+			_ = closeClient(rdb, own)
 			return nil, false, nil, fmt.Errorf("exq: shard %q: %w", ns, err)
 		}
 		out = append(out, x)
@@ -414,6 +423,7 @@ type ShardedAPI struct {
 	shards    []*API
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 }
 
 // NewShardedAPI connects to Redis and returns an API over shards.Namespaces (By is not used).
@@ -428,11 +438,14 @@ func NewShardedAPI(ctx context.Context, opts ClientOptions, shards ShardOptions)
 
 // Close closes the Redis client if NewShardedAPI built it.
 func (a *ShardedAPI) Close() error {
-	if a.ownClient {
-		a.ownClient = false
-		return a.rdb.Close()
+	if a.released {
+		return nil
 	}
-	return nil
+	a.released = true
+	for _, x := range a.shards {
+		_ = x.Close() // the shared client: ends their uses of it, closes nothing
+	}
+	return closeClient(a.rdb, a.ownClient)
 }
 
 // Shards returns the API of each namespace, in ShardOptions.Namespaces order.

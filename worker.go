@@ -3,8 +3,6 @@ package exq
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/exqgo/exq/internal/wire"
@@ -22,37 +20,6 @@ type WorkerFunc func(ctx context.Context, job *Job) error
 
 // Perform calls f.
 func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
-
-// registry maps classes to workers.
-type registry struct {
-	mu      sync.RWMutex
-	workers map[string]Worker
-}
-
-func newRegistry(ws map[string]Worker) *registry {
-	r := &registry{workers: make(map[string]Worker, len(ws))}
-	for c, w := range ws {
-		r.workers[c] = w
-	}
-	return r
-}
-
-func (r *registry) set(class string, w Worker) {
-	r.mu.Lock()
-	r.workers[class] = w
-	r.mu.Unlock()
-}
-
-// lookup finds the worker of class. Text after a "/" is ignored, as in Exq ("Mod/perform").
-func (r *registry) lookup(class string) (Worker, bool) {
-	if i := strings.IndexByte(class, '/'); i >= 0 {
-		class = class[:i]
-	}
-	r.mu.RLock()
-	w, ok := r.workers[class]
-	r.mu.RUnlock()
-	return w, ok
-}
 
 // process runs one fetched job to its end: decode, middleware and worker, outcome written,
 // slot freed. Nothing a job does can kill the node or leak its slot.
@@ -75,6 +42,9 @@ func (e *Exq) process(r *run) {
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
 	e.mgr.setJID(r, job.JID)
 	job.worker, _ = e.registry.lookup(job.Class)
+	if job.worker == nil && e.registry.registering() && e.awaitWorker(r, job) {
+		return // back in its queue: its worker is not registered yet
+	}
 	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {
 		e.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
 	}

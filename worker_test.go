@@ -300,7 +300,7 @@ func TestPanickingWorkerFailsAndTheNodeGoesOn(t *testing.T) {
 
 func TestUnknownClassIsAFailureNamingTheClass(t *testing.T) {
 	v := newEnv(t)
-	e, _ := failingNode(t, v, Options{}, &recorder{})
+	e, _ := failingNode(t, v, Options{RegisterGrace: NoRegisterGrace}, &recorder{})
 	v.push("default", `{"class":"Missing.Worker","args":[],"queue":"default","jid":"u1","retry":2}`)
 	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
 	m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))

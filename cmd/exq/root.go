@@ -53,7 +53,7 @@ line or input (nothing was written).`,
 	f := root.PersistentFlags()
 	f.StringVar(&a.redisURL, "redis-url", "", "Redis to use (default $EXQ_REDIS_URL, else "+defaultRedisURL+")")
 	f.StringVarP(&a.namespace, "namespace", "n", exq.DefaultNamespace,
-		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}'`)
+		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}' (default $EXQ_NAMESPACE, else `+exq.DefaultNamespace+`)`)
 	f.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	f.DurationVar(&a.timeout, "timeout", time.Minute, "time limit for the whole command")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
@@ -68,11 +68,17 @@ line or input (nothing was written).`,
 		c.GroupID = "act"
 		root.AddCommand(c)
 	}
+	strictCompletion(root)
 	return root
 }
 
 // prepare checks the global flags and sets the command's time limit, before any command runs.
 func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	if f := cmd.Flags().Lookup("namespace"); f != nil && !f.Changed {
+		if ns := a.getenv("EXQ_NAMESPACE"); ns != "" {
+			a.namespace = ns // as $EXQ_REDIS_URL stands for --redis-url; -n "" still means none
+		}
+	}
 	nss, err := parseNamespaces(a.namespace)
 	if err != nil {
 		return err
@@ -237,5 +243,27 @@ func nArgs(minN, maxN int, form string) cobra.PositionalArgs {
 			return usagef("want %s, got %d argument(s)", form, len(args))
 		}
 		return nil
+	}
+}
+
+// completionShells are the shells cobra's completion command writes scripts for.
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+// strictCompletion makes "exq completion SHELL" fail (exit 2, naming the shells) for a shell
+// it has no script for, where cobra prints the help and exits 0: a script that pipes
+// "exq completion tcsh" into a file would otherwise install the help text.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give a shell: %s", strings.Join(completionShells, ", "))
+			}
+			return usagef("no script for shell %q; supported shells: %s", args[0], strings.Join(completionShells, ", "))
+		}
+		c.RunE = func(*cobra.Command, []string) error { return nil } // only reached through Args, which refuses
 	}
 }

@@ -49,6 +49,8 @@ var (
 	deadSrc string
 	//go:embed requeue.lua
 	requeueSrc string
+	//go:embed put_back.lua
+	putBackSrc string
 	//go:embed recover.lua
 	recoverSrc string
 	//go:embed schedule.lua
@@ -95,6 +97,7 @@ var (
 	Retry       = redis.NewScript(retrySrc)
 	Dead        = redis.NewScript(deadSrc)
 	Requeue     = redis.NewScript(requeueSrc)
+	PutBack     = redis.NewScript(putBackSrc)
 	Recover     = redis.NewScript(recoverSrc)
 	Schedule    = redis.NewScript(scheduleSrc)
 	EnqueueAt   = redis.NewScript(enqueueAtSrc)
