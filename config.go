@@ -203,6 +203,15 @@ type Options struct {
 	// (pushed by other runtimes, or whose wake-up was lost): 5 s at most with the default.
 	// Default 100 ms.
 	PollTimeout time.Duration
+	// DisableBlockingIdleWait turns off the blocking wait on idle queues and leaves foreign
+	// pushes to polling (within the idle poll cap above). By default, each queue that an idle
+	// node polled empty gets a BLMOVE of the queue onto itself, which blocks on a connection of
+	// its own until a job is pushed and leaves the queue unchanged; the node then fetches at
+	// once. So a job pushed without a wake-up (Sidekiq's client, Exq's enqueue, a plain LPUSH)
+	// starts within milliseconds. Cost: one more connection per idle queue, and one BLMOVE per
+	// idle queue per idle poll cap. It needs Redis 6.2 or later and a *redis.Client or
+	// *redis.ClusterClient (or RedisURL); otherwise polling alone is used.
+	DisableBlockingIdleWait bool
 	// SchedulerPollTimeout bounds how late the scheduler moves a due scheduled or retry job
 	// that exq wrote (it sleeps until the earliest job is due, and exq's writes announce
 	// earlier ones), and the wait after a failure. The scheduler looks at the sets at least
