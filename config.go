@@ -272,6 +272,15 @@ type Options struct {
 	// jobs are rescued HeartbeatInterval × (MissedHeartbeatsAllowed+1) after its last beat.
 	// Default 3.
 	MissedHeartbeatsAllowed int
+	// ForeignHeartbeatWindow is how long a node that beats without publishing its window (an
+	// Exq node: its heartbeat_interval × (missed_heartbeats_allowed + 1)) may go without a beat
+	// before this node rescues its backup lists. Set it to the Exq fleet's window: shorter than
+	// Exq's heartbeat_interval re-runs the jobs of live Exq nodes; longer only delays the rescue
+	// of a dead one. Default ForeignHeartbeatWindow (6 min, Exq's defaults). Sharing a fleet with
+	// Exq nodes, HeartbeatInterval must also be shorter than the shortest Exq window, or Exq takes
+	// this node for dead and runs its jobs a second time; Start warns when Exq's beats show a
+	// shorter spacing (docs/mixed-fleets.md).
+	ForeignHeartbeatWindow time.Duration
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
@@ -429,6 +438,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
 		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
 		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"ForeignHeartbeatWindow", &o.ForeignHeartbeatWindow, ForeignHeartbeatWindow},
 		{"JobTimeout", &o.JobTimeout, 0},
 	} {
 		if *d.v < 0 {

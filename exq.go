@@ -104,6 +104,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, 
 // start is Start with the knobs only tests turn.
 func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	fixedNode := opts.NodeID != ""
+	foreignDeclared := opts.ForeignHeartbeatWindow != 0
 	o, err := opts.withDefaults(hooks)
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
+		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
 			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
 		if err := e.hb.beat(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
@@ -169,6 +170,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goOps(func() { e.pinger.run(opsCtx) })
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
+		watch := newExqBeatWatch(e.jq, o.Options, foreignDeclared, e.log)
+		e.goOps(func() { watch.run(opsCtx) })
 	}
 
 	e.checkWakeChannel(ctx)
