@@ -31,38 +31,42 @@ import (
 )
 
 type config struct {
-	addr        string
-	n           int
-	reps        int
-	out         string
-	modes       map[string]bool
-	libs        map[string]bool
-	dbBase      int
-	tuned       bool
-	smoke       bool
-	soakN       int
-	callers     []int
-	batches     []int
-	concs       []int
-	latJobs     int
-	every       time.Duration
-	idle        time.Duration
-	latencyWait time.Duration
-	timeout     time.Duration
-	cpuprofile  string
-	profConc    int
-	profN       int
-	loadedRate  float64       // loaded mode: jobs/s to offer; 0 = half of exq's measured maximum
-	loadedFor   time.Duration // loaded mode: how long to enqueue
-	loadedConc  int           // loaded mode: worker concurrency (and of the probe drain)
-	loadedProbe int           // loaded mode: jobs in the drain that measures exq's maximum
-	pg          string        // postgres:// URL of a database to create River's own database from; "" = no River
-	requirePG   bool          // fail when River cannot run (CI)
-	minRatio    float64       // process mode: fail when exq's best rate is below this × raw-batched's best
-	args        []string      // the command line, for the report
+	addr          string
+	n             int
+	reps          int
+	out           string
+	modes         map[string]bool
+	libs          map[string]bool
+	dbBase        int
+	tuned         bool
+	smoke         bool
+	soakN         int
+	callers       []int
+	batches       []int
+	concs         []int
+	latJobs       int
+	every         time.Duration
+	idle          time.Duration
+	latencyWait   time.Duration
+	timeout       time.Duration
+	cpuprofile    string
+	profConc      int
+	profN         int
+	loadedRate    float64       // loaded mode: jobs/s to offer; 0 = half of exq's measured maximum
+	loadedFor     time.Duration // loaded mode: how long to enqueue
+	loadedConc    int           // loaded mode: worker concurrency (and of the probe drain)
+	loadedProbe   int           // loaded mode: jobs in the drain that measures exq's maximum
+	foreignJobs   int           // foreign mode: jobs per pusher
+	foreignGapMin time.Duration // foreign mode: shortest gap between pushes
+	foreignGapMax time.Duration // foreign mode: longest gap
+	foreignIdle   time.Duration // foreign mode: idle-cost window (0: not measured)
+	pg            string        // postgres:// URL of a database to create River's own database from; "" = no River
+	requirePG     bool          // fail when River cannot run (CI)
+	minRatio      float64       // process mode: fail when exq's best rate is below this × raw-batched's best
+	args          []string      // the command line, for the report
 }
 
-var allModes = []string{"enqueue", "batch", "process", "latency", "loaded", "soak"}
+var allModes = []string{"enqueue", "batch", "process", "latency", "loaded", "foreign", "soak"}
 
 type bench struct {
 	cfg     config
@@ -112,6 +116,10 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "process mode: give up on a drain after this long")
 	fs.StringVar(&c.pg, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "River: Postgres URL of an existing database; the bench creates a database of its own there and drops it at the end (\"\" = skip River)")
 	fs.BoolVar(&c.requirePG, "require-pg", false, "fail, instead of skipping River, when Postgres is not reachable")
+	fs.IntVar(&c.foreignJobs, "foreign-jobs", 25, "foreign mode: jobs per pusher, pushed one at a time")
+	fs.DurationVar(&c.foreignGapMin, "foreign-gap-min", 200*time.Millisecond, "foreign mode: shortest random gap between pushes")
+	fs.DurationVar(&c.foreignGapMax, "foreign-gap-max", 1500*time.Millisecond, "foreign mode: longest random gap between pushes")
+	fs.DurationVar(&c.foreignIdle, "foreign-idle", 5*time.Second, "foreign mode: how long to count an idle node's Redis commands and connections (0 = not at all)")
 	fs.Float64Var(&c.minRatio, "min-ratio", 0, "process mode: exit 1 when exq's best rate of the reps falls below this × raw-batched's best at any concurrency (0 = no check)")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "after the runs, drain -n jobs once more through exq under the CPU profiler and write the profile here")
 	fs.IntVar(&c.profConc, "profile-conc", 50, "concurrency of the profiled exq drain")
@@ -168,6 +176,7 @@ func parseFlags(args []string) (config, error) {
 		c.n, c.reps, c.latJobs = 200, 1, 50
 		c.idle, c.latencyWait, c.timeout = 200*time.Millisecond, 15*time.Second, time.Minute
 		c.loadedFor, c.loadedProbe = time.Second, 2000
+		c.foreignJobs, c.foreignGapMin, c.foreignGapMax, c.foreignIdle = 3, 10*time.Millisecond, 50*time.Millisecond, 0
 		if c.soakN == 0 {
 			c.soakN = 2000
 		}
@@ -267,6 +276,9 @@ func run(ctx context.Context, cfg config) int {
 	}
 	if cfg.modes["loaded"] {
 		b.repeatLoaded(ctx, rep)
+	}
+	if cfg.modes["foreign"] && cfg.libs["exq"] {
+		rep.foreign = b.runForeign(ctx)
 	}
 	if cfg.modes["soak"] && cfg.soakN > 0 && cfg.libs["exq"] {
 		t := b.exqTarget()

@@ -57,6 +57,7 @@ type report struct {
 	soak     *soakResult
 	soakErr  error
 	loaded   *loadedReport
+	foreign  *foreignReport
 
 	load       string  // load average when the run started
 	foreignCPU float64 // CPU seconds other processes used during the run
@@ -321,6 +322,9 @@ func (r *report) markdown() string {
 		w("%s", ld.markdown())
 	}
 
+	if r.foreign != nil {
+		w("%s", r.foreign.markdown())
+	}
 	if r.soak != nil {
 		w("## Soak: %d no-op jobs through exq (concurrency 50, EnqueueAll batches of 500 while processing, backlog ≤ %d)\n\n", r.soak.n, soakBacklog)
 		if r.soakErr != nil {
