@@ -138,9 +138,6 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
-	if !o.DisableBlockingIdleWait {
-		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
-	}
 	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
 		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, pingEvery: o.pingInterval, now: o.now, log: e.log})
 
@@ -187,6 +184,10 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.pubsub = e.jq.subscribeWake(runCtx)
 	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	if !o.DisableBlockingIdleWait {
+		// Made here, past every failure of Start: the poll loop's end closes it.
+		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
+	}
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {
 		e.goLoop(func() { sched.run(runCtx) })
