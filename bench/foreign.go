@@ -32,6 +32,7 @@ type foreignRun struct {
 	name     string
 	cmdsSec  float64
 	conns    int64 // connected clients with the node idle, minus before it started
+	blocked  int   // of those, connections blocked in BLMOVE (CLIENT LIST cmd=blmove)
 	cpuPct   float64
 	pushers  []string
 	waits    map[string][]time.Duration // pusher → sorted pickups
@@ -107,6 +108,9 @@ func (b *bench) foreignVariant(ctx context.Context, name string, disable bool) *
 		r.cpuPct = 100 * (selfCPU() - cpu0).Seconds() / b.cfg.foreignIdle.Seconds()
 		r.cmdsSec = float64(commandCalls(ctx, admin)) / b.cfg.foreignIdle.Seconds()
 		r.conns = connectedClients(ctx, admin) - conns0
+		if list, err := admin.ClientList(ctx).Result(); err == nil {
+			r.blocked = strings.Count(list, " cmd=blmove ")
+		}
 	}
 
 	for _, p := range []struct {
@@ -306,9 +310,9 @@ func (fr *foreignReport) markdown() string {
 		}
 	}
 	if fr.idleWindow > 0 {
-		w("\nIdle cost of each node (three queues, after 6.5 s idle, over %s): \n\n| consumer | Redis commands/s (in-script counted) | connections | this process's CPU |\n|---|---:|---:|---:|\n", fr.idleWindow)
+		w("\nIdle cost of each node (three queues, after 6.5 s idle, over %s): \n\n| consumer | Redis commands/s (in-script counted) | connections (of them blocked in BLMOVE) | this process's CPU |\n|---|---:|---:|---:|\n", fr.idleWindow)
 		for _, r := range fr.runs {
-			w("| %s | %.1f | %d | %.2f %% of a core |\n", r.name, r.cmdsSec, r.conns, r.cpuPct)
+			w("| %s | %.1f | %d (%d) | %.2f %% of a core |\n", r.name, r.cmdsSec, r.conns, r.blocked, r.cpuPct)
 		}
 	}
 	w("\n")

@@ -119,7 +119,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.foreignJobs, "foreign-jobs", 25, "foreign mode: jobs per pusher, pushed one at a time")
 	fs.DurationVar(&c.foreignGapMin, "foreign-gap-min", 200*time.Millisecond, "foreign mode: shortest random gap between pushes")
 	fs.DurationVar(&c.foreignGapMax, "foreign-gap-max", 1500*time.Millisecond, "foreign mode: longest random gap between pushes")
-	fs.DurationVar(&c.foreignIdle, "foreign-idle", 5*time.Second, "foreign mode: how long to count an idle node's Redis commands and connections (0 = not at all)")
+	fs.DurationVar(&c.foreignIdle, "foreign-idle", 8*time.Second, "foreign mode: how long to count an idle node's Redis commands and connections (0 = not at all)")
 	fs.Float64Var(&c.minRatio, "min-ratio", 0, "process mode: exit 1 when exq's best rate of the reps falls below this × raw-batched's best at any concurrency (0 = no check)")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "after the runs, drain -n jobs once more through exq under the CPU profiler and write the profile here")
 	fs.IntVar(&c.profConc, "profile-conc", 50, "concurrency of the profiled exq drain")
