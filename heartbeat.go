@@ -22,7 +22,7 @@ type heartbeat struct {
 	jq       *jobQueue
 	interval time.Duration
 	missed   int
-	foreign  time.Duration // Options.ForeignHeartbeatWindow: the window of nodes that publish none
+	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue

@@ -228,7 +228,7 @@ func (b *bench) openPG(ctx context.Context) (*riverEnv, error) {
 	}
 	env, err := openRiver(ctx, b.cfg.pg)
 	if err != nil {
-		return nil, fmt.Errorf("Postgres at %s is not usable (%w); River's rows are left out", redactPG(b.cfg.pg), err)
+		return nil, fmt.Errorf("no usable Postgres at %s (%w); River's rows are left out", redactPG(b.cfg.pg), err)
 	}
 	logf("river: database %s created and migrated", env.name)
 	return env, nil
