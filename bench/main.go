@@ -1,7 +1,8 @@
 // Command bench measures exq against asynq, gocraft/work, go-workers2, River (on Postgres, in
-// a database of its own: -pg) and a raw go-redis baseline on one Redis, side by side: single and concurrent enqueue, batch enqueue, draining a
-// pre-filled queue, pickup latency of idle workers, latency under a steady load (-modes loaded),
-// and a soak of exq's memory. See ../BENCHMARKS.md. Besides the raw go-redis baseline (one job
+// a database of its own: -pg) and a raw go-redis baseline on one Redis, side by side: single
+// and concurrent enqueue, batch enqueue, draining a pre-filled queue, pickup latency of idle
+// workers, latency under a steady load (-modes loaded), pickup of jobs pushed without a wake-up
+// (-modes foreign), and a soak of exq's memory. See ../BENCHMARKS.md. Besides the raw go-redis baseline (one job
 // per round trip), raw-batched is the bare ceiling of exq's own job model (lib_rawbatched.go).
 //
 //	go run . -redis 127.0.0.1:6421 [-n 20000] [-reps 3] [-out results.md] [-modes ...] [-libs ...]
