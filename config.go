@@ -232,6 +232,15 @@ type Options struct {
 	// (pushed by other runtimes, or whose wake-up was lost): 5 s at most with the default.
 	// Default 100 ms.
 	PollTimeout time.Duration
+	// DisableBlockingIdleWait turns off the blocking wait on idle queues and leaves foreign
+	// pushes to polling (within the idle poll cap above). By default, each queue that an idle
+	// node polled empty gets a BLMOVE of the queue onto itself, which blocks on a connection of
+	// its own until a job is pushed and leaves the queue unchanged; the node then fetches at
+	// once. So a job pushed without a wake-up (Sidekiq's client, Exq's enqueue, a plain LPUSH)
+	// starts within milliseconds. Cost: one more connection per idle queue, and one BLMOVE per
+	// idle queue per idle poll cap. It needs Redis 6.2 or later and a *redis.Client or
+	// *redis.ClusterClient (or RedisURL); otherwise polling alone is used.
+	DisableBlockingIdleWait bool
 	// SchedulerPollTimeout bounds how late the scheduler moves a due scheduled or retry job
 	// that exq wrote (it sleeps until the earliest job is due, and exq's writes announce
 	// earlier ones), and the wait after a failure. The scheduler looks at the sets at least
@@ -292,6 +301,15 @@ type Options struct {
 	// jobs are rescued HeartbeatInterval × (MissedHeartbeatsAllowed+1) after its last beat.
 	// Default 3.
 	MissedHeartbeatsAllowed int
+	// ForeignHeartbeatWindow is how long a node that beats without publishing its window (an
+	// Exq node: its heartbeat_interval × (missed_heartbeats_allowed + 1)) may go without a beat
+	// before this node rescues its backup lists. Set it to the Exq fleet's window: shorter than
+	// Exq's heartbeat_interval re-runs the jobs of live Exq nodes; longer only delays the rescue
+	// of a dead one. Default ForeignHeartbeatWindow (6 min, Exq's defaults). Sharing a fleet with
+	// Exq nodes, HeartbeatInterval must also be shorter than the shortest Exq window, or Exq takes
+	// this node for dead and runs its jobs a second time; Start warns when Exq's beats show a
+	// shorter spacing (docs/mixed-fleets.md).
+	ForeignHeartbeatWindow time.Duration
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
@@ -477,6 +495,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
 		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
 		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"ForeignHeartbeatWindow", &o.ForeignHeartbeatWindow, ForeignHeartbeatWindow},
 		{"JobTimeout", &o.JobTimeout, 0},
 	} {
 		if *d.v < 0 {

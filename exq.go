@@ -115,6 +115,7 @@ func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, 
 // start is Start with the knobs only tests turn.
 func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	fixedNode := opts.NodeID != ""
+	foreignDeclared := opts.ForeignHeartbeatWindow != 0
 	o, err := opts.withDefaults(hooks)
 	if err != nil {
 		return nil, err
@@ -179,7 +180,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
+		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
 			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
 		if err := e.hb.join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
@@ -196,6 +197,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
+		watch := newExqBeatWatch(e.jq, o.Options, foreignDeclared, e.log)
+		e.goOps(func() { watch.run(opsCtx) })
 	}
 
 	e.checkWakeChannel(ctx)
@@ -211,6 +214,10 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.pubsub = e.jq.subscribeWake(runCtx)
 	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	if !o.DisableBlockingIdleWait {
+		// Made here, past every failure of Start: the poll loop's end closes it.
+		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
+	}
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {
 		e.goLoop(func() { sched.run(runCtx) })

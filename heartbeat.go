@@ -10,7 +10,8 @@ import (
 // how often (an Exq node, or an exq node from before v1) may go without a beat before it
 // counts as dead and its backup lists are rescued: Exq's default window, 60 s × (5 + 1). exq
 // nodes publish their own window (HeartbeatInterval × (MissedHeartbeatsAllowed + 1)) and are
-// judged by it, so nodes beating at different rates never take each other for dead.
+// judged by it, so nodes beating at different rates never take each other for dead. It is the
+// default of Options.ForeignHeartbeatWindow.
 const ForeignHeartbeatWindow = 6 * time.Minute
 
 // heartbeat keeps this node's entry in the heartbeats set fresh and, on every node, rescues
@@ -21,6 +22,7 @@ type heartbeat struct {
 	jq       *jobQueue
 	interval time.Duration
 	missed   int
+	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue
@@ -83,7 +85,7 @@ func (h *heartbeat) write(ctx context.Context, join bool) error {
 // rescueDead rescues every node that counts as dead.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
+	stale, err := h.jq.staleNodes(cctx, h.foreignWindow())
 	cancel()
 	if err != nil {
 		return err

@@ -93,6 +93,7 @@ type managerParts struct {
 	timeout     time.Duration   // bounds each Redis call
 	pollTimeout time.Duration   // idle poll interval
 	leaseTTL    time.Duration   // how long a lease lives unless renewed: the heartbeat window
+	idle        *idleWaiter     // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
 }
@@ -291,6 +292,7 @@ func (m *manager) run(ctx context.Context) {
 	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	defer m.idle.stop()
 	// wait reports false when ctx ended, and whether something other than the timer ended it.
 	wait := func(d time.Duration) (ok, woken bool) {
 		if !timer.Stop() {
@@ -334,6 +336,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		reqs, limited := m.available()
 		if len(reqs) == 0 {
+			m.idle.disarmAll()
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
 			// slots back may allow them later without either: poll as an idle node does.
@@ -387,6 +390,7 @@ func (m *manager) run(ctx context.Context) {
 			reconcile = true
 			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
 		}
+		m.idle.arm(reqs, res)
 		if m.dispatch(reqs, res.jobs) > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)
