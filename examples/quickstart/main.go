@@ -62,11 +62,15 @@ func run() error {
 		// Retry after a second instead of Exq's 16 s or more, so the retry shows at once.
 		Backoff:              func(int, *exq.Job) time.Duration { return time.Second },
 		SchedulerPollTimeout: 50 * time.Millisecond,
-		Workers: map[string]exq.Worker{
-			Greet{}.Class(): exq.Typed(func(ctx context.Context, job *exq.Job, g Greet) error {
+		// A typed worker registers under its args type's class.
+		Register: []exq.Registration{
+			exq.WorkerFor(func(ctx context.Context, job *exq.Job, g Greet) error {
 				done <- fmt.Sprintf("Quickstart.Greet    jid=%s  hello, %s", job.JID, g.Name)
 				return nil
 			}),
+		},
+		// A worker of positional args, by class name.
+		Workers: map[string]exq.Worker{
 			"Quickstart.Flaky": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
 				if flakyRuns.Add(1) == 1 {
 					fmt.Printf("Quickstart.Flaky    jid=%s  attempt 1 fails (it goes to the retry set)\n", job.JID)
