@@ -42,13 +42,25 @@ const (
 	DefaultWaitTimeout = time.Second
 )
 
+// The zero values of Options, as of ClientOptions, mean the defaults above (River's Config and
+// asynq's Config do the same). A count whose "none" is a real setting spells none with a
+// sentinel named No…: NoRetries (MaxRetries), NoDeadJobs (DeadMaxJobs), NoRegisterGrace
+// (RegisterGrace). Per-call options take the literal value instead: exq.MaxRetries(0) is no
+// retries, as exq.MaxRetries(NoRetries) is.
+
 // NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
-// the dead set at its first failure (the zero value of the field means DefaultMaxRetries).
+// the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
+// exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).
 const NoRetries = -1
 
-// KeepNoDeadJobs, as Options.DeadMaxJobs, keeps no dead jobs at all (the zero value of the
-// field means DefaultDeadMaxJobs).
-const KeepNoDeadJobs = -1
+// NoDeadJobs, as Options.DeadMaxJobs, keeps no dead jobs at all (the zero value of the field
+// means DefaultDeadMaxJobs).
+const NoDeadJobs = -1
+
+// KeepNoDeadJobs is NoDeadJobs under its earlier name.
+//
+// Deprecated: use NoDeadJobs, named as NoRetries and NoRegisterGrace are.
+const KeepNoDeadJobs = NoDeadJobs
 
 // Queue is a queue this node works on and how many of its jobs may run at once.
 type Queue struct {
@@ -97,8 +109,8 @@ type ClientOptions struct {
 	// redis-namespace does. Namespace must then be empty.
 	NoNamespace bool
 
-	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries. Default 25;
-	// NoRetries for none. NewAPI does not use it.
+	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries. Default (0)
+	// 25; NoRetries for none. NewAPI does not use it.
 	MaxRetries int
 
 	// MillisecondTimestamps writes the timestamps of the jobs this client enqueues (created_at,
@@ -263,13 +275,13 @@ type Options struct {
 	DisableScheduler bool
 
 	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries, and is the
-	// limit for jobs whose "retry" is true. Default 25; NoRetries for none.
+	// limit for jobs whose "retry" is true. Default (0) 25; NoRetries for none.
 	MaxRetries int
 	// Backoff is the delay before retry number retryCount (1 for the first retry) of job.
 	// Default: Exq's retryCount^4 + 15 + rand(0..30)·(retryCount+1) seconds.
 	Backoff func(retryCount int, job *Job) time.Duration
-	// DeadMaxJobs is how many jobs the dead set keeps (the newest). Default 10 000;
-	// KeepNoDeadJobs for none.
+	// DeadMaxJobs is how many jobs the dead set keeps (the newest). Default (0) 10 000;
+	// NoDeadJobs for none.
 	DeadMaxJobs int
 	// DeadTimeout is how long a dead job is kept. Default 180 days.
 	DeadTimeout time.Duration
@@ -506,7 +518,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		}
 	}
 	if !sentinelDefault(&o.DeadMaxJobs, DefaultDeadMaxJobs, KeepNoDeadJobs) {
-		return bad("DeadMaxJobs", "must be KeepNoDeadJobs or not negative, got %d", o.DeadMaxJobs)
+		return bad("DeadMaxJobs", "must be NoDeadJobs or not negative, got %d", o.DeadMaxJobs)
 	}
 	if o.MissedHeartbeatsAllowed < 0 {
 		return bad("MissedHeartbeatsAllowed", "must not be negative, got %d", o.MissedHeartbeatsAllowed)

@@ -40,11 +40,16 @@ func (o optionFunc) apply(c *enqueueConfig) error { return o.f(c) }
 func (o optionFunc) String() string { return o.name }
 
 // MaxRetries sets how many times the job is retried before it goes to the dead set, instead of
-// Options.MaxRetries. MaxRetries(0) sends it to the dead set at its first failure.
+// Options.MaxRetries. n is the literal count, as an option given per call means what it says:
+// MaxRetries(0) sends the job to the dead set at its first failure, and so does
+// MaxRetries(NoRetries), the Options field's spelling of none.
 func MaxRetries(n int) EnqueueOption {
 	return optionFunc{fmt.Sprintf("MaxRetries(%d)", n), func(c *enqueueConfig) error {
+		if n == NoRetries {
+			n = 0
+		}
 		if n < 0 {
-			return fmt.Errorf("MaxRetries must not be negative, got %d", n)
+			return fmt.Errorf("MaxRetries must be NoRetries or not negative, got %d", n)
 		}
 		c.maxRetries = &n
 		return nil

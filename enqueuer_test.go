@@ -99,7 +99,7 @@ func TestEnqueueRejectsBadInputAndWritesNothing(t *testing.T) {
 		{"args invalid JSON", "default", "W", json.RawMessage(`[1,`), nil, "exq: enqueue: args: invalid JSON"},
 		{"args with a channel", "default", "W", []any{make(chan int)}, nil, "exq: enqueue: args cannot be encoded as JSON"},
 		{"args with NaN", "default", "W", []any{math.NaN()}, nil, "exq: enqueue: args cannot be encoded as JSON"},
-		{"negative MaxRetries", "default", "W", nil, []EnqueueOption{MaxRetries(-1)}, "exq: enqueue: MaxRetries must not be negative, got -1"},
+		{"negative MaxRetries", "default", "W", nil, []EnqueueOption{MaxRetries(-2)}, "exq: enqueue: MaxRetries must be NoRetries or not negative, got -2"},
 		{"empty JID", "default", "W", nil, []EnqueueOption{JID("")}, "exq: enqueue: JID is empty"},
 		{"nil option", "default", "W", nil, []EnqueueOption{nil}, "exq: enqueue: an option is nil"},
 	} {
@@ -326,4 +326,15 @@ func TestEnqueueRefusesAJobOverMaxJobBytes(t *testing.T) {
 	_, err = en.enqueue(ctx, "default", "W", []any{strings.Repeat("x", MaxJobBytes-300)}, nil)
 	require.NoError(t, err)
 	assert.Len(t, v.list(v.keys.Queue("default")), 1)
+}
+
+// The per-call option takes the literal count, and NoRetries, the Options spelling of none,
+// means the same as 0 there: both write "retry":0.
+func TestMaxRetriesOptionNoRetriesIsZero(t *testing.T) {
+	for _, n := range []int{0, NoRetries} {
+		j, err := PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", Options: []EnqueueOption{MaxRetries(n)}})
+		require.NoError(t, err)
+		assert.Equal(t, 0, j.MaxRetries, "MaxRetries(%d)", n)
+		assert.Contains(t, j.Raw(), `"retry":0`, "MaxRetries(%d)", n)
+	}
 }

@@ -35,7 +35,7 @@ func TestStartValidatesOptionsNamingTheField(t *testing.T) {
 		{"negative shutdown timeout", Options{ShutdownTimeout: -time.Second}, "ShutdownTimeout: must not be negative"},
 		{"negative redis timeout", Options{RedisTimeout: -time.Second}, "RedisTimeout: must not be negative"},
 		{"bad max retries", Options{MaxRetries: -5}, "MaxRetries: must be NoRetries or not negative, got -5"},
-		{"bad dead max jobs", Options{DeadMaxJobs: -5}, "DeadMaxJobs: must be KeepNoDeadJobs or not negative, got -5"},
+		{"bad dead max jobs", Options{DeadMaxJobs: -5}, "DeadMaxJobs: must be NoDeadJobs or not negative, got -5"},
 		{"node id with separator", Options{NodeID: "a::b"}, `NodeID: must not contain "::"`},
 		{"nil worker", Options{Workers: map[string]Worker{"X": nil}}, `Workers: class "X" has a nil worker`},
 		{"empty class", Options{Workers: map[string]Worker{"": WorkerFunc(nil)}}, "Workers: a worker is registered under an empty class"},
@@ -69,7 +69,7 @@ func TestDefaultsFollowExq(t *testing.T) {
 	o2, _ := Options{}.withDefaults(testHooks{})
 	assert.NotEqual(t, o.NodeID, o2.NodeID, "two nodes in one process never share backup lists")
 
-	o, err = Options{NoNamespace: true, MaxRetries: NoRetries, DeadMaxJobs: KeepNoDeadJobs}.withDefaults(testHooks{})
+	o, err = Options{NoNamespace: true, MaxRetries: NoRetries, DeadMaxJobs: NoDeadJobs}.withDefaults(testHooks{})
 	require.NoError(t, err)
 	assert.Equal(t, "", o.Namespace)
 	assert.Equal(t, 0, o.MaxRetries)

@@ -208,10 +208,10 @@ func TestDeadSetIsTrimmedByCountAndAge(t *testing.T) {
 		})
 		assert.Equal(t, 5, v.zcard(v.keys.Dead()))
 	})
-	t.Run("KeepNoDeadJobs keeps none", func(t *testing.T) {
+	t.Run("NoDeadJobs keeps none", func(t *testing.T) {
 		v := newEnv(t)
 		var ran atomic.Int32
-		e, _ := failingNode(t, v, Options{DeadMaxJobs: KeepNoDeadJobs},
+		e, _ := failingNode(t, v, Options{DeadMaxJobs: NoDeadJobs},
 			WorkerFunc(func(ctx context.Context, job *Job) error { ran.Add(1); return fail(ctx, job) }))
 		pushN(v, 3)
 		testutil.WaitFor(t, "3 jobs failed", func() bool {
