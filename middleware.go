@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// Handler runs one job; the innermost Handler calls the job's Worker.
-type Handler func(ctx context.Context, job *Job) error
+// Handler is the name Middleware gives a WorkerFunc: the same type (an alias), so a
+// middleware's next is a Worker and any WorkerFunc can be wrapped. The innermost Handler calls
+// the job's Worker. It was a type of its own with the same signature; nothing to migrate.
+type Handler = WorkerFunc
 
 // Middleware wraps a Handler with code that runs around every job (logging, tracing,
 // metrics). It must call next to run the job, and should return next's error unchanged unless

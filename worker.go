@@ -15,7 +15,7 @@ type Worker interface {
 	Perform(ctx context.Context, job *Job) error
 }
 
-// WorkerFunc lets a plain function be a Worker.
+// WorkerFunc lets a plain function be a Worker. Middleware calls the same type Handler.
 type WorkerFunc func(ctx context.Context, job *Job) error
 
 // Perform calls f.
