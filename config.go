@@ -224,8 +224,9 @@ type Options struct {
 	// AddWorker after Start. A class given twice (here or in Workers) is ErrInvalidOptions
 	// wrapping ErrAlreadyRegistered.
 	Register []Registration
-	// Workers maps job classes to the code that runs them, as Register does for untyped
-	// workers. More can be added with Exq.Register or AddWorker while the node runs.
+	// Workers maps job classes to the code that runs them, as Register's Registration
+	// literals do (prefer Register; Workers stays for code that has such a map). More can be
+	// added with Exq.Register or AddWorker while the node runs.
 	Workers map[string]Worker
 	// RegisterGrace is how long after Start the node waits for the worker of a job whose
 	// class has none: such a job goes back to the end of its queue (not a failure, no retry

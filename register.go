@@ -26,6 +26,15 @@ const registerWait = time.Second
 // Worker. WorkerFor builds one from a typed function; a literal works for any Worker:
 //
 //	exq.Registration{Class: "Billing::Invoice", Worker: exq.Typed(invoice)}
+//
+// The ways to register a worker, one per case (docs/jobs.md, "Registering workers"):
+//   - at start, for an args type with Class(): Options.Register with WorkerFor(fn), the
+//     recommended way;
+//   - at start, for a class string chosen elsewhere or any Worker: Options.Register with a
+//     Registration literal (Typed(fn) for typed args; Options.Workers, a map, does the same);
+//   - while the node runs: AddWorker(e, fn) for an args type with Class(), e.Register(class, w)
+//     for any other Worker;
+//   - in a test: AddWorker (or Register) on an exqtest double.
 type Registration struct {
 	// Class is the job class the worker runs ("MyApp.Signup", "Billing::Invoice").
 	Class string
@@ -209,7 +218,8 @@ func (r *registry) await(class string, wait time.Duration, stop <-chan struct{})
 	}
 }
 
-// Register adds the worker for class while the node runs; ErrAlreadyRegistered if the class
+// Register adds the worker for class while the node runs (for a worker known at start, use
+// Options.Register; for an args type with Class(), AddWorker); ErrAlreadyRegistered if the class
 // has one (from Options.Workers, Options.Register or an earlier call). Workers given to Start
 // (Options.Register, Options.Workers) are there before the first fetch; one registered here
 // within Options.RegisterGrace of Start, or before RegistrationDone, still gets the jobs

@@ -15,11 +15,12 @@ import (
 // not fit fails with an error naming A (and is retried or dead like any failure); it never
 // panics.
 //
-// For an args type that names its class (JobArgs), AddWorker registers the function under
-// that class. Typed is for the other cases: a worker in Options.Workers or an exqtest double,
-// or a class string chosen elsewhere (a Ruby or Elixir producer's) for a type that is not a
-// JobArgs:
+// For an args type that names its class (JobArgs), WorkerFor (at start) and AddWorker (while
+// the node runs) register the function under that class. Typed is for the other cases: a
+// class string chosen elsewhere (a Ruby or Elixir producer's) for a type that is not a
+// JobArgs, in a Registration literal at start or with Register while the node runs:
 //
+//	exq.Registration{Class: "Billing::Invoice", Worker: exq.Typed(invoice)}
 //	e.Register("Billing::Invoice", exq.Typed(func(ctx context.Context, job *exq.Job, a Invoice) error { … }))
 func Typed[A any](f func(ctx context.Context, job *Job, args A) error) Worker {
 	return typedWorker[A]{f: f}
