@@ -70,7 +70,10 @@ func (a *API) Close() error {
 // Set names where a job is stored, for the API calls that work on any of them.
 type Set string
 
-// The sorted sets of jobs.
+// The sorted sets of jobs. A Set's value is the set's name in Redis and in Sidekiq's API
+// (Sidekiq::ScheduledSet is named "schedule", as is Exq's key), so ScheduledSet is "schedule";
+// the CLI's listing command and the dashboard's page say "scheduled", as Sidekiq Web's tab
+// does, and the CLI's --set takes either.
 const (
 	RetrySet     Set = "retry"
 	ScheduledSet Set = "schedule"

@@ -66,7 +66,11 @@ func inBatches(raws []string, run func(batch []any) (int, error)) (int, error) {
 }
 
 // Requeue moves jobs from a sorted set (retry, schedule or dead) to their queues now, byte for
-// byte, atomically per batch, and reports how many moved. Jobs no longer in the set are
+// byte, atomically per batch, and reports how many moved. "Requeue" is exq's one word for this
+// move, in the API and the CLI (exq requeue, alias exq retry); it is Exq's dequeue_*_jobs and
+// retry_job, and Sidekiq Web's "Retry Now" (retries, dead) and "Add to queue" (scheduled),
+// the labels the dashboard keeps. Unlike Sidekiq's SortedEntry#retry it leaves retry_count
+// as it is. Jobs no longer in the set are
 // skipped, so repeating a call is harmless. Unique locks are neither taken nor checked.
 func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 	key, err := a.setKey(s)

@@ -57,12 +57,16 @@ type setInfo struct {
 	Title string
 	When  string // what the score means
 	Kill  bool   // its jobs can be killed (moved to dead)
+	// Requeue and RequeueAll label the buttons that move jobs to their queues now (op
+	// "retry", the API's Requeue): Sidekiq Web's words, "Retry Now" on retries and dead
+	// jobs and "Add to queue" on scheduled ones.
+	Requeue, RequeueAll string
 }
 
 var sets = []setInfo{
-	{exq.RetrySet, "retries", "Retries", "Next retry", true},
-	{exq.ScheduledSet, "scheduled", "Scheduled", "Due", true},
-	{exq.DeadSet, "dead", "Dead", "Died", false},
+	{exq.RetrySet, "retries", "Retries", "Next retry", true, "Retry Now", "Retry All"},
+	{exq.ScheduledSet, "scheduled", "Scheduled", "Due", true, "Add to queue", "Add all to queue"},
+	{exq.DeadSet, "dead", "Dead", "Died", false, "Retry Now", "Retry All"},
 }
 
 // static serves the embedded CSS and script; the pages link them with a hash of their content
@@ -680,7 +684,7 @@ func (h *handler) setJob(s setInfo) http.HandlerFunc {
 
 // setAllOps are the actions on a whole set, with their confirmation texts.
 var setAllOps = map[string]struct{ button, detail string }{
-	"retry":  {"Retry all now", "Every job now in the set moves to its queue and runs as soon as a node takes it."},
+	"retry":  {"", "Every job now in the set moves to its queue and runs as soon as a node takes it."}, // button: the set's RequeueAll
 	"delete": {"Delete all", "Every job now in the set is deleted. This cannot be undone."},
 	"kill":   {"Kill all", "Every job now in the set moves to the dead set (trimmed to its newest 10,000 jobs and 180 days)."},
 }
@@ -692,6 +696,9 @@ func (h *handler) confirmSetAll(s setInfo) http.HandlerFunc {
 		if !ok || (op == "kill" && !s.Kill) {
 			h.errorPage(w, r, http.StatusNotFound, "There is no such action.")
 			return
+		}
+		if op == "retry" {
+			o.button = s.RequeueAll
 		}
 		n, err := h.api.Size(r.Context(), s.Set)
 		if err != nil {

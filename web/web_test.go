@@ -197,15 +197,16 @@ func TestEveryPageRenders(t *testing.T) {
 		"/queues/mail/jobs/q1":      {"Mailer", "welcome", "boom q1"},
 		"/queues/mail/delete":       {"Delete queue", "2 waiting job(s)"},
 		"/busy":                     {"No live processes"},
-		"/retries":                  {"r1", "r2", "r3", "boom r1", "Retry now", "Kill"},
+		"/retries":                  {"r1", "r2", "r3", "boom r1", "Retry Now", "Retry All…", "Kill"},
 		"/retries/r2":               {"Report", "boom r2", "retry_count"},
 		"/retries/all/kill":         {"Kill all: 3 job(s)"},
-		"/scheduled":                {"s1"},
-		"/scheduled/s1":             {"Mailer"},
+		"/scheduled":                {"s1", "Add to queue", "Add all to queue…"},
+		"/scheduled/s1":             {"Mailer", "Add to queue"},
 		"/dead":                     {"d1"},
-		"/dead/d1":                  {"Report"},
+		"/dead/d1":                  {"Report", "Retry Now"},
 		"/dead/d2":                  {"Backtrace", "/app/report.go:12:in `main.Report&#39;", "in `&lt;main&gt;&#39;", "2 line(s)"},
-		"/dead/all/retry":           {"Retry all now: 2 job(s)"},
+		"/dead/all/retry":           {"Retry All: 2 job(s)"},
+		"/scheduled/all/retry":      {"Add all to queue: 1 job(s)"},
 		"/periodic":                 {"nightly", "0 2 * * *", "Enqueue now"},
 		"/periodic/nightly":         {"nightly", "Never enqueued"},
 		"/periodic/nightly/delete":  {"Delete periodic job"},
@@ -506,7 +507,8 @@ func TestReadOnlyHidesAndRefusesChanges(t *testing.T) {
 	for _, path := range []string{"/", "/queues", "/queues/mail", "/retries", "/retries/r1", "/scheduled", "/dead", "/dead/d1", "/busy", "/periodic", "/periodic/nightly", "/queues/mail/delete"} {
 		body := f.page(path)
 		assert.NotContains(t, body, `method="post"`, path)
-		assert.NotContains(t, body, "Retry now", path)
+		assert.NotContains(t, body, "Retry Now", path)
+		assert.NotContains(t, body, "Add to queue", path)
 		assert.Contains(t, body, "read-only", path)
 	}
 	code, _ := f.post("/queues/mail/pause", nil)

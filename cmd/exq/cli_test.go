@@ -94,6 +94,8 @@ func TestBadInputExitsTwoNamingTheFlagAndWritesNothing(t *testing.T) {
 		{[]string{"jobs"}, "exq jobs: want jobs QUEUE, got 0 argument(s)"},
 		{[]string{"retry"}, "give either a JID or --all"},
 		{[]string{"retry", "--all", "--set", "bogus"}, `exq retry: --set "bogus": want dead, retry or schedule`},
+		{[]string{"requeue"}, "give either a JID or --all"},
+		{[]string{"requeue", "--all", "--set", "bogus"}, `exq requeue: --set "bogus": want dead, retry or schedule`},
 		{[]string{"delete", "x", "--set", "bogus"}, `--set "bogus"`},
 		{[]string{"delete", "--all"}, "--all needs --set"},
 		{[]string{"delete", "--all", "--set", "dead"}, "exq delete: delete --all --set dead deletes every job of dead; stdin is not a terminal, so exq cannot ask: pass --force to confirm"},

@@ -85,7 +85,7 @@ func TestRetryDeleteAndScheduledCommands(t *testing.T) {
 	assert.Contains(t, out, "d1")
 	assert.NotContains(t, out, "d2")
 
-	code, out, _ = c.run("retry", "d1")
+	code, out, _ = c.run("requeue", "d1")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "moved d1 from dead to queue revive\n", out)
 	code, _, errOut := c.run("retry", "d1")

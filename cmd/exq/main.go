@@ -87,6 +87,9 @@ func run(ctx context.Context, args []string, e env) int {
 	name := "exq"
 	if cmd != nil && cmd != root {
 		name = cmd.CommandPath()
+		if as := cmd.CalledAs(); as != "" && as != cmd.Name() && cmd.HasParent() {
+			name = cmd.Parent().CommandPath() + " " + as // an alias: "exq retry" says so
+		}
 	}
 	code := exitCode(err)
 	msg := strings.TrimPrefix(err.Error(), "exq: ")

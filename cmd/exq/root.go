@@ -63,7 +63,7 @@ line or input (nothing was written).`,
 		c.GroupID = "look"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.enqueueCmd(), a.retryCmd(), a.deleteCmd(), a.signalCmd("quiet", "TSTP"),
+	for _, c := range []*cobra.Command{a.enqueueCmd(), a.requeueCmd(), a.deleteCmd(), a.signalCmd("quiet", "TSTP"),
 		a.signalCmd("stop", "TERM"), a.cancelCmd(), a.webCmd()} {
 		c.GroupID = "act"
 		root.AddCommand(c)

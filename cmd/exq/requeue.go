@@ -10,18 +10,21 @@ import (
 	"github.com/exqgo/exq"
 )
 
-func (a *app) retryCmd() *cobra.Command {
+func (a *app) requeueCmd() *cobra.Command {
 	var all bool
 	var set string
 	c := &cobra.Command{
-		Use:   "retry JID | --all [--set SET]",
-		Short: "Run a retry, scheduled or dead job now, or every job of a set",
+		Use:     "requeue JID | --all [--set SET]",
+		Aliases: []string{"retry"},
+		Short:   "Move a retry, scheduled or dead job to its queue now, or every job of a set",
 		Long: `Move a retry, scheduled or dead job to its queue now (--set narrows the search), or with
 --all every job of --set (default dead), byte for byte, with a progress bar on stderr (plain
 lines when stderr is not a terminal). Each job moves once, so a job that fails again during
-the move waits for the next call.`,
-		Example: `  exq retry 1b4e28ba-2fa1-41d2-883f-0016d3cca427
-  exq retry --all --set retry`,
+the move waits for the next call. It is the API's Requeue, RequeueJob and RequeueAll, and the
+dashboard's "Retry Now" (retries, dead) and "Add to queue" (scheduled); "exq retry" is the same
+command under Sidekiq's and Exq's word.`,
+		Example: `  exq requeue 1b4e28ba-2fa1-41d2-883f-0016d3cca427
+  exq requeue --all --set retry`,
 		Args: nArgs(0, 1, "a JID or --all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -36,19 +39,19 @@ the move waits for the next call.`,
 				if err != nil {
 					return err
 				}
-				return a.retryAll(ctx, s)
+				return a.requeueAll(ctx, s)
 			}
-			return a.retryJob(ctx, args[0], set)
+			return a.requeueJob(ctx, args[0], set)
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "move every job of --set")
-	c.Flags().StringVar(&set, "set", "", "dead, retry or schedule (with --all, default dead)")
+	c.Flags().StringVar(&set, "set", "", "dead, retry or schedule, the sets' names in Redis (retries, scheduled, morgue work too; with --all, default dead)")
 	_ = c.RegisterFlagCompletionFunc("set", setNames)
 	return c
 }
 
-func (a *app) retryAll(ctx context.Context, s exq.Set) error {
-	if err := a.oneNamespace("retry --all"); err != nil {
+func (a *app) requeueAll(ctx context.Context, s exq.Set) error {
+	if err := a.oneNamespace("requeue --all"); err != nil {
 		return err
 	}
 	if err := a.connect(ctx, true); err != nil {
@@ -71,7 +74,7 @@ func (a *app) retryAll(ctx context.Context, s exq.Set) error {
 	return a.say(map[string]any{"moved": moved, "from": string(s)}, "moved %s from %s to their queues", jobs(moved), s)
 }
 
-func (a *app) retryJob(ctx context.Context, jid, set string) error {
+func (a *app) requeueJob(ctx context.Context, jid, set string) error {
 	sets, err := setsToSearch(set)
 	if err != nil {
 		return err
