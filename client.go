@@ -85,8 +85,11 @@ func (c *Client) Close() error {
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with
 // the node defaults: MaxRetries 25), without touching Redis: spec.At or spec.In make it a
 // scheduled job, as EnqueueAt and EnqueueIn do. Its Raw() is the exact JSON document, unique
-// fields included. Test doubles (package exqtest) use it so that they accept and refuse exactly
-// what a real enqueue does.
+// fields included.
+//
+// It is for test doubles and tools, not for enqueueing: package exqtest uses it so that its
+// doubles accept and refuse exactly what a real enqueue does, and the exq command checks a job
+// with it before connecting. Application code enqueues with a node or a Client.
 func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
 	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
 	op := "enqueue"
@@ -107,8 +110,9 @@ func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
 	return newJob(h, b.doc, spec.Queue, DefaultMaxRetries), nil
 }
 
-// WithJob returns a context that carries job, for code that runs a worker outside a node
-// (test doubles, custom runners), so that JobFromContext works there too.
+// WithJob returns a context that carries job, so that JobFromContext works in code that runs
+// a worker outside a node. It is for test doubles (exqtest's Inline uses it) and for a unit
+// test that calls a worker's Perform itself; a node gives every job such a context already.
 func WithJob(ctx context.Context, job *Job) context.Context {
 	return context.WithValue(ctx, jobKey{}, job)
 }

@@ -91,7 +91,7 @@ func TestEveryListedMemberCanBeActedOnOneByOne(t *testing.T) {
 	}
 }
 
-// Retry now moves every hostile member that names a queue, by its Ref.
+// Retry Now moves every hostile member that names a queue, by its Ref.
 func TestRetryByRefMovesHostileMembersToTheirQueue(t *testing.T) {
 	f := newFixture(t, Options{PageSize: 100})
 	ctx := context.Background()

@@ -309,11 +309,11 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Retries: "Retry now" on one job; the live node runs it.
+	// Retries: "Retry Now" on one job; the live node runs it.
 	run(t, ctx, "open retries", chromedp.Navigate(base+"/retries"), chromedp.WaitVisible(chromedp.CSS(`table.jobs`)))
 	screenshot(t, ctx, s, "retries")
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`tr:has(a[href$="/retries/retry-me-0001"]) button[value="retry"]`))); err != nil {
-		t.Fatalf("click Retry now: %v", err)
+		t.Fatalf("click Retry Now: %v", err)
 	}
 	select {
 	case jid := <-ran:
@@ -324,7 +324,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal("the retried job did not run on the live node")
 	}
 	if got := text(t, ctx, `.flash`); !strings.Contains(got, "1 job(s) moved") {
-		t.Errorf("flash after Retry now: %q", got)
+		t.Errorf("flash after Retry Now: %q", got)
 	}
 	run(t, ctx, "the job page", chromedp.Navigate(base+"/retries/b1946ac92492d2347c6235b4"), chromedp.WaitVisible(chromedp.CSS(`table.fields`)))
 	if got := text(t, ctx, `pre.trace`); !strings.Contains(got, "invoice_worker.rb:14") {
