@@ -518,7 +518,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 			*d.v = d.def
 		}
 	}
-	if !sentinelDefault(&o.DeadMaxJobs, DefaultDeadMaxJobs, KeepNoDeadJobs) {
+	if !sentinelDefault(&o.DeadMaxJobs, DefaultDeadMaxJobs, NoDeadJobs) {
 		return bad("DeadMaxJobs", "must be NoDeadJobs or not negative, got %d", o.DeadMaxJobs)
 	}
 	if o.MissedHeartbeatsAllowed < 0 {
