@@ -42,12 +42,6 @@ const (
 	DefaultWaitTimeout = time.Second
 )
 
-// The zero values of Options, as of ClientOptions, mean the defaults above (River's Config and
-// asynq's Config do the same). A count whose "none" is a real setting spells none with a
-// sentinel named No…: NoRetries (MaxRetries), NoDeadJobs (DeadMaxJobs), NoRegisterGrace
-// (RegisterGrace). Per-call options take the literal value instead: exq.MaxRetries(0) is no
-// retries, as exq.MaxRetries(NoRetries) is.
-
 // NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
 // the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
 // exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).
@@ -186,7 +180,11 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 }
 
 // Options configures a node started with Start. The zero value of every field means its
-// default, so Options{} runs the "default" queue against Redis on localhost.
+// default, so Options{} runs the "default" queue against Redis on localhost (as River's and
+// asynq's Config do). A field whose "none" is a real setting spells none with a sentinel named
+// No…: NoRetries (MaxRetries), NoDeadJobs (DeadMaxJobs), NoRegisterGrace (RegisterGrace).
+// Per-call options take the literal value instead: exq.MaxRetries(0) is no retries, as
+// exq.MaxRetries(NoRetries) is.
 type Options struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
 	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
