@@ -92,7 +92,7 @@ func oomCases() []oomCase {
 			},
 			keys: func(k wire.Keys) []string { return []string{k.CronJob("p")} }, args: []any{"disabled"}},
 		{name: "stats", file: "stats_flush.lua", script: StatsFlush,
-			keys: func(k wire.Keys) []string { return []string{k.StatFlush(node), k.Stat("processed")} }, args: []any{"b1", 3600, 5, 0}},
+			keys: func(k wire.Keys) []string { return []string{k.StatFlush(node), k.Stat("processed")} }, args: []any{"b1", 3600, "c", 0, 5}},
 		{name: "join", file: "beat.lua", script: Beat,
 			keys: func(k wire.Keys) []string { return []string{k.Heartbeats(), k.HeartbeatDeadlines()} }, args: []any{node, 1, "join"}},
 
@@ -125,6 +125,8 @@ func oomCases() []oomCase {
 		{name: "dead", file: "dead.lua", script: Dead, runs: true, setup: push(backup, job),
 			keys: func(k wire.Keys) []string { return []string{k.Dead(), backup(k)} }, args: []any{"1e9", job + " ", job, 0, 100}},
 		{name: "requeue", file: "requeue.lua", script: Requeue, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
+		{name: "put back", file: "put_back.lua", script: PutBack, runs: true, setup: push(backup, job),
 			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
 		{name: "recover", file: "recover.lua", script: Recover, runs: true, setup: push(backup, job),
 			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{100}},
