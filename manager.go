@@ -229,8 +229,11 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 func (m *manager) takeReleases() []fetchReq {
 	var reqs []fetchReq
 	for q, ls := range m.ended {
-		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
 		delete(m.ended, q)
+		if len(ls) == 0 {
+			continue
+		}
+		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
 	}
 	return reqs
 }
@@ -242,7 +245,12 @@ func (m *manager) unsent(reqs []fetchReq, took func(i int) int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, r := range reqs {
-		m.ended[r.queue] = append(m.ended[r.queue], r.release...)
+		// Only queues with leases to release get an entry: an empty one would make the next
+		// poll add a release-only request for a queue it also fetches from, and that request's
+		// backup length would count the jobs the real one had just taken as strays.
+		if len(r.release) > 0 {
+			m.ended[r.queue] = append(m.ended[r.queue], r.release...)
+		}
 		if r.limits.global > 0 {
 			for n := r.first + uint64(took(i)); n < r.first+uint64(r.n); n++ {
 				m.ended[r.queue] = append(m.ended[r.queue], m.jq.leaseMember(n))
