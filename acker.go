@@ -32,7 +32,7 @@ type acker struct {
 	stopped  bool           // run has ended: submit writes directly
 }
 
-type ackReq struct{ queue, raw string }
+type ackReq struct{ queue, raw, epoch string } // epoch: the incarnation of the run
 
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
@@ -42,10 +42,10 @@ func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 		perQueue: map[string]int{}}
 }
 
-// submit hands a finished job over. After the acker has stopped (a worker that outlived
-// Stop), it tries the LREM itself.
-func (a *acker) submit(queue, raw string) {
-	r := ackReq{queue, raw}
+// submit hands a finished job over, with the incarnation its run belongs to. After the acker
+// has stopped (a worker that outlived Stop), it tries the LREM itself.
+func (a *acker) submit(queue, raw, epoch string) {
+	r := ackReq{queue, raw, epoch}
 	a.mu.Lock()
 	a.perQueue[queue]++
 	a.pending++
@@ -236,7 +236,7 @@ func (a *acker) heldIn(queue string) int {
 func (a *acker) direct(reqs []ackReq) {
 	for _, r := range reqs {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-		err := a.jq.ack(ctx, r.queue, r.raw, "", "")
+		_, err := a.jq.ackMany(ctx, []ackReq{r})
 		cancel()
 		a.written([]ackReq{r}, nil)
 		if err != nil {

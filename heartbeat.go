@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
@@ -24,8 +26,10 @@ type heartbeat struct {
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue
+	orphan   func() int                 // drops the runs from before a burial (manager.orphanAll)
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
+	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
 }
 
 // window is how long this node may go without a beat before others count it as dead.
@@ -64,11 +68,42 @@ func (h *heartbeat) run(ctx context.Context) {
 func (h *heartbeat) beat(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	var leases map[string][]string
-	if h.leases != nil {
-		leases = h.leases()
+	if h.epoch == "" {
+		return h.join(cctx)
 	}
-	return h.jq.beat(cctx, h.window(), leases)
+	alive, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, false)
+	if err != nil || alive {
+		return err
+	}
+	// Buried while it could not beat (a pause, a stall of this process, a cut-off link) past
+	// its window: its in-flight jobs went back to their queues and may run elsewhere, or here
+	// again. Drop those runs before joining again, so that none of their outcomes is written.
+	n := 0
+	if h.orphan != nil {
+		n = h.orphan()
+	}
+	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
+	return h.join(cctx)
+}
+
+// join enters the heartbeats as a new incarnation of this node: at start, and after a burial.
+// Fetches and acknowledgements carry the token from then on.
+func (h *heartbeat) join(ctx context.Context) error {
+	epoch := uuid.NewString()
+	if _, err := h.jq.beat(ctx, h.window(), h.heldLeases(), epoch, true); err != nil {
+		return err
+	}
+	h.epoch = epoch
+	h.jq.epoch.Store(&epoch)
+	return nil
+}
+
+func (h *heartbeat) heldLeases() map[string][]string {
+	if h.leases == nil {
+		return nil
+	}
+	return h.leases()
 }
 
 // rescueDead rescues every node that counts as dead.
@@ -102,13 +137,24 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 	for _, q := range h.queues() {
 		queues = append(queues, q.Name)
 	}
+	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
+	// never adds them.
+	cctx, cancel = context.WithTimeout(ctx, h.timeout)
+	more, err := h.jq.backupQueuesOf(cctx, n.node)
+	cancel()
+	if err != nil {
+		return err
+	}
+	queues = append(queues, more...)
 	seen := map[string]bool{}
 	total := 0
+	distinct := queues[:0]
 	for _, q := range queues {
 		if seen[q] {
 			continue
 		}
 		seen[q] = true
+		distinct = append(distinct, q)
 		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if moved > 0 && h.events.has() {
@@ -119,10 +165,15 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		}
 	}
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	buried, err := h.jq.bury(cctx, n)
+	res, err := h.jq.bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
+	}
+	buried := res == buryDone
+	if res == buryJobsLeft {
+		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
+			"node", n.node)
 	}
 	if buried || total > 0 {
 		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating", "node", n.node, "jobs", total, "buried", buried)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +27,28 @@ type jobQueue struct {
 	// wait, when set (Options.WaitReplicas), makes enqueues and outcome writes WAIT for
 	// replicas on their own connection (replication.go).
 	wait *replicaWait
+	// epoch is the token of this node's current incarnation in the heartbeats (see
+	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
+	epoch atomic.Pointer[string]
+}
+
+// incarnation is the token the fetch and acknowledgement scripts check: "" checks nothing.
+func (jq *jobQueue) incarnation() string {
+	if e := jq.epoch.Load(); e != nil {
+		return *e
+	}
+	return ""
+}
+
+// buriedReply is how the fetch scripts refuse a node whose incarnation was buried.
+const buriedReply = "BURIED"
+
+// asBuried turns the fetch scripts' BURIED error into errBuried.
+func asBuried(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), buriedReply) {
+		return fmt.Errorf("%w (%v)", errBuried, err)
+	}
+	return err
 }
 
 // pageSize bounds the work of one recovery script call, so a huge backup list never blocks
@@ -189,6 +213,7 @@ type fetchRes struct {
 	jobs      [][]string
 	backupLen []int
 	wait      []time.Duration
+	epoch     string // the incarnation the fetch ran as
 }
 
 // strays reports whether a backup list held more entries than this node holds jobs of that
@@ -233,13 +258,15 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 	}
 	var res []any
 	var err error
+	epoch := jq.incarnation()
 	if limited {
-		res, err = jq.fetchLimited(ctx, reqs, leaseTTL)
+		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, epoch)
 	} else {
 		// No limit: the script and the arguments of a node without limits, nothing more.
-		keys := make([]string, 1, 1+2*len(reqs))
-		keys[0] = jq.keys.Paused()
-		args := make([]any, 0, 2*len(reqs))
+		keys := make([]string, 4, 4+2*len(reqs))
+		keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
+		args := make([]any, 2, 2+2*len(reqs))
+		args[0], args[1] = jq.node, epoch
 		for _, r := range reqs {
 			keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
 			args = append(args, r.queue, r.n)
@@ -247,12 +274,12 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 		res, err = scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
 	}
 	if err != nil {
-		return fetchRes{}, err
+		return fetchRes{}, asBuried(err)
 	}
 	if len(res) != len(reqs) {
 		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res))}
+	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res)), epoch: epoch}
 	head := 1 // fetch.lua: {backup length, jobs…}; fetch_limited.lua: {backup length, wait, jobs…}
 	if limited {
 		head = 2
@@ -279,11 +306,11 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 }
 
 // fetchLimited runs fetch_limited.lua for reqs.
-func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) ([]any, error) {
-	keys := make([]string, 1, 1+5*len(reqs))
-	keys[0] = jq.keys.Paused()
-	args := make([]any, 2, 2+7*len(reqs))
-	args[0], args[1] = jq.node, leaseTTL.Seconds()
+func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration, epoch string) ([]any, error) {
+	keys := make([]string, 4, 4+5*len(reqs))
+	keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
+	args := make([]any, 3, 3+7*len(reqs))
+	args[0], args[1], args[2] = jq.node, leaseTTL.Seconds(), epoch
 	var release []any
 	for _, r := range reqs {
 		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
@@ -318,51 +345,42 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
 	return cmd.Err()
 }
 
-// ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
-// repeat: each removes one exact string). On an error, failed tells which did not happen.
+// ackMany removes finished jobs from their backup lists in one script call (ack_batch.lua:
+// safe to repeat, each job removes one exact string), skipping those whose run belongs to an
+// incarnation of this node that was buried. On an error, failed tells which did not happen
+// (all of them: the batch is one call).
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
-	cmds := make([]redis.Cmder, len(batch))
-	lrems := func(p redis.Pipeliner) []redis.Cmder {
-		// The commands are built here rather than with p.LRem, which boxes the key and the
-		// count again and allocates an argument list for every job of the batch: here the
-		// lists share one allocation.
-		args := make([]any, 4*len(batch))
-		var q string
-		var backup any
-		for i, r := range batch {
-			if backup == nil || r.queue != q {
-				q, backup = r.queue, jq.keys.Backup(jq.node, r.queue)
-			}
-			a := args[4*i : 4*i+4 : 4*i+4]
-			a[0], a[1], a[2], a[3] = "lrem", backup, lremFromTail, r.raw
-			cmds[i] = redis.NewIntCmd(ctx, a...)
-			_ = p.Process(ctx, cmds[i])
+	keys := make([]string, 2, 3)
+	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
+	args := make([]any, 1, 1+3*len(batch))
+	args[0] = jq.node
+	var q string
+	for _, r := range batch {
+		if len(keys) == 2 || r.queue != q {
+			q = r.queue
+			keys = append(keys, jq.keys.Backup(jq.node, q))
 		}
-		return cmds
+		args = append(args, len(keys)-2, r.epoch, r.raw)
 	}
 	if jq.wait == nil {
-		_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			lrems(p)
-			return nil
-		})
+		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
 	} else {
 		var replErr error
-		replErr, err = jq.wait.pipeline(ctx, jq.rdb, jq.keys.Backup(jq.node, batch[0].queue), lrems)
+		replErr, err = jq.wait.pipeline(ctx, jq.rdb, keys[2], func(p redis.Pipeliner) []redis.Cmder {
+			// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not fall back.
+			return []redis.Cmder{scripts.AckBatch.Eval(ctx, p, keys, args...)}
+		})
 		jq.wait.shortfall("ack", replErr)
 	}
 	if err == nil {
 		return nil, nil
 	}
 	failed = make([]bool, len(batch))
-	for i, c := range cmds {
-		failed[i] = c.Err() != nil
+	for i := range failed {
+		failed[i] = true
 	}
 	return failed, err
 }
-
-// lremFromTail is LREM's count for an acknowledgement, boxed once: remove one match, searching
-// from the tail, where RPOPLPUSH left the oldest jobs, which are the first to finish.
-var lremFromTail any = int64(-1)
 
 // counter is one increment of a stats counter key, with the key's TTL (0: none).
 type counter struct {
@@ -550,9 +568,15 @@ func jobQueueName(raw string) (string, bool) {
 
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
 // the leases of its running jobs, per queue, to that time.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string) error {
-	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()}
-	args := []any{jq.node, window.Seconds()}
+// It beats as incarnation epoch, and with join, joins the heartbeats as it (see beat.lua). It
+// reports false when that incarnation was buried: then it wrote nothing.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string, join bool) (bool, error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
+	joining := "0"
+	if join {
+		joining = "1"
+	}
+	args := []any{jq.node, window.Seconds(), epoch, joining}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))
@@ -560,7 +584,8 @@ func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[s
 			args = append(args, l)
 		}
 	}
-	return scripts.Beat.Run(ctx, jq.rdb, keys, args...).Err()
+	n, err := scripts.Beat.Run(ctx, jq.rdb, keys, args...).Int()
+	return n == 1, err
 }
 
 // forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
@@ -568,6 +593,8 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, jq.keys.Heartbeats(), jq.node)
 		p.ZRem(ctx, jq.keys.HeartbeatDeadlines(), jq.node)
+		p.HDel(ctx, jq.keys.HeartbeatEpochs(), jq.node)
+		p.Del(ctx, jq.keys.BackupQueues(jq.node))
 		return nil
 	})
 	return err
@@ -623,9 +650,57 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 	return int(res[0]), int(res[1]), nil
 }
 
-// bury forgets dead node n (busy list and heartbeat) unless it beat again.
-func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
-	r, err := scripts.Bury.Run(ctx, jq.rdb,
-		[]string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines()}, n.node, n.score).Int()
-	return r == 1, err
+// Replies of bury.lua.
+const (
+	buryBeatAgain = 0
+	buryDone      = 1
+	buryJobsLeft  = 2
+)
+
+// bury forgets dead node n (busy list, heartbeat, incarnation, set of backup queues) unless it
+// beat again or a backup list of queues, or one of a queue they do not name, holds jobs. It
+// returns bury.lua's reply.
+func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int, error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines(),
+		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.node)}
+	args := []any{n.node, n.score}
+	for _, q := range queues {
+		keys = append(keys, jq.keys.Backup(n.node, q))
+		args = append(args, q)
+	}
+	return scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
+}
+
+// backupQueuesOf lists the queues in which node may have backup lists: those its fetches
+// recorded (exq nodes), and those a SCAN of the namespace finds (any node, Exq's too).
+func (jq *jobQueue) backupQueuesOf(ctx context.Context, node string) ([]string, error) {
+	queues, err := jq.rdb.SMembers(ctx, jq.keys.BackupQueues(node)).Result()
+	if err != nil {
+		return nil, err
+	}
+	// On a Redis Cluster every key of the namespace lives in one slot (its hash tag): SCAN
+	// the master that holds it.
+	var scanner redis.Cmdable = jq.rdb
+	if cc, ok := jq.rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, jq.keys.BackupQueues(node))
+		if err != nil {
+			return nil, err
+		}
+		scanner = m
+	}
+	var cursor uint64
+	for {
+		found, next, err := scanner.ScanType(ctx, cursor, jq.keys.BackupPattern(node), 1000, "list").Result()
+		if err != nil {
+			return nil, fmt.Errorf("scan for backup lists: %w", err)
+		}
+		for _, key := range found {
+			if q, ok := jq.keys.BackupQueue(node, key); ok {
+				queues = append(queues, q)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return queues, nil
+		}
+	}
 }

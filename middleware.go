@@ -90,7 +90,7 @@ func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
 // outcome is what the engine stored for one run of a job, reported to the functions that
 // middleware registered with Job.onOutcome (LogJobs).
 type outcome struct {
-	name       string    // done, retry, dead, snoozed, handed back, left in backup
+	name       string    // done, retry, dead, snoozed, handed back, rescued, left in backup
 	retryCount int       // the job's retry_count as stored
 	at         time.Time // when it runs again (retry, snoozed)
 	err        error     // the failure (retry, dead, left in backup); nil otherwise
