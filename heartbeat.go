@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,37 +31,62 @@ type heartbeat struct {
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
 	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
+	// lastCall is the server's time of this node's last beat or check that succeeded: a node
+	// counts as dead only if its deadline is before it (see rescueDead).
+	callMu   sync.Mutex
+	lastCall float64
+}
+
+// called records the server's time of a call that succeeded.
+func (h *heartbeat) called(at float64) {
+	h.callMu.Lock()
+	h.lastCall = max(h.lastCall, at)
+	h.callMu.Unlock()
+}
+
+// previousCall is the server's time of the latest call whose reply has come back.
+func (h *heartbeat) previousCall() float64 {
+	h.callMu.Lock()
+	defer h.callMu.Unlock()
+	return h.lastCall
 }
 
 // window is how long this node may go without a beat before others count it as dead.
 func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
-// within its window plus half of this node's interval.
+// within its window plus half of this node's interval. Beats and checks run on goroutines of
+// their own: a check held up (Redis stalled) must not keep this node's beat from waiting in
+// the server, where it runs as soon as the server is free (see rescueDead).
 func (h *heartbeat) run(ctx context.Context) {
-	beat := time.NewTicker(h.interval)
-	defer beat.Stop()
-	check := time.NewTicker(h.interval / 2)
-	defer check.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.every(ctx, h.interval, "beat", h.beat)
+	}()
+	h.every(ctx, h.interval/2, "rescue of dead nodes", h.rescueDead)
+	<-done
+}
+
+// every calls f every period until ctx ends, logging its failures once per spell.
+func (h *heartbeat) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) {
+	t := time.NewTicker(period)
+	defer t.Stop()
 	failing := false
-	report := func(what string, err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := f(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			h.log.Info("exq: heartbeat works again")
+			h.log.Info("exq: heartbeat: " + what + " works again")
 			failing = false
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-beat.C:
-			report("beat", h.beat(ctx))
-		case <-check.C:
-			report("rescue of dead nodes", h.rescueDead(ctx))
 		}
 	}
 }
@@ -71,9 +97,13 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.join(cctx)
 	}
-	alive, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, false)
-	if err != nil || alive {
+	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, false)
+	if err != nil {
 		return err
+	}
+	if alive {
+		h.called(at)
+		return nil
 	}
 	// Buried while it could not beat (a pause, a stall of this process, a cut-off link) past
 	// its window: its in-flight jobs went back to their queues and may run elsewhere, or here
@@ -91,9 +121,11 @@ func (h *heartbeat) beat(ctx context.Context) error {
 // Fetches and acknowledgements carry the token from then on.
 func (h *heartbeat) join(ctx context.Context) error {
 	epoch := uuid.NewString()
-	if _, err := h.jq.beat(ctx, h.window(), h.heldLeases(), epoch, true); err != nil {
+	_, at, err := h.jq.beat(ctx, h.window(), h.heldLeases(), epoch, true)
+	if err != nil {
 		return err
 	}
+	h.called(at)
 	h.epoch = epoch
 	h.jq.epoch.Store(&epoch)
 	return nil
@@ -106,17 +138,28 @@ func (h *heartbeat) heldLeases() map[string][]string {
 	return h.leases()
 }
 
-// rescueDead rescues every node that counts as dead.
+// rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
+// and past it already at this node's previous call. The second condition is what keeps a stall
+// of Redis (another client's long script, DEBUG SLEEP) from killing live nodes: the beats
+// their nodes sent meanwhile wait in the server, and run as soon as it is free, but perhaps
+// after a check that was waiting too. This node sent this check only after its previous call
+// came back, so if that call ran after a node's deadline, any beat the node had sent by then
+// has run before this check looks.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
+	previous := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
+	stale, now, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
 	cancel()
 	if err != nil {
 		return err
 	}
+	h.called(now)
 	for _, n := range stale {
 		if n.node == h.jq.node {
 			continue // we are alive; our own beat is just late
+		}
+		if n.deadline >= previous {
+			continue // not proven yet: judged at the next check
 		}
 		if err := h.rescue(ctx, n); err != nil {
 			return err

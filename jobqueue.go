@@ -569,8 +569,9 @@ func jobQueueName(raw string) (string, bool) {
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
 // the leases of its running jobs, per queue, to that time.
 // It beats as incarnation epoch, and with join, joins the heartbeats as it (see beat.lua). It
-// reports false when that incarnation was buried: then it wrote nothing.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string, join bool) (bool, error) {
+// reports false when that incarnation was buried: then it wrote nothing. at is the server's
+// time of the beat.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string, join bool) (alive bool, at float64, err error) {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
 	joining := "0"
 	if join {
@@ -584,8 +585,15 @@ func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[s
 			args = append(args, l)
 		}
 	}
-	n, err := scripts.Beat.Run(ctx, jq.rdb, keys, args...).Int()
-	return n == 1, err
+	res, err := scripts.Beat.Run(ctx, jq.rdb, keys, args...).Text()
+	if err != nil {
+		return false, 0, err
+	}
+	at, err = strconv.ParseFloat(res, 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("beat: unexpected reply %q", res)
+	}
+	return at != 0, at, nil
 }
 
 // forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
@@ -600,24 +608,37 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 	return err
 }
 
-// staleNode is a node whose last beat is too old, with the score seen.
+// staleNode is a node whose last beat is too old, with the score seen and the server time at
+// which it counts as dead.
 type staleNode struct {
 	node, score string
+	deadline    float64
 }
 
 // staleNodes lists the nodes that count as dead (server clock): past the deadline they
 // publish, or, for nodes that publish none, with a beat older than foreignWindow.
-func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) ([]staleNode, error) {
+// now is the server's time of the call.
+func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) (stale []staleNode, now float64, err error) {
 	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
 		foreignWindow.Seconds()).StringSlice()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]staleNode, 0, len(res)/2)
-	for i := 0; i+1 < len(res); i += 2 {
-		out = append(out, staleNode{node: res[i], score: res[i+1]})
+	if len(res)%3 != 1 {
+		return nil, 0, fmt.Errorf("stale: unexpected reply %v", res)
 	}
-	return out, nil
+	if now, err = strconv.ParseFloat(res[0], 64); err != nil {
+		return nil, 0, fmt.Errorf("stale: unexpected server time %q", res[0])
+	}
+	stale = make([]staleNode, 0, len(res)/3)
+	for i := 1; i+2 < len(res); i += 3 {
+		d, err := strconv.ParseFloat(res[i+2], 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stale: unexpected deadline %q of node %q", res[i+2], res[i])
+		}
+		stale = append(stale, staleNode{node: res[i], score: res[i+1], deadline: d})
+	}
+	return stale, now, nil
 }
 
 // rescueBackup moves the backup list of dead node n for queue q back to q, a page per call,

@@ -14,9 +14,10 @@
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
 -- ARGV[3] its incarnation token   ARGV[4] 1 to join with that token, 0 to beat as it
 -- ARGV[5..] for each leases set in order: how many leases, then the leases
--- Returns 1, or 0 when the incarnation was buried.
+-- Returns the server time with six decimals (monitors compare it with deadlines, see
+-- stale.lua), or '0' when the incarnation was buried.
 if ARGV[4] ~= '1' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[3]) then
-  return 0
+  return '0'
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -38,4 +39,4 @@ for i = 4, #KEYS do
   end
   a = a + n + 1
 end
-return 1
+return string.format('%.6f', now)

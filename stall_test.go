@@ -1,0 +1,104 @@
+package exq
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// busyScript keeps Redis busy for ARGV[1] microseconds, as another client's long script does:
+// no other command runs meanwhile (it stays under the busy-script threshold, so nobody gets
+// BUSY errors either).
+var busyScript = redis.NewScript(`
+local t0 = redis.call('TIME')
+repeat
+  local t = redis.call('TIME')
+until (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) >= tonumber(ARGV[1])
+return 1`)
+
+// Redis stalled for longer than the nodes' heartbeat window is no reason to take a node for
+// dead: their beats wait in the server and run as soon as it is free, so no job in flight may
+// be rescued, and none runs twice.
+func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{})
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	ns := testutil.Namespace(t)
+	const interval = 500 * time.Millisecond // window 1 s
+	const stall = 2500 * time.Millisecond
+	const jobs = 24
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var started sync.WaitGroup
+	started.Add(jobs)
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		mu.Lock()
+		ran[job.JID]++
+		first := ran[job.JID] == 1
+		mu.Unlock()
+		if first {
+			started.Done()
+		}
+		time.Sleep(4 * time.Second)
+		return nil
+	})
+	cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer cl.Close()
+	var fed []string
+	for i := 0; i < jobs; i++ {
+		jid, err := cl.Enqueue(ctx, "q", "W", []any{i})
+		require.NoError(t, err)
+		fed = append(fed, jid)
+	}
+	var nodes []*Exq
+	for i := 0; i < 2; i++ {
+		e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: interval, MissedHeartbeatsAllowed: 1,
+			PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 5 * time.Second, Logger: testLogger(),
+			Queues: []Queue{{Name: "q", Concurrency: jobs / 2}}, Workers: map[string]Worker{"W": w}})
+		require.NoError(t, err)
+		nodes = append(nodes, e)
+	}
+	defer func() {
+		for _, e := range nodes {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			assert.NoError(t, e.Stop(sctx))
+			cancel()
+		}
+	}()
+	started.Wait()
+	// Let each node beat and check a few times, then stall the server.
+	time.Sleep(2 * interval)
+	require.NoError(t, busyScript.Run(ctx, rdb, nil, stall.Microseconds()).Err())
+	testutil.WaitFor(t, "every job ended", func() bool {
+		n := 0
+		for _, e := range nodes {
+			n += e.mgr.inFlight()
+		}
+		return n == 0 && rdb.LLen(ctx, queueKey(ns, "q")).Val() == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, jid := range fed {
+		if ran[jid] > 1 {
+			twice++
+		}
+		assert.Equal(t, 1, ran[jid], "job %s runs once", jid)
+	}
+	t.Logf("fed %d jobs, all in flight; Redis stalled %s with a window of %s: %d ran twice, no node was killed",
+		jobs, stall, interval*2, twice)
+}
+
+// queueKey is the key of queue q in namespace ns.
+func queueKey(ns, q string) string { return keysFor(ns).Queue(q) }
