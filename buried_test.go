@@ -81,3 +81,92 @@ func TestFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T)
 	assert.Zero(t, oldDone, "a run from before the burial is cancelled at the node's first beat after the resume")
 	assert.LessOrEqual(t, leases, 1, "only the new run's lease counts against the limit")
 }
+
+// Every outcome of a run carries the incarnation of the node it ran on: once that incarnation
+// is gone (the node joined again after a burial, or another runtime's monitor removed its
+// heartbeat), none of them touches the backup list, where another run of the same job may
+// sit; the fetch and the beat of the old incarnation are refused too.
+func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
+	raw := `{"class":"W","args":[],"queue":"q","jid":"j1","unique_token":"tok","unique_until":"success"}`
+	outcomes := []struct {
+		name  string
+		write func(jq *jobQueue, epoch string) error
+	}{
+		{"ack", func(jq *jobQueue, epoch string) error {
+			_, err := jq.ackMany(context.Background(), []ackReq{{queue: "q", raw: raw, epoch: epoch}})
+			return err
+		}},
+		{"unique ack", func(jq *jobQueue, epoch string) error {
+			return jq.ack(context.Background(), "q", raw, "tok", "j1", epoch)
+		}},
+		{"retry", func(jq *jobQueue, epoch string) error {
+			_, err := jq.retry(context.Background(), "q", raw, raw, time.Now().Add(time.Hour), epoch)
+			return err
+		}},
+		{"dead", func(jq *jobQueue, epoch string) error {
+			_, err := jq.dead(context.Background(), "q", raw, raw, time.Now(), time.Hour, 10, "tok", "j1", epoch)
+			return err
+		}},
+	}
+	for _, how := range []string{"joined again", "heartbeat removed"} {
+		for _, o := range outcomes {
+			t.Run(how+", "+o.name, func(t *testing.T) {
+				v := newEnv(t)
+				ctx := context.Background()
+				jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+				_, _, err := jq.beat(ctx, time.Minute, nil, "old", true)
+				require.NoError(t, err)
+				require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
+				require.NoError(t, v.rdb.Set(ctx, v.keys.Unique("tok"), "j1", time.Hour).Err())
+				current := "old"
+				if how == "joined again" {
+					current = "new"
+					_, _, err = jq.beat(ctx, time.Minute, nil, current, true)
+					require.NoError(t, err)
+				} else {
+					require.NoError(t, v.rdb.ZRem(ctx, v.keys.Heartbeats(), "n").Err())
+				}
+				require.NoError(t, o.write(jq, "old"))
+				assert.Equal(t, []string{raw}, v.list(v.keys.Backup("n", "q")), "the entry stays")
+				assert.Zero(t, v.zcard(v.keys.Retry())+v.zcard(v.keys.Dead()), "no outcome written")
+				assert.Equal(t, "j1", v.rdb.Get(ctx, v.keys.Unique("tok")).Val(), "the lock stays")
+				alive, _, err := jq.beat(ctx, time.Minute, nil, "old", false)
+				require.NoError(t, err)
+				assert.False(t, alive, "the old incarnation's beat is refused")
+				jq.epoch.Store(&current)
+				if how == "joined again" {
+					require.NoError(t, v.rdb.LPush(ctx, v.keys.Queue("q"), raw).Err())
+					old := "old"
+					jq.epoch.Store(&old)
+					_, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: 1}}, time.Minute)
+					assert.ErrorIs(t, err, errBuried, "the old incarnation fetches nothing")
+					assert.Len(t, v.list(v.keys.Queue("q")), 1)
+					require.NoError(t, o.write(jq, current))
+					assert.Empty(t, v.list(v.keys.Backup("n", "q")), "the current incarnation's outcome is written")
+				}
+			})
+		}
+	}
+}
+
+// A node is never buried while one of its backup lists holds a job, or while its set of
+// backup queues names a queue the rescue did not cover.
+func TestBuryRefusesANodeWithJobsLeft(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	stale := v.staleBackup("dead", "seen", 1)
+	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "monitor"}
+	res, err := jq.bury(ctx, stale, []string{"seen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryJobsLeft, res, "a list holds a job")
+	_, err = jq.rescueBackup(ctx, stale, "seen", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, v.rdb.SAdd(ctx, v.keys.BackupQueues("dead"), "seen", "unseen").Err())
+	res, err = jq.bury(ctx, stale, []string{"seen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryJobsLeft, res, "the set names a queue the rescue did not look at")
+	res, err = jq.bury(ctx, stale, []string{"seen", "unseen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryDone, res)
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.BackupQueues("dead")).Val(), "its set goes with it")
+}

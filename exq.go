@@ -468,9 +468,15 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	if err := e.pinger.unregister(ctx); err != nil {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
-	if e.hb != nil && empty != nil {
+	switch {
+	case e.hb != nil && empty != nil:
 		if err := e.jq.forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
+		}
+	case empty != nil:
+		// No heartbeat to leave, but the set of backup queues would outlive the node.
+		if err := e.jq.dropBackupQueues(ctx); err != nil {
+			e.log.Warn("exq: stop: could not remove this node's set of backup queues", "error", err)
 		}
 	}
 }

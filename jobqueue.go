@@ -327,20 +327,16 @@ func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL 
 func (jq *jobQueue) leaseMember(n uint64) string { return jq.node + ":" + strconv.FormatUint(n, 10) }
 
 // ack removes a finished job from the backup list and, with a token, releases the job's
-// unique lock if it still holds it.
-func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
-	backup := jq.keys.Backup(jq.node, q)
+// unique lock if it still holds it; unless the run (of incarnation epoch) is from before this
+// node was buried.
+func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid, epoch string) error {
 	if token == "" {
-		if jq.wait != nil {
-			replErr, err := jq.wait.pipeline(ctx, jq.rdb, backup, func(p redis.Pipeliner) []redis.Cmder {
-				return []redis.Cmder{p.LRem(ctx, backup, -1, raw)}
-			})
-			jq.wait.shortfall("ack", replErr)
-			return err
-		}
-		return jq.rdb.LRem(ctx, backup, -1, raw).Err()
+		_, err := jq.ackMany(ctx, []ackReq{{queue: q, raw: raw, epoch: epoch}})
+		return err
 	}
-	cmd, replErr := jq.evalScript(ctx, scripts.Ack, []string{backup, jq.keys.Unique(token)}, raw, jid)
+	cmd, replErr := jq.evalScript(ctx, scripts.Ack,
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Unique(token), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()},
+		raw, jid, jq.node, epoch)
 	jq.wait.shortfall("ack", replErr)
 	return cmd.Err()
 }
@@ -404,11 +400,12 @@ func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.D
 }
 
 // retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
-// backup list, atomically. It reports false when the job was no longer in the backup list.
-func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time) (bool, error) {
+// backup list, atomically. It reports false when the job was no longer in the backup list, or
+// its run (of incarnation epoch) is from before this node was buried.
+func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time, epoch string) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.Retry,
-		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q)},
-		wire.FormatTime(at), rewritten, raw, jq.keys.Wake())
+		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()},
+		wire.FormatTime(at), rewritten, raw, jq.keys.Wake(), jq.node, epoch)
 	jq.wait.shortfall("retry", replErr)
 	n, err := cmd.Int()
 	return n == 1, err
@@ -416,10 +413,11 @@ func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time
 
 // dead stores the rewritten job in the dead set, trims it, and removes the raw job from the
 // backup list, atomically.
-// With a token, the job's unique lock is released too, if the job still holds it.
-func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid string) (bool, error) {
-	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q)}
-	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax}
+// With a token, the job's unique lock is released too, if the job still holds it. Nothing is
+// written for a run (of incarnation epoch) from before this node was buried.
+func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid, epoch string) (bool, error) {
+	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()}
+	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax, jq.node, epoch}
 	if token != "" {
 		keys = append(keys, jq.keys.Unique(token))
 		args = append(args, jid)
@@ -606,6 +604,11 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 		return nil
 	})
 	return err
+}
+
+// dropBackupQueues deletes this node's set of backup queues (a clean stop without heartbeats).
+func (jq *jobQueue) dropBackupQueues(ctx context.Context) error {
+	return jq.rdb.Del(ctx, jq.keys.BackupQueues(jq.node)).Err()
 }
 
 // staleNode is a node whose last beat is too old, with the score seen and the server time at

@@ -88,3 +88,22 @@ func TestAnExqNodesBackupListOfAnUnlistedQueueIsFoundAndRescued(t *testing.T) {
 	assert.Equal(t, []string{job}, v.list(v.keys.Queue("unlisted")), "its job is back in its queue")
 	assert.Len(t, v.list(v.keys.Backup(other, "q")), 1, "another node's list stays")
 }
+
+// A node that stops cleanly leaves no set of backup queues behind, with heartbeats or without.
+func TestACleanStopRemovesTheSetOfBackupQueues(t *testing.T) {
+	for _, noHeartbeat := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableHeartbeat=%v", noHeartbeat), func(t *testing.T) {
+			v := newEnv(t)
+			ctx := context.Background()
+			rec := &recorder{}
+			e, err := start(ctx, Options{Redis: v.client, Namespace: v.ns, Logger: testLogger(), DisableHeartbeat: noHeartbeat,
+				PollTimeout: 20 * time.Millisecond, Queues: []Queue{{Name: "q", Concurrency: 1}}, Workers: map[string]Worker{"W": rec}}, testHooks{})
+			require.NoError(t, err)
+			v.enqueueN("q", 1)
+			testutil.WaitFor(t, "the job ran", func() bool { return rec.count() == 1 })
+			assert.Equal(t, int64(1), v.rdb.Exists(ctx, v.keys.BackupQueues(e.NodeID())).Val(), "the fetch recorded its queue")
+			require.NoError(t, e.Stop(ctx))
+			assert.Zero(t, v.rdb.Exists(ctx, v.keys.BackupQueues(e.NodeID())).Val())
+		})
+	}
+}

@@ -128,7 +128,7 @@ func (e *Exq) process(r *run) {
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
+			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
