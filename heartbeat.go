@@ -31,24 +31,38 @@ type heartbeat struct {
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
 	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
-	// lastCall is the server's time of this node's last beat or check that succeeded: a node
-	// counts as dead only if its deadline is before it (see rescueDead).
+	// What this node saw of the server, by the server's clock (see rescueDead): lastCall is
+	// the time of its last beat or check that succeeded, since the time of the first one that
+	// succeeded after one failed (0 while none failed), failed whether the last one failed.
 	callMu   sync.Mutex
 	lastCall float64
+	since    float64
+	failed   bool
 }
 
 // called records the server's time of a call that succeeded.
 func (h *heartbeat) called(at float64) {
 	h.callMu.Lock()
 	h.lastCall = max(h.lastCall, at)
+	if h.failed {
+		h.since, h.failed = at, false
+	}
 	h.callMu.Unlock()
 }
 
-// previousCall is the server's time of the latest call whose reply has come back.
-func (h *heartbeat) previousCall() float64 {
+// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow).
+func (h *heartbeat) callFailed() {
+	h.callMu.Lock()
+	h.failed = true
+	h.callMu.Unlock()
+}
+
+// previousCall is the server's time of the latest call whose reply has come back, and of the
+// first one of the run of successes it belongs to, if one failed before (0 if none did).
+func (h *heartbeat) previousCall() (last, since float64) {
 	h.callMu.Lock()
 	defer h.callMu.Unlock()
-	return h.lastCall
+	return h.lastCall, h.since
 }
 
 // window is how long this node may go without a beat before others count it as dead.
@@ -80,6 +94,9 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 		case <-t.C:
 		}
 		err := f(ctx)
+		if err != nil {
+			h.callFailed()
+		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
@@ -139,14 +156,19 @@ func (h *heartbeat) heldLeases() map[string][]string {
 }
 
 // rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
-// and past it already at this node's previous call. The second condition is what keeps a stall
-// of Redis (another client's long script, DEBUG SLEEP) from killing live nodes: the beats
-// their nodes sent meanwhile wait in the server, and run as soon as it is free, but perhaps
-// after a check that was waiting too. This node sent this check only after its previous call
-// came back, so if that call ran after a node's deadline, any beat the node had sent by then
-// has run before this check looks.
+// past it already at this node's previous call, and, if a call of this node failed, not
+// before a whole window of the dead node has passed since its calls succeed again.
+//
+// The last two conditions are what keep a stall of Redis from killing live nodes. While the
+// server is blocked (another client's long script, DEBUG SLEEP), the beats the nodes send wait
+// in it and run as soon as it is free, but perhaps after a check that was waiting too. This
+// node sent this check only after its previous call came back, so if that call ran after a
+// node's deadline, any beat the node had sent by then has run before this check looks. When
+// the server refuses calls instead (a script past the busy threshold answers BUSY) or they
+// time out, the beats fail and are sent again at the nodes' next ticks: this node, which saw
+// its own calls fail, gives every node a full window from when they succeed again.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
-	previous := h.previousCall() // read before the check is sent
+	previous, since := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	stale, now, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
 	cancel()
@@ -158,8 +180,8 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 		if n.node == h.jq.node {
 			continue // we are alive; our own beat is just late
 		}
-		if n.deadline >= previous {
-			continue // not proven yet: judged at the next check
+		if n.deadline >= previous || now-since < n.deadline-n.beat {
+			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {
 			return err

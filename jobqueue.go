@@ -615,6 +615,7 @@ func (jq *jobQueue) dropBackupQueues(ctx context.Context) error {
 // which it counts as dead.
 type staleNode struct {
 	node, score string
+	beat        float64 // score, parsed
 	deadline    float64
 }
 
@@ -635,11 +636,15 @@ func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration)
 	}
 	stale = make([]staleNode, 0, len(res)/3)
 	for i := 1; i+2 < len(res); i += 3 {
+		b, err := strconv.ParseFloat(res[i+1], 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stale: unexpected heartbeat %q of node %q", res[i+1], res[i])
+		}
 		d, err := strconv.ParseFloat(res[i+2], 64)
 		if err != nil {
 			return nil, 0, fmt.Errorf("stale: unexpected deadline %q of node %q", res[i+2], res[i])
 		}
-		stale = append(stale, staleNode{node: res[i], score: res[i+1], deadline: d})
+		stale = append(stale, staleNode{node: res[i], score: res[i+1], beat: b, deadline: d})
 	}
 	return stale, now, nil
 }
