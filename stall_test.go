@@ -28,18 +28,34 @@ return 1`)
 // DEBUG SLEEP) or are refused with BUSY (a script past it): no job in flight may be rescued,
 // and none runs twice.
 func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	same := []nodeBeat{{interval, 1}, {interval, 1}}
+	// Both with a window of 1 s; one beats (and checks) five times as often as the other, so it
+	// looks again soon after Redis is free, before the other's next beat.
+	mixed := []nodeBeat{{interval, 1}, {interval / 5, 9}}
 	for _, tc := range []struct {
-		name string
-		args []string
+		name  string
+		args  []string
+		nodes []nodeBeat
 	}{
-		{"calls wait for the script", nil},
-		{"calls get BUSY", []string{"--busy-reply-threshold", "500"}},
+		{"calls wait for the script", nil, same},
+		{"calls wait for the script, nodes beating at different rates", nil, mixed},
+		{"calls get BUSY", []string{"--busy-reply-threshold", "500"}, same},
+		{"calls get BUSY, nodes beating at different rates", []string{"--busy-reply-threshold", "500"}, mixed},
 	} {
-		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc.args) })
+		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc.args, tc.nodes) })
 	}
 }
 
-func stallFleet(t *testing.T, args []string) {
+// nodeBeat is one node's heartbeat settings.
+type nodeBeat struct {
+	interval time.Duration
+	missed   int
+}
+
+// stallFleet runs 24 jobs on nodes beating as beats say (each with a window of 1 s) against a
+// redis-server started with args, stalls it for 2.5 s while they run, and counts the runs.
+func stallFleet(t *testing.T, args []string, beats []nodeBeat) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{Args: args})
 	opts, err := redis.ParseURL(srv.URL())
 	require.NoError(t, err)
@@ -47,7 +63,7 @@ func stallFleet(t *testing.T, args []string) {
 	defer rdb.Close()
 	ctx := context.Background()
 	ns := testutil.Namespace(t)
-	const interval = 500 * time.Millisecond // window 1 s
+	const interval = 500 * time.Millisecond
 	const stall = 2500 * time.Millisecond
 	const jobs = 24
 	var mu sync.Mutex
@@ -75,12 +91,7 @@ func stallFleet(t *testing.T, args []string) {
 		fed = append(fed, jid)
 	}
 	var nodes []*Exq
-	// Both nodes have a window of 1 s; one beats (and checks) five times as often as the other,
-	// so it looks again soon after Redis is free, before the other's next beat.
-	for _, beat := range []struct {
-		interval time.Duration
-		missed   int
-	}{{interval, 1}, {interval / 5, 9}} {
+	for _, beat := range beats {
 		e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: beat.interval, MissedHeartbeatsAllowed: beat.missed,
 			PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 5 * time.Second, Logger: testLogger(),
 			Queues: []Queue{{Name: "q", Concurrency: jobs / 2}}, Workers: map[string]Worker{"W": w}})
