@@ -33,18 +33,32 @@ func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
 	// Both with a window of 1 s; one beats (and checks) five times as often as the other, so it
 	// looks again soon after Redis is free, before the other's next beat.
 	mixed := []nodeBeat{{interval, 1}, {interval / 5, 9}}
-	for _, tc := range []struct {
-		name  string
-		args  []string
-		nodes []nodeBeat
-	}{
-		{"calls wait for the script", nil, same},
-		{"calls wait for the script, nodes beating at different rates", nil, mixed},
-		{"calls get BUSY", []string{"--busy-reply-threshold", "500"}, same},
-		{"calls get BUSY, nodes beating at different rates", []string{"--busy-reply-threshold", "500"}, mixed},
-	} {
-		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc.args, tc.nodes) })
+	busy := []string{"--busy-reply-threshold", "500"}
+	debug := []string{"--enable-debug-command", "yes"}
+	cases := []stallCase{
+		{"calls wait for the script", nil, same, 2500 * time.Millisecond, false},
+		{"calls wait for the script, nodes beating at different rates", nil, mixed, 2500 * time.Millisecond, false},
+		{"calls get BUSY", busy, same, 2500 * time.Millisecond, false},
+		{"calls get BUSY, nodes beating at different rates", busy, mixed, 2500 * time.Millisecond, false},
+		{"DEBUG SLEEP", debug, same, 2500 * time.Millisecond, true},
 	}
+	if testutil.Long() {
+		// Longer than the nodes' RedisTimeout (5 s): their calls time out, and are sent again.
+		cases = append(cases, stallCase{"DEBUG SLEEP past the calls' timeout", debug, same, 8 * time.Second, true},
+			stallCase{"calls get BUSY for 8 s", busy, same, 8 * time.Second, false})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc) })
+	}
+}
+
+// stallCase is one way of stalling Redis under a fleet.
+type stallCase struct {
+	name       string
+	args       []string   // the redis-server's
+	nodes      []nodeBeat // one per node
+	stall      time.Duration
+	debugSleep bool // DEBUG SLEEP rather than a busy script
 }
 
 // nodeBeat is one node's heartbeat settings.
@@ -53,10 +67,10 @@ type nodeBeat struct {
 	missed   int
 }
 
-// stallFleet runs 24 jobs on nodes beating as beats say (each with a window of 1 s) against a
-// redis-server started with args, stalls it for 2.5 s while they run, and counts the runs.
-func stallFleet(t *testing.T, args []string, beats []nodeBeat) {
-	srv := testutil.StartServer(t, testutil.ServerOptions{Args: args})
+// stallFleet runs 24 jobs on nodes beating as tc says (each with a window of 1 s) against a
+// redis-server of its own, stalls it while they run, and counts the runs.
+func stallFleet(t *testing.T, tc stallCase) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{Args: tc.args})
 	opts, err := redis.ParseURL(srv.URL())
 	require.NoError(t, err)
 	rdb := redis.NewClient(opts)
@@ -64,7 +78,7 @@ func stallFleet(t *testing.T, args []string, beats []nodeBeat) {
 	ctx := context.Background()
 	ns := testutil.Namespace(t)
 	const interval = 500 * time.Millisecond
-	const stall = 2500 * time.Millisecond
+	stall := tc.stall
 	const jobs = 24
 	var mu sync.Mutex
 	ran := map[string]int{}
@@ -91,7 +105,7 @@ func stallFleet(t *testing.T, args []string, beats []nodeBeat) {
 		fed = append(fed, jid)
 	}
 	var nodes []*Exq
-	for _, beat := range beats {
+	for _, beat := range tc.nodes {
 		e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: beat.interval, MissedHeartbeatsAllowed: beat.missed,
 			PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 5 * time.Second, Logger: testLogger(),
 			Queues: []Queue{{Name: "q", Concurrency: jobs / 2}}, Workers: map[string]Worker{"W": w}})
@@ -109,7 +123,16 @@ func stallFleet(t *testing.T, args []string, beats []nodeBeat) {
 	started.Wait()
 	// Let each node beat and check a few times, then stall the server.
 	time.Sleep(2 * interval)
-	require.NoError(t, busyScript.Run(ctx, rdb, nil, stall.Microseconds()).Err())
+	// Another client, which waits for its own call as long as it takes.
+	sopts := *opts
+	sopts.ReadTimeout = stall + 5*time.Second
+	staller := redis.NewClient(&sopts)
+	defer staller.Close()
+	if tc.debugSleep {
+		require.NoError(t, staller.Do(ctx, "DEBUG", "SLEEP", stall.Seconds()).Err())
+	} else {
+		require.NoError(t, busyScript.Run(ctx, staller, nil, stall.Microseconds()).Err())
+	}
 	testutil.WaitFor(t, "every job ended", func() bool {
 		n := 0
 		for _, e := range nodes {
