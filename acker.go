@@ -12,7 +12,8 @@ import (
 // its job over and frees its slot; the acker keeps the job until Redis has taken the LREM,
 // retrying while Redis is unreachable. Until then the job is still in the backup list: a crash
 // at that moment runs it again (at least once), never loses it. Stop waits for the acker to
-// finish before it touches the backup lists.
+// finish before it touches the backup lists. The leases of ended jobs (Queue.GlobalLimit)
+// go the same way, in the same pipelines: a job's slot frees as soon as it ends.
 //
 // Handing a job over never blocks, however long Redis is away: a worker stuck on a full
 // channel would keep its slot, and Stop would wait for it forever.
@@ -32,7 +33,10 @@ type acker struct {
 	stopped  bool           // run has ended: submit writes directly
 }
 
-type ackReq struct{ queue, raw, epoch string } // epoch: the incarnation of the run
+// ackReq is a finished job to remove from its backup list (raw), with the incarnation of this
+// node its run belongs to (epoch), or the lease of an ended job to remove from its queue's
+// leases set (lease; raw is empty).
+type ackReq struct{ queue, raw, lease, epoch string }
 
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
@@ -45,9 +49,19 @@ func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 // submit hands a finished job over, with the incarnation its run belongs to. After the acker
 // has stopped (a worker that outlived Stop), it tries the LREM itself.
 func (a *acker) submit(queue, raw, epoch string) {
-	r := ackReq{queue, raw, epoch}
+	a.hand(ackReq{queue: queue, raw: raw, epoch: epoch})
+}
+
+// release hands over the lease of a job that ended, whatever its outcome, so that the slot is
+// free for every node as soon as Redis has the ZREM (a lease never released lapses within the
+// heartbeat window: nothing renews it).
+func (a *acker) release(queue, lease string) { a.hand(ackReq{queue: queue, lease: lease}) }
+
+func (a *acker) hand(r ackReq) {
 	a.mu.Lock()
-	a.perQueue[queue]++
+	if r.lease == "" {
+		a.perQueue[r.queue]++
+	}
 	a.pending++
 	stopped := a.stopped
 	if !stopped {
@@ -141,14 +155,19 @@ func (a *acker) stop(batch []ackReq) {
 		failed += a.send(ctx, rest[:n])
 		rest = rest[n:]
 	}
-	failed += len(rest)
+	for _, r := range rest {
+		if r.lease == "" {
+			failed++
+		}
+	}
 	a.written(rest, nil)
 	if failed > 0 {
 		a.log.Error("exq: finished jobs could not be acknowledged; they stay in the backup list and will run again", "jobs", failed)
 	}
 }
 
-// send writes one batch at stop and forgets it, written or not; it returns how many failed.
+// send writes one batch at stop and forgets it, written or not; it returns how many
+// acknowledgements failed (a lease that fails to go lapses by itself).
 func (a *acker) send(ctx context.Context, batch []ackReq) int {
 	failed, err := a.jq.ackMany(ctx, batch)
 	a.written(batch, nil)
@@ -156,8 +175,8 @@ func (a *acker) send(ctx context.Context, batch []ackReq) int {
 		return 0
 	}
 	n := 0
-	for _, f := range failed {
-		if f {
+	for i, f := range failed {
+		if f && batch[i].lease == "" {
 			n++
 		}
 	}
@@ -192,6 +211,9 @@ func (a *acker) written(reqs, sending []ackReq) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range reqs {
+		if r.lease != "" {
+			continue
+		}
 		if a.perQueue[r.queue]--; a.perQueue[r.queue] <= 0 {
 			delete(a.perQueue, r.queue)
 		}
@@ -209,11 +231,12 @@ func (a *acker) held() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string]int, len(a.queued)+len(a.sending))
-	for _, r := range a.queued {
-		out[r.raw]++
-	}
-	for _, r := range a.sending {
-		out[r.raw]++
+	for _, rs := range [][]ackReq{a.queued, a.sending} {
+		for _, r := range rs {
+			if r.lease == "" {
+				out[r.raw]++
+			}
+		}
 	}
 	return out
 }
@@ -232,14 +255,23 @@ func (a *acker) heldIn(queue string) int {
 	return a.perQueue[queue]
 }
 
-// direct tries each LREM once, outside the loop.
+// direct tries each LREM (or lease ZREM) once, outside the loop.
 func (a *acker) direct(reqs []ackReq) {
 	for _, r := range reqs {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-		_, err := a.jq.ackMany(ctx, []ackReq{r})
+		var err error
+		if r.lease != "" {
+			err = a.jq.releaseLease(ctx, r.queue, r.lease)
+		} else {
+			_, err = a.jq.ackMany(ctx, []ackReq{r})
+		}
 		cancel()
 		a.written([]ackReq{r}, nil)
-		if err != nil {
+		switch {
+		case err != nil && r.lease != "":
+			a.log.Warn("exq: could not release the lease of an ended job; it lapses within the heartbeat window",
+				"queue", r.queue, "error", err)
+		case err != nil:
 			a.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
 				"queue", r.queue, "error", err)
 		}

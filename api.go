@@ -3,8 +3,11 @@ package exq
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +23,20 @@ type API struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	jq        *jobQueue
+	log       *slog.Logger
+	wakeOnce  *sync.Once   // the missing channel permission is reported once
+	clock     *serverClock // the Redis server's clock, for the calls that need the time
+	opened    bool         // NewAPI connected it: Close ends its use of rdb
+	closed    atomic.Bool  // Close was called
+}
+
+// now reads the Redis server's clock (serverclock.go), taking a sample first when the last
+// one is old.
+func (a *API) now(ctx context.Context) (time.Time, error) {
+	if err := a.clock.freshForClient(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return a.clock.now(), nil
 }
 
 // Namespace is the namespace the API works on ("" for none).
@@ -33,20 +50,21 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)}}, nil
+	return &API{rdb: rdb, ownClient: own, opened: true, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
+		log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(rdb, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}}
+	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
 func (a *API) Close() error {
-	if a.ownClient {
-		return a.rdb.Close()
+	if !a.opened || a.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return closeClient(a.rdb, a.ownClient)
 }
 
 // Set names where a job is stored, for the API calls that work on any of them.
@@ -174,10 +192,26 @@ func (a *API) ResumeQueue(ctx context.Context, q string) error {
 	if err := checkQueueName(q); err != nil {
 		return fmt.Errorf("%w: resume: %w", ErrInvalidQueue, err)
 	}
-	if err := a.jq.resume(ctx, q); err != nil {
+	wakeErr, err := a.jq.resume(ctx, q)
+	if err != nil {
 		return fmt.Errorf("exq: resume queue %q: %w", q, err)
 	}
+	if wakeErr != nil {
+		a.warnWake(wakeErr)
+	}
 	return nil
+}
+
+// warnWake says once per API that this Redis user cannot use the wake-up channel: what it
+// did is done, and idle nodes find it at their next poll.
+func (a *API) warnWake(err error) {
+	if a.wakeOnce == nil || a.log == nil {
+		return
+	}
+	a.wakeOnce.Do(func() {
+		a.log.Warn("exq: api: cannot publish on the wake-up channel; changes still take effect, and idle nodes see them at their next poll (grant the channel, e.g. ACL &"+
+			a.jq.keys.Wake()+")", "channel", a.jq.keys.Wake(), "error", err)
+	})
 }
 
 // PausedQueues lists the paused queues, sorted.
@@ -269,6 +303,10 @@ const findPage = 500
 // <, >, &, a control or non-ASCII character) is not searched as a substring: its document
 // may hold it escaped.
 func hasJID(raw, jid string) bool {
+	if IsRef(jid) {
+		ref, _, _ := strings.Cut(jid, "@")
+		return RefOf(raw) == ref
+	}
 	if plainJID(jid) && !strings.Contains(raw, jid) {
 		return false
 	}
@@ -285,8 +323,8 @@ func plainJID(jid string) bool {
 	return true
 }
 
-// FindInQueue finds job jid waiting in queue q, scanning the list in pages. No job with that
-// jid is ErrJobNotFound.
+// FindInQueue finds job jid (or the document of a Ref) waiting in queue q, scanning the list in
+// pages. No job with that jid is ErrJobNotFound.
 func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error) {
 	for start := int64(0); ; start += findPage {
 		raws, err := a.jq.queueRange(ctx, q, start, start+findPage-1)
@@ -304,8 +342,8 @@ func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error)
 	}
 }
 
-// Find finds job jid in a sorted set (RetrySet, ScheduledSet or DeadSet), scanning it in
-// pages. No job with that jid is ErrJobNotFound.
+// Find finds job jid (or the document of a Ref) in a sorted set (RetrySet, ScheduledSet or
+// DeadSet), scanning it in pages. No job with that jid is ErrJobNotFound.
 func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 	key, err := a.setKey(s)
 	if err != nil {

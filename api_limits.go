@@ -10,7 +10,7 @@ import (
 )
 
 // QueueState is a queue as the fleet controls it: its size, whether it is paused, and its
-// cluster-wide limits with how much of them is in use (README "Controlling queues").
+// cluster-wide limits with how much of them is in use (docs/queues.md).
 type QueueState struct {
 	Name string `json:"name"`
 	// Size is the number of jobs waiting.
@@ -30,29 +30,50 @@ type QueueState struct {
 
 // QueueStates reports every known, paused or limited queue, sorted by name.
 func (a *API) QueueStates(ctx context.Context) ([]QueueState, error) {
+	out, _, err := a.queueStates(ctx, 0, -1)
+	return out, err
+}
+
+// QueueStatesPage is QueueStates from the offset-th name on, at most size of them, with the
+// number of queues in all: a page of a namespace with hundreds of thousands of queues reads
+// the sizes and limits of its own queues only.
+func (a *API) QueueStatesPage(ctx context.Context, offset, size int) ([]QueueState, int, error) {
+	if offset < 0 || size < 0 {
+		return nil, 0, fmt.Errorf("exq: api: offset and size must not be negative")
+	}
+	return a.queueStates(ctx, offset, size)
+}
+
+// queueStates is the states of the names from offset, size of them (-1: all), and how many
+// queues there are.
+func (a *API) queueStates(ctx context.Context, offset, size int) ([]QueueState, int, error) {
 	known, err := a.jq.knownQueues(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("exq: queue states: %w", err)
+		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
 	paused, err := a.jq.paused(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("exq: queue states: %w", err)
+		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
 	limits, err := a.jq.publishedLimits(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("exq: queue states: %w", err)
+		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
 	limited := make([]string, 0, len(limits))
 	for q := range limits {
 		limited = append(limited, q)
 	}
-	names := unionSorted(known, paused, limited)
+	all := unionSorted(known, paused, limited)
+	names := all[min(offset, len(all)):]
+	if size >= 0 && size < len(names) {
+		names = names[:size]
+	}
 	if len(names) == 0 {
-		return []QueueState{}, nil
+		return []QueueState{}, len(all), nil
 	}
 	uses, err := a.jq.queueUses(ctx, names, limits)
 	if err != nil {
-		return nil, fmt.Errorf("exq: queue states: %w", err)
+		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
 	isPaused := make(map[string]bool, len(paused))
 	for _, q := range paused {
@@ -63,7 +84,7 @@ func (a *API) QueueStates(ctx context.Context) ([]QueueState, error) {
 		u, l := uses[q], limits[q]
 		out[i] = QueueState{Name: q, Size: u.size, Paused: isPaused[q], GlobalLimit: l.GlobalLimit, InUse: u.inUse, Rate: l.rate(), Started: u.started}
 	}
-	return out, nil
+	return out, len(all), nil
 }
 
 // unionSorted merges string lists into one sorted list without duplicates.
@@ -87,23 +108,41 @@ func unionSorted(lists ...[]string) []string {
 // One round trip for all queues.
 func (a *API) QueueLatencies(ctx context.Context) (map[string]time.Duration, error) {
 	qs, err := a.jq.knownQueues(ctx)
-	if err != nil || len(qs) == 0 {
+	if err != nil {
 		return map[string]time.Duration{}, err
+	}
+	return a.QueueLatenciesOf(ctx, qs)
+}
+
+// QueueLatenciesOf is QueueLatencies for the queues qs only.
+func (a *API) QueueLatenciesOf(ctx context.Context, qs []string) (map[string]time.Duration, error) {
+	if len(qs) == 0 {
+		return map[string]time.Duration{}, nil
 	}
 	oldest, err := a.jq.oldestJobs(ctx, qs)
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue latencies: %w", err)
 	}
-	now := time.Now()
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: queue latencies: %w", err)
+	}
 	out := make(map[string]time.Duration, len(qs))
 	for i, q := range qs {
 		out[q] = 0
 		if oldest[i] == "" {
 			continue
 		}
-		if h, err := wire.DecodeHeader(oldest[i]); err == nil && h.EnqueuedAt.OK {
-			at := time.Unix(0, int64(h.EnqueuedAt.V*1e9))
-			out[q] = max(now.Sub(at), 0)
+		if h, err := wire.DecodeHeader(oldest[i]); err == nil {
+			// In seconds or Sidekiq 8's milliseconds; created_at when enqueued_at is
+			// missing, as Sidekiq 8's calculate_latency (api.rb) reads it.
+			at := h.EnqueuedAt.Stamp()
+			if at.IsZero() {
+				at = h.CreatedAt.Stamp()
+			}
+			if !at.IsZero() {
+				out[q] = max(now.Sub(at), 0)
+			}
 		}
 	}
 	return out, nil

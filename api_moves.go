@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -112,8 +111,12 @@ func (a *API) Kill(ctx context.Context, s Set, raws []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	now, err := a.now(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("exq: api: kill: %w", err)
+	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		return a.jq.killSet(ctx, key, time.Now(), DefaultDeadTimeout, DefaultDeadMaxJobs, batch)
+		return a.jq.killSet(ctx, key, now, DefaultDeadTimeout, DefaultDeadMaxJobs, batch)
 	})
 }
 

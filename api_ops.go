@@ -29,6 +29,9 @@ type Process struct {
 	Beat        time.Time
 	RTT         time.Duration
 	RSSKB       int64
+	// Version is the version the node wrote: Sidekiq 7 and 8 theirs ("7.3.10"), exq nodes
+	// "exq-go" and the module version; empty for Exq and Sidekiq 6.
+	Version string
 	// Runtime is what runs the node, as its info field tells: "exq" (this library), "Exq"
 	// (Elixir; it writes its pid as a string) or "Sidekiq" (no busy and quiet in its info).
 	// Only exq nodes act on a CANCEL signal.
@@ -50,7 +53,11 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		var info wire.NodeInfo
 		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
 		p := Process{Identity: id, Tag: info.Tag, Labels: info.Labels, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
-			Queues: info.Queues, Concurrency: info.Concurrency, Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"])}
+			Queues: info.Queues, Concurrency: info.TotalConcurrency(), Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"]),
+			Version: info.Version}
+		if c, err := strconv.Atoi(h["concurrency"]); err == nil {
+			p.Concurrency = c // Sidekiq 8.1.2 and later (and exq) keep it here; their info may lack it
+		}
 		p.Busy, _ = strconv.Atoi(h["busy"])
 		beat, _ := strconv.ParseFloat(h["beat"], 64)
 		p.Beat = wire.ParseTime(beat)
@@ -89,9 +96,10 @@ type BusyJob struct {
 	JobRecord
 }
 
-// BusyJobs lists the jobs running on every live node.
+// BusyJobs lists the jobs running on every live node: exq, Exq and Sidekiq 6 nodes list them
+// in "<identity>:workers", Sidekiq 7 and 8 in "<identity>:work"; both are read.
 func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
-	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers)
+	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers, a.jq.keys.Work)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -109,7 +117,7 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 			raw := string(w.Payload)
 			var s string
 			if json.Unmarshal(w.Payload, &s) == nil {
-				raw = s // double-encoded, as Exq and Sidekiq 6 write it
+				raw = s // double-encoded, as Exq and Sidekiq 6, 7 and 8 write it
 			}
 			out = append(out, BusyJob{Node: id, RunID: runID, Queue: w.Queue, RunAt: wire.ParseTime(w.RunAt), JobRecord: record(raw, 0, w.Queue)})
 		}
@@ -169,12 +177,16 @@ type SecondStats struct {
 }
 
 // Realtime returns the per-second counters of the last two minutes, oldest first: the
-// seconds from 120 s ago to 5 s ahead of this process' clock (a writer's clock may run a
-// little ahead) that have a counter.
+// seconds from 120 s ago to 5 s ahead of the Redis server's clock (nodes of earlier versions
+// named them by their own clocks, which may run a little ahead) that have a counter.
 func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 	// The keys are named by their second, so they are read by name in one MGET: a SCAN for
 	// them would cost as much as the whole keyspace, at every refresh of a dashboard.
-	now := time.Now().UTC().Truncate(time.Second)
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: realtime stats: %w", err)
+	}
+	now = now.UTC().Truncate(time.Second)
 	var seconds []time.Time
 	var keys []string
 	for at := now.Add(-realtimeWindow); !at.After(now.Add(realtimeAhead)); at = at.Add(time.Second) {

@@ -39,7 +39,10 @@ func (a *API) PeriodicJobs(ctx context.Context) ([]PeriodicState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exq: periodic jobs: %w", err)
 	}
-	now := time.Now()
+	now, err := a.now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exq: periodic jobs: %w", err)
+	}
 	out := make([]PeriodicState, len(recs))
 	for i, r := range recs {
 		out[i] = periodicState(r, now)
@@ -57,7 +60,11 @@ func (a *API) PeriodicJob(ctx context.Context, name string) (PeriodicState, erro
 	case !ok:
 		return PeriodicState{}, fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
 	}
-	return periodicState(r, time.Now()), nil
+	now, err := a.now(ctx)
+	if err != nil {
+		return PeriodicState{}, fmt.Errorf("exq: periodic job %q: %w", name, err)
+	}
+	return periodicState(r, now), nil
 }
 
 func periodicState(r cronRecord, now time.Time) PeriodicState {
@@ -91,7 +98,11 @@ func (a *API) savePeriodic(ctx context.Context, p PeriodicJob, mode string) erro
 	if err != nil {
 		return err
 	}
-	n, err := a.jq.saveCron(ctx, p, line, sched, mode, time.Now())
+	now, err := a.now(ctx)
+	if err != nil {
+		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
+	}
+	n, err := a.jq.saveCron(ctx, p, line, sched, mode, now)
 	switch {
 	case err != nil:
 		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
@@ -150,13 +161,16 @@ func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, erro
 	case r.problem != "":
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %s", name, r.problem)
 	}
-	now := time.Now()
-	en := &enqueuer{jq: a.jq, now: time.Now, maxRetries: DefaultMaxRetries}
+	now, err := a.now(ctx)
+	if err != nil {
+		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
+	}
+	en := &enqueuer{jq: a.jq, now: a.clock.now, maxRetries: DefaultMaxRetries}
 	b, err := en.buildAt(ctx, now, "enqueue periodic "+name, r.queue, r.class, r.args, time.Time{}, nil)
 	if err != nil {
 		return "", err
 	}
-	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now); err != nil {
+	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now, cronClaim{}); err != nil {
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	} else if !ok {
 		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name) // deleted meanwhile

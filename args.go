@@ -111,8 +111,12 @@ type Registrar interface {
 }
 
 // AddWorker registers fn as the worker of A's class (A's Class method, on its zero value) on
-// r: each job's one arg is decoded into an A as Typed does, and fn gets it with the job. It may
-// be called before or while the node runs. A worker that is a struct registers its method:
+// r: each job's one arg is decoded into an A as Typed does, and fn gets it with the job. On a
+// node it is called after Start, while the node runs: give the workers a node has from the
+// start to Start itself (Options.Register with WorkerFor), so they are there before its first
+// fetch; a job fetched before its worker is added goes back to its queue within
+// Options.RegisterGrace rather than fail. A class that has a worker already is
+// ErrAlreadyRegistered. A worker that is a struct registers its method:
 //
 //	exq.AddWorker(e, mailer.Signup) // func (m *Mailer) Signup(ctx context.Context, job *exq.Job, a Signup) error
 func AddWorker[A JobArgs](r Registrar, fn func(ctx context.Context, job *Job, args A) error) error {

@@ -202,7 +202,7 @@ func BenchmarkFetch(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				res, err := jq.fetch(ctx, reqs, time.Minute)
+				res, err := jq.fetch(ctx, reqs, time.Minute, time.Second)
 				if err != nil || len(res.jobs[0]) != size {
 					b.Fatalf("fetch: %d jobs, %v", len(res.jobs[0]), err)
 				}

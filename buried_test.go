@@ -114,14 +114,14 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 				v := newEnv(t)
 				ctx := context.Background()
 				jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
-				_, _, err := jq.beat(ctx, time.Minute, nil, "old", true)
+				_, err := jq.join(ctx, time.Minute, nil, "old")
 				require.NoError(t, err)
 				require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
 				require.NoError(t, v.rdb.Set(ctx, v.keys.Unique("tok"), "j1", time.Hour).Err())
 				current := "old"
 				if how == "joined again" {
 					current = "new"
-					_, _, err = jq.beat(ctx, time.Minute, nil, current, true)
+					_, err = jq.join(ctx, time.Minute, nil, current)
 					require.NoError(t, err)
 				} else {
 					require.NoError(t, v.rdb.ZRem(ctx, v.keys.Heartbeats(), "n").Err())
@@ -130,7 +130,7 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 				assert.Equal(t, []string{raw}, v.list(v.keys.Backup("n", "q")), "the entry stays")
 				assert.Zero(t, v.zcard(v.keys.Retry())+v.zcard(v.keys.Dead()), "no outcome written")
 				assert.Equal(t, "j1", v.rdb.Get(ctx, v.keys.Unique("tok")).Val(), "the lock stays")
-				alive, _, err := jq.beat(ctx, time.Minute, nil, "old", false)
+				alive, _, err := jq.beat(ctx, time.Minute, nil, "old")
 				require.NoError(t, err)
 				assert.False(t, alive, "the old incarnation's beat is refused")
 				jq.epoch.Store(&current)
@@ -138,7 +138,7 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 					require.NoError(t, v.rdb.LPush(ctx, v.keys.Queue("q"), raw).Err())
 					old := "old"
 					jq.epoch.Store(&old)
-					_, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: 1}}, time.Minute)
+					_, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: 1}}, time.Minute, 0)
 					assert.ErrorIs(t, err, errBuried, "the old incarnation fetches nothing")
 					assert.Len(t, v.list(v.keys.Queue("q")), 1)
 					require.NoError(t, o.write(jq, current))

@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,7 @@ type Client struct {
 	enq       *enqueuer
 	rdb       redis.UniversalClient
 	ownClient bool
+	closed    atomic.Bool // Close was called
 }
 
 // NewClient connects to Redis and returns an enqueue-only Client. A program that also starts
@@ -42,14 +44,13 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	}
 	wait, err := replicaWaitFor(o, rdb)
 	if err != nil {
-		if own {
-			_ = rdb.Close()
-		}
+		_ = closeClient(rdb, own)
 		return nil, err
 	}
 	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
-	return &Client{enq: &enqueuer{jq: jq, now: time.Now, maxRetries: o.MaxRetries, events: listeners{fns: o.Listeners, log: o.Logger},
-		hooks: o.EnqueueHooks},
+	clock := newServerClock(rdb, time.Now, o.Logger)
+	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
+		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
 		rdb: rdb, ownClient: own}, nil
 }
 
@@ -60,7 +61,7 @@ func (c *Client) Enqueue(ctx context.Context, queue, class string, args any, opt
 
 // EnqueueIn schedules a job to run after d; see Exq.EnqueueIn.
 func (c *Client) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
-	return c.enq.enqueueAt(ctx, "enqueue in", queue, class, c.enq.now().Add(d), args, opts)
+	return c.enq.enqueueIn(ctx, queue, class, d, args, opts)
 }
 
 // EnqueueAt schedules a job to run at t; see Exq.EnqueueAt.
@@ -75,10 +76,10 @@ func (c *Client) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResul
 
 // Close closes the Redis client if the Client built it from RedisURL.
 func (c *Client) Close() error {
-	if c.ownClient {
-		return c.rdb.Close()
+	if c.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return closeClient(c.rdb, c.ownClient)
 }
 
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with

@@ -54,15 +54,18 @@ const KeepNoDeadJobs = -1
 type Queue struct {
 	// Name of the queue, as in Exq and Sidekiq ("default", "mail", "billing:high"). Refused
 	// wherever exq names a queue (here, Subscribe, enqueues): "::", a ':' at either end, '/',
-	// '$', control characters and leading or trailing space (README "Design notes" says why).
+	// '$', control characters and leading or trailing space (docs/queues.md, "Queue names", says why).
 	Name string
 	// Concurrency is the most jobs of this queue that run at the same time on this node.
 	// Zero means Options.Concurrency.
 	Concurrency int
 	// GlobalLimit is the most jobs of this queue that run at the same time on all the nodes of
-	// the namespace together (README "Controlling queues"). Zero means no such limit. Each job
-	// holds a lease, taken in the fetch and renewed with the heartbeat, so a killed node's
-	// slots free within its heartbeat window. Requires heartbeats.
+	// the namespace together (docs/queues.md). Zero means no such limit. Each job
+	// holds a lease, taken in the fetch, renewed with the heartbeat (so a killed node's slots
+	// free within its heartbeat window) and released as soon as the job ends. While nodes wait
+	// for a slot, none holds more than one lease beyond the waiting node that holds fewest, so
+	// the slots are shared out and a node behind a slow link cannot keep them. Requires
+	// heartbeats.
 	GlobalLimit int
 	// Rate is the most jobs of this queue that start per period on all the nodes together,
 	// spread out evenly; jobs beyond it wait in the queue. The zero Rate means no limit.
@@ -75,7 +78,7 @@ type Queue struct {
 type ClientOptions struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
 	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
-	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
+	// ParseClusterURL form and cluster=true; docs/cluster.md).
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string
@@ -97,6 +100,13 @@ type ClientOptions struct {
 	// MaxRetries is written as "retry" into jobs enqueued without exq.MaxRetries. Default 25;
 	// NoRetries for none. NewAPI does not use it.
 	MaxRetries int
+
+	// MillisecondTimestamps writes the timestamps of the jobs this client enqueues (created_at,
+	// enqueued_at) as integer epoch milliseconds, as Sidekiq 8 does, instead of float epoch
+	// seconds, as Exq and Sidekiq 6 and 7 do. Set it only when every Sidekiq sharing the queues
+	// is 8 or later: Sidekiq 6 and 7 and Exq read a timestamp as seconds. exq reads both forms
+	// whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
 
 	// WaitReplicas makes every enqueue return only once this many replicas have the job
 	// (Redis WAIT on the write's connection); see Options.WaitReplicas. Default 0: no wait.
@@ -120,6 +130,11 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 	}
 	if c.Redis == nil && c.RedisURL == "" {
 		c.RedisURL = DefaultRedisURL
+	}
+	if c.Redis == nil {
+		if err := checkRedisURL(c.RedisURL); err != nil {
+			return c, err
+		}
 	}
 	if c.RedisTimeout < 0 {
 		return bad("RedisTimeout", "must not be negative, got %s", c.RedisTimeout)
@@ -163,7 +178,7 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 type Options struct {
 	// RedisURL is where Redis is: redis://[user:password@]host:port/db, or rediss:// for TLS.
 	// A Redis Cluster is redis://host:port?cluster=true&addr=host2:port&… (go-redis'
-	// ParseClusterURL form and cluster=true; README "Running on Redis Cluster").
+	// ParseClusterURL form and cluster=true; docs/cluster.md).
 	// Default DefaultRedisURL. Ignored when Redis is set. The password never appears in
 	// logs or errors.
 	RedisURL string
@@ -191,8 +206,22 @@ type Options struct {
 	// and hears of every job fetched and finished and of Stop (see Dequeuer). Default nil:
 	// each queue's Concurrency alone.
 	Dequeuer Dequeuer
-	// Workers maps job classes to the code that runs them. More can be added with Register.
+	// Register are the workers of this node, each for its class (build them with WorkerFor,
+	// for a JobArgs type, or as a Registration literal). They are registered before the first
+	// fetch, so the jobs already waiting run at once; give workers here rather than with
+	// AddWorker after Start. A class given twice (here or in Workers) is ErrInvalidOptions
+	// wrapping ErrAlreadyRegistered.
+	Register []Registration
+	// Workers maps job classes to the code that runs them, as Register does for untyped
+	// workers. More can be added with Exq.Register or AddWorker while the node runs.
 	Workers map[string]Worker
+	// RegisterGrace is how long after Start the node waits for the worker of a job whose
+	// class has none: such a job goes back to the end of its queue (not a failure, no retry
+	// used) and is fetched again later, so workers added with AddWorker just after Start still
+	// get the jobs that were waiting. After it, or once Exq.RegistrationDone is called, the
+	// job fails with error_class "exq.UnknownClass" (and is retried or dead like any
+	// failure). Default DefaultRegisterGrace (10 s); NoRegisterGrace for none.
+	RegisterGrace time.Duration
 	// Middleware wraps every job run, outermost first.
 	Middleware []Middleware
 
@@ -203,13 +232,22 @@ type Options struct {
 	// (pushed by other runtimes, or whose wake-up was lost): 5 s at most with the default.
 	// Default 100 ms.
 	PollTimeout time.Duration
+	// DisableBlockingIdleWait turns off the blocking wait on idle queues and leaves foreign
+	// pushes to polling (within the idle poll cap above). By default, each queue that an idle
+	// node polled empty gets a BLMOVE of the queue onto itself, which blocks on a connection of
+	// its own until a job is pushed and leaves the queue unchanged; the node then fetches at
+	// once. So a job pushed without a wake-up (Sidekiq's client, Exq's enqueue, a plain LPUSH)
+	// starts within milliseconds. Cost: one more connection per idle queue, and one BLMOVE per
+	// idle queue per idle poll cap. It needs Redis 6.2 or later and a *redis.Client or
+	// *redis.ClusterClient (or RedisURL); otherwise polling alone is used.
+	DisableBlockingIdleWait bool
 	// SchedulerPollTimeout bounds how late the scheduler moves a due scheduled or retry job
 	// that exq wrote (it sleeps until the earliest job is due, and exq's writes announce
 	// earlier ones), and the wait after a failure. The scheduler looks at the sets at least
 	// every 25 × SchedulerPollTimeout (at most 5 s, never less than SchedulerPollTimeout): the
 	// bound for jobs other runtimes schedule. Default 200 ms.
 	SchedulerPollTimeout time.Duration
-	// Periodic are schedules this node writes to Redis at Start (README "Periodic jobs"): a
+	// Periodic are schedules this node writes to Redis at Start (docs/queues.md, "Periodic jobs"): a
 	// new one is created, an existing one keeps its status and history and gets the rest.
 	// Every node (without DisableScheduler) enqueues the ticks of every schedule of the
 	// namespace, these and those others wrote, exactly once per tick in all. Errors at Start
@@ -263,9 +301,23 @@ type Options struct {
 	// jobs are rescued HeartbeatInterval × (MissedHeartbeatsAllowed+1) after its last beat.
 	// Default 3.
 	MissedHeartbeatsAllowed int
+	// ForeignHeartbeatWindow is how long a node that beats without publishing its window (an
+	// Exq node: its heartbeat_interval × (missed_heartbeats_allowed + 1)) may go without a beat
+	// before this node rescues its backup lists. Set it to the Exq fleet's window: shorter than
+	// Exq's heartbeat_interval re-runs the jobs of live Exq nodes; longer only delays the rescue
+	// of a dead one. Default ForeignHeartbeatWindow (6 min, Exq's defaults). Sharing a fleet with
+	// Exq nodes, HeartbeatInterval must also be shorter than the shortest Exq window, or Exq takes
+	// this node for dead and runs its jobs a second time; Start warns when Exq's beats show a
+	// shorter spacing (docs/mixed-fleets.md).
+	ForeignHeartbeatWindow time.Duration
 	// DisableStats stops the processed/failed counters and this node's list of running jobs
 	// (the UIs' Busy page). The node still registers itself and reads its signals.
 	DisableStats bool
+	// DisableMetrics stops the per-class run metrics that Sidekiq 7 and 8's Web UI shows in its
+	// Metrics tab (runs, failures, milliseconds and a run-time histogram per class and minute,
+	// under both versions' key names, kept 8 hours; Sidekiq 8's ten-minute rollup 3 days).
+	// They are written with the counters, once a second. DisableStats stops them too.
+	DisableMetrics bool
 
 	// Tag names this node's application in Sidekiq's Web UI: the Busy page shows it next to the
 	// process, as it shows a Ruby process' -g tag. Default: the binary's name
@@ -276,6 +328,14 @@ type Options struct {
 	// exq node carries so operators can tell it from a Ruby one. Same characters as Tag; no
 	// empty or repeated labels.
 	Labels []string
+
+	// MillisecondTimestamps writes job timestamps as integer epoch milliseconds, as Sidekiq 8
+	// does, instead of float epoch seconds (Exq, Sidekiq 6 and 7): created_at and enqueued_at
+	// of the jobs this node enqueues, and failed_at and retried_at of a job without timestamps
+	// of its own. A retry writes a job's failure times in the unit its own timestamps use, so one
+	// job never mixes units. Set it only when every Sidekiq sharing the queues is 8 or later.
+	// exq reads both forms whatever this says (docs/interop.md). Default false: seconds.
+	MillisecondTimestamps bool
 
 	// WaitReplicas asks for durable writes on a replicated Redis (Sentinel, or a master with
 	// replicas): every enqueue (Enqueue, EnqueueIn, EnqueueAt, EnqueueAll) and every outcome
@@ -312,14 +372,18 @@ type Options struct {
 func (o Options) ClientOptions() ClientOptions {
 	return ClientOptions{RedisURL: o.RedisURL, Redis: o.Redis, RedisTimeout: o.RedisTimeout, Namespace: o.Namespace,
 		NoNamespace: o.NoNamespace, MaxRetries: o.MaxRetries, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout,
-		Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
+		MillisecondTimestamps: o.MillisecondTimestamps, Logger: o.Logger, Listeners: o.Listeners, EnqueueHooks: o.EnqueueHooks}
 }
 
 // testHooks are the knobs only tests turn. They are not options: Start uses the zero value
 // (the defaults below), and tests pass their own to start.
 type testHooks struct {
-	// now replaces the clock. Default time.Now.
+	// now is this node's own clock, which a test skews. Default time.Now. The node reads the
+	// Redis server's clock with it (serverClock); no decision reads it directly.
 	now func() time.Time
+	// serverNow, when set, stands for the Redis server's clock: the node takes no sample of
+	// TIME and times every job, tick and lock by it, so a test can pin those times exactly.
+	serverNow func() time.Time
 	// schedulerPage is the scheduler's page size. Default 100.
 	schedulerPage int
 	// pingInterval and statsInterval pace the node ping (5 s, as Exq and Sidekiq) and the
@@ -405,6 +469,17 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 			return bad("Workers", "class %q has a nil worker", class)
 		}
 	}
+	if err := checkRegistrations(o.Workers, o.Register); err != nil {
+		return settings{}, err
+	}
+	switch {
+	case o.RegisterGrace == NoRegisterGrace:
+		o.RegisterGrace = 0
+	case o.RegisterGrace < 0:
+		return bad("RegisterGrace", "must be NoRegisterGrace or not negative, got %s", o.RegisterGrace)
+	case o.RegisterGrace == 0:
+		o.RegisterGrace = DefaultRegisterGrace
+	}
 	for i, m := range o.Middleware {
 		if m == nil {
 			return bad(fmt.Sprintf("Middleware[%d]", i), "is nil")
@@ -420,6 +495,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		{"DeadTimeout", &o.DeadTimeout, DefaultDeadTimeout},
 		{"ShutdownTimeout", &o.ShutdownTimeout, DefaultShutdownTimeout},
 		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"ForeignHeartbeatWindow", &o.ForeignHeartbeatWindow, ForeignHeartbeatWindow},
 		{"JobTimeout", &o.JobTimeout, 0},
 	} {
 		if *d.v < 0 {
@@ -593,6 +669,16 @@ func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.Un
 	return o, rdb, own, err
 }
 
+// closeClient ends one use of a client connect returned: its go-redis log lines stop going
+// to this user's logger, and the client is closed if exq built it (own).
+func closeClient(rdb redis.UniversalClient, own bool) error {
+	redisLogs.drop(rdb)
+	if own {
+		return rdb.Close()
+	}
+	return nil
+}
+
 // connect returns the caller's client, or one built from RedisURL (own reports that), after a
 // PING. The error names the address, never the password.
 func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
@@ -611,12 +697,11 @@ func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, o
 		}
 		rdb, own, where = c, true, redact.URL(o.RedisURL)
 	}
-	pctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+	redisLogs.add(rdb, o.Logger) // dropped by closeClient; the PING's dial failures go there too
+	pctx, cancel := context.WithTimeout(withRedisLogger(ctx, o.Logger), o.RedisTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
-		if own {
-			_ = rdb.Close()
-		}
+		_ = closeClient(rdb, own)
 		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
 	}
 	if n := clientRetries(rdb); n > 0 {
@@ -678,28 +763,37 @@ func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error)
 	return redis.NewClient(opts), nil
 }
 
-// scrub removes the URL's password from an error message that might quote it.
-func scrub(err error, rawURL string) string {
-	msg := err.Error()
-	u, perr := url.Parse(rawURL)
-	if perr != nil {
-		return msg
+// scrub removes the URL's passwords from an error message that might quote them.
+func scrub(err error, rawURL string) string { return redact.Scrub(err.Error(), rawURL) }
+
+// checkRedisURL refuses a RedisURL that does not parse as what it claims: a scheme other than
+// redis, rediss or unix, or a redis URL without "//" and a host. go-redis would read
+// "redis:pw@host:6702" as no host at all and connect to localhost:6379, another server than
+// the one named. The error shows the URL with its passwords masked.
+func checkRedisURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
+		// password, say) the password cannot be told apart from the rest: say nothing of it.
+		return fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
-	var secrets []string
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p)
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Opaque != "" || u.Host == "" {
+			return fmt.Errorf("%w: RedisURL: %s names no host: write %s://[user:password@]host:port/db",
+				ErrInvalidOptions, redact.URL(rawURL), u.Scheme)
 		}
-	}
-	if p := u.Query().Get("password"); p != "" {
-		secrets = append(secrets, p, url.QueryEscape(p))
-	}
-	for _, p := range secrets {
-		if p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+	case "unix":
+		if u.Path == "" {
+			return fmt.Errorf("%w: RedisURL: %s names no socket: write unix:///path/to/redis.sock",
+				ErrInvalidOptions, redact.URL(rawURL))
 		}
+	default:
+		return fmt.Errorf("%w: RedisURL: %s: the scheme must be redis://, rediss:// or unix://",
+			ErrInvalidOptions, redact.URL(rawURL))
 	}
-	return msg
+	return nil
 }
 
 // sentinelDefault resolves an int option whose zero value means def, so that "none" is spelled

@@ -149,11 +149,11 @@ type JobSpec struct {
 	Queue, Class string
 	// Args must encode to a JSON array (nil is the empty list).
 	Args any
-	// At runs the job at this time (as EnqueueAt). A time that has passed, before 1970 too,
-	// enqueues the job now.
+	// At runs the job at this time (as EnqueueAt: an instant on the Redis server's clock). A
+	// time that has passed, before 1970 too, enqueues the job now.
 	At time.Time
-	// In runs the job after this long (as EnqueueIn); 0 or less enqueues it now. Set At or
-	// In, not both.
+	// In runs the job after this long from now on the Redis server's clock (as EnqueueIn); 0
+	// or less enqueues it now. Set At or In, not both.
 	In time.Duration
 	// Options apply to this job only.
 	Options []EnqueueOption
@@ -170,14 +170,37 @@ type EnqueueResult struct {
 
 // enqueuer builds job documents and writes them. It holds no goroutines.
 type enqueuer struct {
-	jq         *jobQueue
-	now        func() time.Time
+	jq *jobQueue
+	// now is the Redis server's clock (serverClock.now) outside tests.
+	now func() time.Time
+	// fresh, when set, makes sure now has a recent sample of the server's clock before a call
+	// reads it (a Client's or an API's clock; a node keeps its own fresh).
+	fresh      func(ctx context.Context) error
 	maxRetries int
+	unit       wire.TimeUnit // of created_at and enqueued_at (Options.MillisecondTimestamps)
 	events     listeners
 	hooks      []EnqueueHook
 	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
 	// (groupcommit.go).
 	group groupCommit
+}
+
+// hold marks jids as being written until the returned function is called, after their
+// JobEnqueued (eventOrder): a worker of this node that fetched one meanwhile reports
+// JobStarted after it.
+func (en *enqueuer) hold(jids ...string) func() {
+	if !en.events.has() {
+		return func() {}
+	}
+	return en.events.order.hold(jids...)
+}
+
+// stampUnit is the unit of job timestamps Options.MillisecondTimestamps asks for.
+func stampUnit(millis bool) wire.TimeUnit {
+	if millis {
+		return wire.Millis
+	}
+	return wire.Seconds
 }
 
 // enqueued reports a written job to the listeners.
@@ -208,13 +231,27 @@ func (b built) finish(jid string, err error) {
 // time that is not after now (before 1970 too) also means now, as Sidekiq's perform_at and
 // asynq's ProcessAt read it, so no job is ever written with a score the past has overtaken.
 func (en *enqueuer) build(ctx context.Context, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
-	return en.buildAt(ctx, en.now(), op, queue, class, args, at, opts)
+	now, err := en.serverNow(ctx, op)
+	if err != nil {
+		return built{}, err
+	}
+	return en.buildAt(ctx, now, op, queue, class, args, at, opts)
+}
+
+// serverNow reads the Redis server's clock, taking a sample first if fresh says so.
+func (en *enqueuer) serverNow(ctx context.Context, op string) (time.Time, error) {
+	if en.fresh != nil {
+		if err := en.fresh(ctx); err != nil {
+			return time.Time{}, fmt.Errorf("exq: %s: %w", op, err)
+		}
+	}
+	return en.now(), nil
 }
 
 // buildAt is build with the clock already read (once for a whole batch).
 func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class string, args any, at time.Time, opts []EnqueueOption) (built, error) {
 	bad := func(format string, a ...any) (built, error) {
-		return built{}, &invalidJobError{op, fmt.Sprintf(format, a...)}
+		return built{}, &invalidJobError{op: op, msg: fmt.Sprintf(format, a...)}
 	}
 	if class == "" {
 		return bad("class is empty")
@@ -225,6 +262,9 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	rawArgs, err := encodeArgs(args)
 	if err != nil {
 		return bad("%v", err)
+	}
+	if len(rawArgs) > MaxJobBytes {
+		return built{}, tooLarge(op, len(rawArgs), "its args")
 	}
 	cfg := enqueueConfig{}
 	for _, o := range opts {
@@ -242,6 +282,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		JID:        cfg.jid,
 		EnqueuedAt: now,
 		CreatedAt:  now,
+		Unit:       en.unit,
 		Retry:      en.maxRetries,
 	}
 	if j.JID == "" {
@@ -284,7 +325,23 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		}
 	}
 	b.doc = j.Encode()
+	if len(b.doc) > MaxJobBytes {
+		err := tooLarge(op, len(b.doc), "the job")
+		b.finish("", err)
+		return built{}, err
+	}
 	return b, nil
+}
+
+// MaxJobBytes is the largest job document an enqueue writes: 1 MiB of JSON, args included.
+// A job is read whole by every node that fetches it, every retry, and every dashboard page and
+// command that shows it, so a larger one belongs in a store of its own with its key in the
+// args. Sidekiq and Exq set no limit; documents they write are read whatever their size.
+const MaxJobBytes = 1 << 20
+
+func tooLarge(op string, n int, what string) error {
+	return &invalidJobError{op: op, tooLarge: true,
+		msg: fmt.Sprintf("%s take %d bytes as JSON, more than MaxJobBytes (%d): keep large payloads elsewhere and pass their key", what, n, MaxJobBytes)}
 }
 
 // inBatch names job i of a batch in the error buildSpec refused it with. (The label is made
@@ -300,7 +357,7 @@ func inBatch(err error, i int) error {
 // buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
 func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s JobSpec) (built, error) {
 	if !s.At.IsZero() && s.In != 0 {
-		return built{}, &invalidJobError{op, "both At and In are set"}
+		return built{}, &invalidJobError{op: op, msg: "both At and In are set"}
 	}
 	at := s.At
 	if s.In != 0 {
@@ -374,10 +431,12 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	if err != nil {
 		return "", err
 	}
+	release := en.hold(b.jid)
 	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
+	release()
 	jid, err := b.result("enqueue", class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
@@ -399,21 +458,32 @@ func (b built) result(op, class, queue, holder string, err error) (string, error
 	return b.jid, nil
 }
 
+// enqueueIn schedules a job to run d after now on the Redis server's clock.
+func (en *enqueuer) enqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts []EnqueueOption) (string, error) {
+	now, err := en.serverNow(ctx, "enqueue in")
+	if err != nil {
+		return "", err
+	}
+	return en.enqueueAt(ctx, "enqueue in", queue, class, now.Add(d), args, opts)
+}
+
 // enqueueAt schedules a job at at. A zero at is an error rather than "now": it is time.Time's
 // unset value, so it nearly always is a forgotten field, which running the job at once would
 // hide. A time that has passed enqueues the job now (see build).
 func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
 	if at.IsZero() {
-		return "", &invalidJobError{op, "time is zero"}
+		return "", &invalidJobError{op: op, msg: "time is zero"}
 	}
 	b, err := en.build(ctx, op, queue, class, args, at, opts)
 	if err != nil {
 		return "", err
 	}
+	release := en.hold(b.jid)
 	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, at: b.at, job: b.doc, lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
+	release()
 	jid, err := b.result(op, class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
@@ -425,7 +495,10 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	items := make([]batchItem, len(specs))
 	bs := make([]built, len(specs))
-	now := en.now()
+	now, err := en.serverNow(ctx, "enqueue all")
+	if err != nil {
+		return nil, err
+	}
 	for i, s := range specs {
 		b, err := en.buildSpec(ctx, now, "enqueue all", s)
 		if err != nil {
@@ -438,6 +511,12 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
 		bs[i] = b
 	}
+	jids := make([]string, len(bs))
+	for i, b := range bs {
+		jids[i] = b.jid
+	}
+	release := en.hold(jids...)
+	defer release() // after the JobEnqueued events below (or the failure)
 	holders, err := en.jq.enqueueAll(ctx, items)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,4 +307,23 @@ func TestEnqueueAllPlacesEveryJobWhateverTheMixOfQueuesAndTimes(t *testing.T) {
 			assert.Len(t, v.zset(v.keys.Schedule()), tc.scheduled)
 		})
 	}
+}
+
+// A job over MaxJobBytes is refused with ErrJobTooLarge (and ErrInvalidJob), naming the
+// limit, and nothing is written; one just under it is written.
+func TestEnqueueRefusesAJobOverMaxJobBytes(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	en := v.enqueuer(time.Now)
+	_, err := en.enqueue(ctx, "default", "W", []any{strings.Repeat("x", MaxJobBytes)}, nil)
+	require.ErrorIs(t, err, ErrJobTooLarge)
+	require.ErrorIs(t, err, ErrInvalidJob)
+	assert.Contains(t, err.Error(), "more than MaxJobBytes (1048576)")
+	// Args under the limit whose document (with jid, times, meta) goes over it.
+	_, err = en.enqueue(ctx, "default", "W", []any{strings.Repeat("x", MaxJobBytes-20)}, nil)
+	require.ErrorIs(t, err, ErrJobTooLarge)
+	assert.Empty(t, v.list(v.keys.Queue("default")), "nothing written")
+	_, err = en.enqueue(ctx, "default", "W", []any{strings.Repeat("x", MaxJobBytes-300)}, nil)
+	require.NoError(t, err)
+	assert.Len(t, v.list(v.keys.Queue("default")), 1)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel errors. Errors returned by exq wrap them, so test with errors.Is.
@@ -19,12 +21,19 @@ var (
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
+	// ErrJobTooLarge is wrapped (with ErrInvalidJob) by an enqueue whose job document would
+	// be larger than MaxJobBytes; nothing is written.
+	ErrJobTooLarge = errors.New("exq: job too large")
 	// ErrInvalidQueue is wrapped by the API calls that take a queue name (PauseQueue,
 	// ResumeQueue) when the name is not acceptable. Nothing is written to Redis.
 	ErrInvalidQueue = errors.New("exq: invalid queue name")
 	// ErrUnknownClass is the failure of a job whose class has no registered worker. The job is
 	// retried or dead-lettered like any failure, so deploying the worker later still runs it.
 	ErrUnknownClass = errors.New("exq: no worker registered for class")
+	// ErrAlreadyRegistered is wrapped by Register and AddWorker (and by Start, under
+	// ErrInvalidOptions, for Options.Register) when the class has a worker already: a class
+	// has one worker, and a second registration is a mistake, not a replacement.
+	ErrAlreadyRegistered = errors.New("exq: a worker is already registered for class")
 	// ErrStopped is returned by calls made on a node after Stop.
 	ErrStopped = errors.New("exq: stopped")
 	// ErrUniqueConflict is matched by the error of an enqueue whose unique lock is held by
@@ -39,6 +48,11 @@ var (
 	ErrNotReplicated = errors.New("exq: not replicated")
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
 	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	// ErrRedisOOM is matched by the error of a call that Redis refused because it is out of
+	// memory (maxmemory reached under the noeviction policy): every kind of enqueue, and Start.
+	// Nothing was written. Running nodes carry on meanwhile: they beat, fetch, run and
+	// acknowledge jobs, so the queues drain, which frees memory (docs/out-of-memory.md).
+	ErrRedisOOM = errors.New("exq: Redis out of memory")
 	// ErrInvalidPeriodic is wrapped when a PeriodicJob is not acceptable (at Start, under
 	// ErrInvalidOptions, and by the API's AddPeriodic and UpdatePeriodic); the message names
 	// the schedule and the field. Nothing is written to Redis.
@@ -57,7 +71,7 @@ var (
 )
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
-// error_message the panic value, and its error_backtrace (README: Sidekiq's Web UI) the stack.
+// error_message the panic value, and its error_backtrace (docs/jobs.md: Backtraces) the stack.
 type PanicError struct {
 	// Value is what was passed to panic.
 	Value any
@@ -258,9 +272,37 @@ func (u *UniqueConflictError) Error() string {
 // Is makes errors.Is(err, ErrUniqueConflict) hold.
 func (u *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }
 
-// invalidJobError is the error of an enqueue whose input is unacceptable.
-type invalidJobError struct{ op, msg string }
+// invalidJobError is the error of an enqueue whose input is unacceptable; tooLarge marks a job
+// over MaxJobBytes, which matches ErrJobTooLarge as well.
+type invalidJobError struct {
+	op, msg  string
+	tooLarge bool
+}
 
 func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg }
 
-func (e *invalidJobError) Is(target error) bool { return target == ErrInvalidJob }
+func (e *invalidJobError) Is(target error) bool {
+	return target == ErrInvalidJob || (e.tooLarge && target == ErrJobTooLarge)
+}
+
+// redisOOMError is a Redis error reply saying that Redis is out of memory. It keeps Redis's
+// text and matches ErrRedisOOM.
+type redisOOMError struct{ err error }
+
+func (e *redisOOMError) Error() string        { return e.err.Error() }
+func (e *redisOOMError) Unwrap() error        { return e.err }
+func (e *redisOOMError) Is(target error) bool { return target == ErrRedisOOM }
+
+// markOOM makes err match ErrRedisOOM when it is Redis refusing a write for want of memory:
+// "OOM command not allowed when used memory > 'maxmemory'", as a reply of its own (a command,
+// Redis 7's scripts) or inside a script's error (Redis 6: "ERR Error running script … -OOM …").
+func markOOM(err error) error {
+	var reply redis.Error
+	if err == nil || errors.Is(err, ErrRedisOOM) || !errors.As(err, &reply) {
+		return err
+	}
+	if msg := reply.Error(); strings.HasPrefix(msg, "OOM ") || strings.Contains(msg, "OOM command not allowed") {
+		return &redisOOMError{err}
+	}
+	return err
+}

@@ -88,7 +88,11 @@ type Event struct {
 // Listener receives events. It is called synchronously on the goroutine where the event
 // happened (a worker's, the poll loop's), so it must be quick and must not block: hand slow
 // work to a goroutine or a buffered channel. A Listener that panics is logged and skipped.
-// Events of one job arrive in order; events of different jobs interleave.
+// A node's events of one job arrive in order: JobEnqueued when this node wrote the job (a
+// worker that fetched it first waits with JobStarted until then), JobStarted, the run's
+// outcome, and the next run's JobStarted only after a JobRetried or JobSnoozed. Events of
+// different jobs interleave, and events that different nodes (or a Client) report go to
+// their own Listeners with no order between them.
 type Listener func(Event)
 
 // listeners calls each of its Listeners with an event. The zero value has none, and callers
@@ -97,6 +101,9 @@ type listeners struct {
 	fns  []Listener
 	node string
 	log  *slog.Logger
+	// order holds a job's JobStarted back until the event of the write that made it runnable
+	// (eventOrder); nil for a Client, which runs no jobs.
+	order *eventOrder
 }
 
 func (ls listeners) has() bool { return len(ls.fns) > 0 }

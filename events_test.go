@@ -86,6 +86,44 @@ func TestEveryJobPathFiresItsEventsInOrder(t *testing.T) {
 	}
 }
 
+// A retry due at once (Backoff 0) can be fetched and started on the same node before the
+// failed run's JobRetried is reported: the next JobStarted waits for it, as does a job's first
+// JobStarted for the JobEnqueued of the enqueue that wrote it, across many jobs at once.
+func TestEventsOfAJobStayInOrderWhenItsNextRunStartsAtOnce(t *testing.T) {
+	v := newEnv(t)
+	log := &eventLog{}
+	const jobs, retries = 20, 2
+	e := v.start(Options{Queues: []Queue{{Name: "ev", Concurrency: jobs}}, Backoff: func(int, *Job) time.Duration { return 0 },
+		Workers:   map[string]Worker{"W": WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })},
+		Listeners: []Listener{log.listen}})
+	want := []EventKind{JobEnqueued}
+	for i := 0; i < retries; i++ {
+		want = append(want, JobStarted, JobRetried)
+	}
+	want = append(want, JobStarted, JobDied)
+	var jids []string
+	for i := 0; i < jobs; i++ {
+		jid, err := e.Enqueue(context.Background(), "ev", "W", []any{i}, MaxRetries(retries))
+		require.NoError(t, err)
+		jids = append(jids, jid)
+	}
+	testutil.WaitFor(t, "every job died", func() bool {
+		for _, jid := range jids {
+			if len(log.of(jid)) < len(want) {
+				return false
+			}
+		}
+		return true
+	})
+	disordered := 0
+	for _, jid := range jids {
+		if got := kinds(log.of(jid)); !assert.Equal(t, want, got, "events of %s", jid) {
+			disordered++
+		}
+	}
+	t.Logf("%d jobs failing %d times with no backoff: %d with their events out of order", jobs, retries+1, disordered)
+}
+
 func TestNodeEventsFollowItsLife(t *testing.T) {
 	v := newEnv(t)
 	log := &eventLog{}

@@ -204,6 +204,44 @@ func ExampleStart_signals() {
 	// stopped: <nil>
 }
 
+// Workers given to Start are there before the node fetches its first job, so the jobs that
+// waited in Redis during a deploy run at once, none failing for want of a worker.
+func ExampleWorkerFor() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	// A job waiting before the node starts (pushed by an earlier deploy, or by Sidekiq).
+	c, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: url, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := exq.EnqueueArgs(ctx, c, Signup{UserID: 7, Template: "welcome"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Close()
+
+	done := make(chan struct{})
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet,
+		Register: []exq.Registration{
+			exq.WorkerFor(func(ctx context.Context, job *exq.Job, a Signup) error {
+				fmt.Printf("%s: welcome user %d with %q\n", job.Class, a.UserID, a.Template)
+				close(done)
+				return nil
+			}),
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	<-done
+	// Output: MyApp.Signup: welcome user 7 with "welcome"
+}
+
 func ExampleAddWorker() {
 	url, stopRedis := exampleRedis()
 	defer stopRedis()

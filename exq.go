@@ -3,8 +3,8 @@
 // worker, and the other way round.
 //
 // A job's args can be a type that names its class; the worker and the enqueue side then share
-// it. Start a node with the queues it works on, add workers, enqueue from anywhere, and let
-// the node stop when the program is told to:
+// it. Start a node with the queues it works on and its workers (given to Start, they are there
+// before the first fetch), enqueue from anywhere, and stop the node when the program is told to:
 //
 //	type Signup struct {
 //		UserID int `json:"user_id"`
@@ -14,21 +14,27 @@
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 //	defer stop()
-//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the node
+//	e, err := exq.Start(ctx, exq.Options{ // Ctrl-C or SIGTERM ends ctx, and that stops the workers
 //		RedisURL: "redis://127.0.0.1:6379/0",
 //		Queues:   []exq.Queue{{Name: "default", Concurrency: 50}},
+//		Register: []exq.Registration{
+//			exq.WorkerFor(func(ctx context.Context, job *exq.Job, a Signup) error {
+//				return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
+//			}),
+//		},
 //	})
 //	if err != nil {
 //		return err
 //	}
-//	exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error {
-//		return sendWelcome(ctx, a.UserID) // an error (or a panic) is retried with backoff
-//	})
 //
 //	jid, err := exq.EnqueueArgs(ctx, e, Signup{UserID: 42}) // args on the wire: [{"user_id":42}]
 //
 //	<-e.Done()                          // ctx ended, or a TERM from Sidekiq's or Exq's UI
 //	return e.Stop(context.Background()) // running jobs get ShutdownTimeout to finish
+//
+// Enqueueing through e works until Stop is called, even once ctx has stopped the workers: a
+// web service stops accepting requests, drains them (they may still enqueue), then calls Stop
+// (examples/webservice).
 //
 // Jobs of other runtimes, with positional args, run on a WorkerFunc that reads them with
 // job.Bind, and are enqueued with e.Enqueue(ctx, "default", "MyApp.SendEmail", []any{42, "welcome"}).
@@ -40,7 +46,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -59,6 +64,7 @@ type Exq struct {
 	rdb       redis.UniversalClient
 	ownClient bool
 	log       *slog.Logger
+	clock     *serverClock // the Redis server's clock; opts.now reads it
 
 	jq       *jobQueue
 	enq      *enqueuer
@@ -83,27 +89,33 @@ type Exq struct {
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
 
-	stopping atomic.Bool
-	stopped  atomic.Bool
-	stopDone chan struct{} // closed when the first Stop returns
-	jobsDone chan struct{} // closed when the last job goroutine has ended
+	stopping  atomic.Bool
+	stopped   atomic.Bool // Stop has closed the enqueue side
+	closeOnce sync.Once
+	stopDone  chan struct{} // closed when the first Stop returns
+	jobsDone  chan struct{} // closed when the last job goroutine has ended
 }
 
 // Start validates opts, connects to Redis, takes back this node's own unfinished jobs when
 // opts.NodeID is fixed, and starts fetching and scheduling. It fails with ErrInvalidOptions
-// (naming the field) or ErrRedisUnavailable (naming the address, never the password).
+// (naming the field), ErrRedisUnavailable (naming the address, never the password) or
+// ErrRedisOOM (Redis is out of memory: a node does not join then, though the nodes already
+// running carry on).
 //
-// ctx bounds start-up and the node's life: when it ends after Start returned (the signal of
-// signal.NotifyContext, a parent's cancel, a deadline), the node stops as Stop does (it fetches
-// no more, running jobs get ShutdownTimeout to finish, the rest go back to their queues) and
-// Done is closed. Stop then waits for that stop to end (and returns nil once it has), so a
-// program waits on Done and calls Stop. Pass context.Background() for a node that only Stop
-// ends: a deadline meant for start-up alone would stop the node when it passes.
+// ctx bounds start-up and the life of the node's workers: when it ends after Start returned
+// (the signal of signal.NotifyContext, a parent's cancel, a deadline), the node stops its
+// workers as Stop does (it fetches no more, running jobs get ShutdownTimeout to finish, the
+// rest go back to their queues) and Done is closed. Enqueueing through the node keeps working
+// until the program calls Stop, which waits for that stop to end, closes the enqueue side and
+// returns nil: a program waits on Done, drains its own requests, then calls Stop. Pass
+// context.Background() for a node that only Stop ends: a deadline meant for start-up alone
+// would stop the workers when it passes.
 func Start(ctx context.Context, opts Options) (*Exq, error) { return start(ctx, opts, testHooks{}) }
 
 // start is Start with the knobs only tests turn.
 func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	fixedNode := opts.NodeID != ""
+	foreignDeclared := opts.ForeignHeartbeatWindow != 0
 	o, err := opts.withDefaults(hooks)
 	if err != nil {
 		return nil, err
@@ -115,11 +127,25 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
-		if e.ownClient {
-			_ = e.rdb.Close()
-		}
-		return nil, err
+		_ = closeClient(e.rdb, e.ownClient)
+		return nil, markOOM(err)
 	}
+
+	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
+	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
+	e.clock = newServerClock(e.rdb, o.now, e.log)
+	if o.serverNow != nil {
+		o.now = o.serverNow
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
+		err := e.clock.sync(cctx)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("exq: start: %w", err))
+		}
+		o.now = e.clock.now
+	}
+	e.opts = o
 
 	keys := wire.NewKeys(o.Namespace)
 	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
@@ -127,11 +153,13 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		return fail(err)
 	}
 	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
-	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log}
-	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks}
-	e.registry = newRegistry(o.Workers)
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
+	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
+		unit: stampUnit(o.MillisecondTimestamps)}
+	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
+	e.stats.noMetrics = o.DisableMetrics
 	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
@@ -152,10 +180,10 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed,
+		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
 			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, orphan: e.mgr.orphanAll,
 			events: e.events, log: e.log}
-		if err := e.hb.beat(ctx); err != nil {
+		if err := e.hb.join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
 	}
@@ -165,8 +193,13 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goOps(func() { e.acker.run(opsCtx) })
 	e.goOps(func() { e.stats.run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
+	if o.serverNow == nil {
+		e.goOps(func() { e.clock.run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
+		watch := newExqBeatWatch(e.jq, o.Options, foreignDeclared, e.log)
+		e.goOps(func() { watch.run(opsCtx) })
 	}
 
 	e.checkWakeChannel(ctx)
@@ -182,6 +215,10 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.pubsub = e.jq.subscribeWake(runCtx)
 	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	if !o.DisableBlockingIdleWait {
+		// Made here, past every failure of Start: the poll loop's end closes it.
+		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
+	}
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {
 		e.goLoop(func() { sched.run(runCtx) })
@@ -206,9 +243,9 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			e.log.Info("exq: the context given to Start ended; stopping", "node", e.opts.NodeID, "cause", context.Cause(ctx))
-			// Without ctx's end, or Stop would skip the grace period at once.
-			if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+			e.log.Info("exq: the context given to Start ended; stopping the workers (enqueueing works until Stop)", "node", e.opts.NodeID, "cause", context.Cause(ctx))
+			// Without ctx's end, or the stop would skip the grace period at once.
+			if err := e.stopWorkers(context.WithoutCancel(ctx)); err != nil {
 				e.log.Error("exq: stop", "error", err)
 			}
 		case <-e.stopDone:
@@ -265,18 +302,6 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 // NodeID is this node's identity: the name of its backup lists.
 func (e *Exq) NodeID() string { return e.opts.NodeID }
 
-// Register adds (or replaces) the worker for class while the node runs.
-func (e *Exq) Register(class string, w Worker) error {
-	if class == "" {
-		return errors.New("exq: register: class is empty")
-	}
-	if w == nil {
-		return fmt.Errorf("exq: register %q: worker is nil", class)
-	}
-	e.registry.set(class, w)
-	return nil
-}
-
 // Subscribe makes the node work on queue with at most concurrency jobs at once (0 means
 // Options.Concurrency), or changes the limit of a queue it already works on. Jobs of the
 // queue that this node is running are not touched.
@@ -330,16 +355,21 @@ func (e *Exq) Enqueue(ctx context.Context, queue, class string, args any, opts .
 	return e.enq.enqueue(ctx, queue, class, args, opts)
 }
 
-// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now.
+// EnqueueIn schedules a job to run after delay d; a d of 0 or less enqueues it now. d is
+// measured from now on the Redis server's clock, so a node whose own clock is off still
+// schedules the job d from now.
 func (e *Exq) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
 	}
-	return e.enq.enqueueAt(ctx, "enqueue in", queue, class, e.opts.now().Add(d), args, opts)
+	return e.enq.enqueueIn(ctx, queue, class, d, args, opts)
 }
 
 // EnqueueAt schedules a job to run at time t. A time that has passed (before 1970 too)
 // enqueues it now; the zero time.Time is an error, since it is almost always a forgotten field.
+// t is an instant, kept as given: the job is due when the Redis server's clock reaches it, and
+// "has passed" is judged by that clock. A t computed from a clock that is off (time.Now() on a
+// skewed machine, plus a delay) is off by as much: use EnqueueIn for a delay.
 func (e *Exq) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if e.stopped.Load() {
 		return "", ErrStopped
@@ -360,9 +390,32 @@ func (e *Exq) EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, 
 // ShutdownTimeout (or until ctx ends), then cancels the contexts of jobs still running and
 // hands those jobs back to the front of their queues, where another node runs them next.
 // It returns when every goroutine it started has ended; a worker that ignores its context
-// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Enqueueing works until
-// Stop returns, so draining jobs can still enqueue. Calling Stop again waits for the first call.
+// keeps Stop waiting until ctx ends, and Stop then returns ctx's error. Calling Stop again
+// waits for the first call.
+//
+// Enqueueing works until Stop returns, so draining jobs can still enqueue; after it, the
+// enqueue calls return ErrStopped and the Redis client exq built is closed. When the ctx given
+// to Start ends (a signal), the node stops its workers as Stop does but enqueueing keeps
+// working until the program calls Stop: a web service stops accepting requests, waits for
+// those in flight (which may enqueue), then calls Stop.
 func (e *Exq) Stop(ctx context.Context) error {
+	err := e.stopWorkers(ctx)
+	select {
+	case <-e.stopDone:
+		e.closeOnce.Do(func() {
+			e.stopped.Store(true)
+			_ = closeClient(e.rdb, e.ownClient)
+		})
+	default:
+		// The first stop is still under way and uses the client: it stays open.
+	}
+	return err
+}
+
+// stopWorkers stops everything but the enqueue side: fetching, jobs, the background parts,
+// and the node's registration in Redis. The end of Start's ctx calls it; Stop calls it and
+// then closes the client.
+func (e *Exq) stopWorkers(ctx context.Context) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		// A later call waits for what the first one started, and for workers it gave up on.
 		for _, ch := range []chan struct{}{e.stopDone, e.jobsDone} {
@@ -403,10 +456,6 @@ func (e *Exq) Stop(ctx context.Context) error {
 	e.cancelOps()
 	e.ops.Wait()
 	e.signOff(context.WithoutCancel(ctx), empty)
-	e.stopped.Store(true)
-	if e.ownClient {
-		_ = e.rdb.Close()
-	}
 	e.log.Info("exq: stopped", "node", e.opts.NodeID)
 	return stopErr
 }
@@ -444,7 +493,8 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("exq: stop: %d workers still running after their contexts were cancelled: %w", e.mgr.inFlight(), ctx.Err())
 	}
-	// Finished jobs must be acknowledged before the sweep, or it would run them again.
+	// Finished jobs must be acknowledged before the sweep, or it would run them again (their
+	// leases go with them).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
 	if !e.acker.drain(sctx) {
@@ -452,7 +502,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 		return nil, nil
 	}
 	empty := e.mgr.sweep(sctx)
-	e.mgr.releaseLeases(sctx)
+	e.mgr.stopWaiting(sctx)
 	return empty, nil
 }
 

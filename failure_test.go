@@ -126,7 +126,7 @@ func TestStoredErrorMessagesDoNotRepeatErrorClass(t *testing.T) {
 		w                    Worker
 		raw                  string
 	}{
-		{"unknown class", "exq.UnknownClass", `no worker registered for class "Nope"`, Options{}, &recorder{},
+		{"unknown class", "exq.UnknownClass", `no worker registered for class "Nope"`, Options{RegisterGrace: NoRegisterGrace}, &recorder{},
 			`{"class":"Nope","args":[],"queue":"default","jid":"m1","retry":3}`},
 		{"timeout", "exq.Timeout", "ran longer than 20ms", Options{JobTimeout: 20 * time.Millisecond},
 			WorkerFunc(func(ctx context.Context, _ *Job) error { <-ctx.Done(); return ctx.Err() }),

@@ -13,7 +13,8 @@ import (
 // how often (an Exq node, or an exq node from before v1) may go without a beat before it
 // counts as dead and its backup lists are rescued: Exq's default window, 60 s × (5 + 1). exq
 // nodes publish their own window (HeartbeatInterval × (MissedHeartbeatsAllowed + 1)) and are
-// judged by it, so nodes beating at different rates never take each other for dead.
+// judged by it, so nodes beating at different rates never take each other for dead. It is the
+// default of Options.ForeignHeartbeatWindow.
 const ForeignHeartbeatWindow = 6 * time.Minute
 
 // heartbeat keeps this node's entry in the heartbeats set fresh and, on every node, rescues
@@ -24,6 +25,7 @@ type heartbeat struct {
 	jq       *jobQueue
 	interval time.Duration
 	missed   int
+	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue
@@ -108,13 +110,15 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 	}
 }
 
+// beat is one beat of the loop. When it finds that this node's incarnation was buried (see
+// beat.lua), it drops the runs from before and joins again.
 func (h *heartbeat) beat(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	if h.epoch == "" {
-		return h.join(cctx)
+		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, false)
+	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
 	if err != nil {
 		return err
 	}
@@ -131,14 +135,22 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	}
 	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
 		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
-	return h.join(cctx)
+	return h.enter(cctx)
 }
 
-// join enters the heartbeats as a new incarnation of this node: at start, and after a burial.
-// Fetches and acknowledgements carry the token from then on.
+// join is the first beat, at Start: unlike the later ones, Redis refuses it when it is out of
+// memory (scripts/beat.lua), so that no node joins a fleet then.
 func (h *heartbeat) join(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	return h.enter(cctx)
+}
+
+// enter joins the heartbeats as a new incarnation of this node: at start, and after a burial.
+// Fetches and acknowledgements carry the token from then on.
+func (h *heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
-	_, at, err := h.jq.beat(ctx, h.window(), h.heldLeases(), epoch, true)
+	at, err := h.jq.join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
 	}
@@ -170,7 +182,7 @@ func (h *heartbeat) heldLeases() map[string][]string {
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous, since := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, ForeignHeartbeatWindow)
+	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow())
 	cancel()
 	if err != nil {
 		return err

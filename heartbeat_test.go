@@ -183,7 +183,7 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 	stale := v.staleBackup("sleepy", "default", 5)
 	// The node beats again before the monitor acts.
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
-	_, _, err := jq.beat(ctx, time.Minute, nil, "e1", true)
+	_, err := jq.join(ctx, time.Minute, nil, "e1")
 	require.NoError(t, err)
 	moved, err := jq.rescueBackup(ctx, stale, "default", time.Second)
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
 	v.take("other", "live")
-	_, _, err := live.beat(ctx, time.Minute, nil, "e1", true)
+	_, err := live.join(ctx, time.Minute, nil, "e1")
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
 	assert.ElementsMatch(t, []string{"crashed-0", "crashed-1", "crashed-2"}, rec.jids(), "each of the crashed node's jobs ran once")

@@ -133,14 +133,14 @@ func (n *runNode) kill() {
 func (n *runNode) pause()  { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
 func (n *runNode) resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
 
-// runLog is what the jobs logged, per jid: the nodes of the runs that began and of the runs that
+// nodeRuns is what the jobs logged, per jid: the nodes of the runs that began and of the runs that
 // completed, in order.
-type runLog struct {
+type nodeRuns struct {
 	started, done map[string][]string
 }
 
 // runs reads the run log.
-func (v *env) runs() runLog {
+func (v *env) runs() nodeRuns {
 	v.t.Helper()
 	read := func(key string) map[string][]string {
 		out := map[string][]string{}
@@ -150,11 +150,11 @@ func (v *env) runs() runLog {
 		}
 		return out
 	}
-	return runLog{started: read(runsStarted(v.ns)), done: read(runsDone(v.ns))}
+	return nodeRuns{started: read(runsStarted(v.ns)), done: read(runsDone(v.ns))}
 }
 
 // runsOn counts the runs that began on node.
-func (l runLog) runsOn(node string) int {
+func (l nodeRuns) runsOn(node string) int {
 	n := 0
 	for _, nodes := range l.started {
 		for _, s := range nodes {

@@ -24,7 +24,9 @@ type Job struct {
 	MaxRetries int
 	// RetryCount is how many times the job has failed before this run (0 on the first run).
 	RetryCount int
-	// EnqueuedAt is when the job was enqueued, or for a scheduled job when it was due.
+	// EnqueuedAt is when the job was enqueued, or for a scheduled job when it was due. These
+	// four times are read in either unit: float seconds (Exq, Sidekiq 6 and 7) or integer
+	// milliseconds (Sidekiq 8), told apart by the JSON number's form as Sidekiq 8 does.
 	EnqueuedAt time.Time
 	// CreatedAt is when the job was first created (Sidekiq's created_at); zero if absent.
 	CreatedAt time.Time
@@ -76,10 +78,10 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 		raw:        raw,
 	}
 	j.uniqueToken, j.uniqueUntil = string(h.UniqueToken), UniqueUntilMode(h.UniqueUntil)
-	j.EnqueuedAt = timeOf(h.EnqueuedAt)
-	j.CreatedAt = timeOf(h.CreatedAt)
-	j.FailedAt = timeOf(h.FailedAt)
-	j.RetriedAt = timeOf(h.RetriedAt)
+	j.EnqueuedAt = h.EnqueuedAt.Stamp()
+	j.CreatedAt = h.CreatedAt.Stamp()
+	j.FailedAt = h.FailedAt.Stamp()
+	j.RetriedAt = h.RetriedAt.Stamp()
 	if h.ErrorMessage != nil {
 		j.ErrorMessage = *h.ErrorMessage
 	}
@@ -87,11 +89,4 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 		j.ErrorClass = *h.ErrorClass
 	}
 	return j
-}
-
-func timeOf(sec wire.Number) time.Time {
-	if !sec.OK {
-		return time.Time{}
-	}
-	return wire.ParseTime(sec.V)
 }

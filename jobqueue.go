@@ -195,15 +195,15 @@ func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
 // fetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
 // holds (running, or finished and not yet acknowledged) when it asks. A queue with cluster-wide
 // limits also carries them, the first number for the members of the leases and starts the
-// fetch adds, and the leases of ended jobs to release; a request may ask for no job and only
-// release.
+// fetch adds, and the leases of jobs that ended since the last fetch (the acker releases them
+// too; naming them here makes sure that this fetch does not count them as this node's).
 type fetchReq struct {
 	queue   string
 	n       int
 	held    int
 	limits  queueLimits
 	first   uint64   // the first lease/start number; the fetch uses first … first+n-1
-	release []string // leases to remove
+	release []string // leases of ended jobs
 }
 
 // fetchRes is what a fetch took, per request, oldest first, how long each backup list was
@@ -250,17 +250,19 @@ func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
 
 // fetch moves up to n jobs of every requested queue into this node's backup lists in one round
 // trip, within the queues' cluster-wide limits, and returns them per request, oldest first.
-// leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window).
-func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration) (fetchRes, error) {
+// leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window);
+// patience how long, after a fetch a GlobalLimit held back, this node counts as waiting for a
+// slot (it asks again within that time), which caps the other nodes at their share.
+func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration) (fetchRes, error) {
 	limited := false
 	for _, r := range reqs {
-		limited = limited || r.limits.any() || len(r.release) > 0
+		limited = limited || r.limits.any()
 	}
 	var res []any
 	var err error
 	epoch := jq.incarnation()
 	if limited {
-		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, epoch)
+		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, patience, epoch)
 	} else {
 		// No limit: the script and the arguments of a node without limits, nothing more.
 		keys := make([]string, 4, 4+2*len(reqs))
@@ -306,21 +308,27 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL time.Du
 }
 
 // fetchLimited runs fetch_limited.lua for reqs.
-func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL time.Duration, epoch string) ([]any, error) {
-	keys := make([]string, 4, 4+5*len(reqs))
+func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration, epoch string) ([]any, error) {
+	keys := make([]string, 4, 4+6*len(reqs))
 	keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
-	args := make([]any, 3, 3+7*len(reqs))
-	args[0], args[1], args[2] = jq.node, leaseTTL.Seconds(), epoch
+	args := make([]any, 4, 4+7*len(reqs))
+	args[0], args[1], args[2], args[3] = jq.node, leaseTTL.Seconds(), patience.Seconds(), epoch
 	var release []any
 	for _, r := range reqs {
 		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
-			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue))
+			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue), jq.keys.LeaseWaiters(r.queue))
 		args = append(args, r.queue, r.n, r.limits.global, r.limits.rate.N, r.limits.window().Seconds(), r.first, len(r.release))
 		for _, l := range r.release {
 			release = append(release, l)
 		}
 	}
 	return scripts.FetchLimited.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
+}
+
+// releaseLease removes the lease of an ended job from its queue's leases set, so that every
+// node sees the slot free at its next fetch.
+func (jq *jobQueue) releaseLease(ctx context.Context, q, lease string) error {
+	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), lease).Err()
 }
 
 // leaseMember names the lease (and start) number n of this node, as fetch.lua does.
@@ -341,22 +349,36 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid, epoch string) e
 	return cmd.Err()
 }
 
-// ackMany removes finished jobs from their backup lists in one script call (ack_batch.lua:
-// safe to repeat, each job removes one exact string), skipping those whose run belongs to an
+// ackMany removes finished jobs from their backup lists, and the leases of ended jobs
+// (requests with a lease) from their leases sets, in one script call (ack_batch.lua: safe to
+// repeat, each request removes one exact member), skipping the jobs whose run belongs to an
 // incarnation of this node that was buried. On an error, failed tells which did not happen
 // (all of them: the batch is one call).
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
 	keys := make([]string, 2, 3)
 	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
-	args := make([]any, 1, 1+3*len(batch))
+	args := make([]any, 1, 1+4*len(batch))
 	args[0] = jq.node
-	var q string
+	var lastQueue string
+	lastKind := byte(0)
 	for _, r := range batch {
-		if len(keys) == 2 || r.queue != q {
-			q = r.queue
-			keys = append(keys, jq.keys.Backup(jq.node, q))
+		kind, member := byte('a'), r.raw
+		if r.lease != "" {
+			kind, member = 'l', r.lease
 		}
-		args = append(args, len(keys)-2, r.epoch, r.raw)
+		if kind != lastKind || r.queue != lastQueue {
+			lastKind, lastQueue = kind, r.queue
+			if kind == 'l' {
+				keys = append(keys, jq.keys.Leases(r.queue))
+			} else {
+				keys = append(keys, jq.keys.Backup(jq.node, r.queue))
+			}
+		}
+		op := ackOp
+		if kind == 'l' {
+			op = releaseOp
+		}
+		args = append(args, op, len(keys)-2, r.epoch, member)
 	}
 	if jq.wait == nil {
 		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
@@ -378,23 +400,40 @@ func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool,
 	return failed, err
 }
 
-// counter is one increment of a stats counter key, with the key's TTL (0: none).
+// What ack_batch.lua does with a request, boxed once.
+var (
+	ackOp     any = "a" // take a finished job off its backup list
+	releaseOp any = "l" // remove a lease
+)
+
+// counter is one step of a stats flush, with its key's TTL (0: none): an increment n of a
+// counter key, or, with kind 'h', the field increments of a metrics hash, or with kind 'b'
+// the bucket increments of a histogram; pairs alternate field (bucket) and increment.
 type counter struct {
-	key string
-	n   int64
-	ttl time.Duration
+	key   string
+	n     int64
+	ttl   time.Duration
+	kind  byte // 0: a counter
+	pairs []any
 }
 
-// addCounters applies one batch of counter increments, once per batch id, however often it
-// is sent (stats_flush.lua).
+// addCounters applies one batch of counter increments and metrics, once per batch id, however
+// often it is sent (stats_flush.lua).
 func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.Duration, counters []counter) error {
 	keys := make([]string, 0, 1+len(counters))
-	args := make([]any, 0, 2+2*len(counters))
+	args := make([]any, 0, 2+3*len(counters))
 	keys = append(keys, jq.keys.StatFlush(jq.node))
 	args = append(args, id, int64(markerTTL/time.Second))
 	for _, c := range counters {
 		keys = append(keys, c.key)
-		args = append(args, c.n, int64(c.ttl/time.Second))
+		ttl := int64(c.ttl / time.Second)
+		switch c.kind {
+		case 0:
+			args = append(args, "c", ttl, c.n)
+		default:
+			args = append(args, string(c.kind), ttl, len(c.pairs)/2)
+			args = append(args, c.pairs...)
+		}
 	}
 	return scripts.StatsFlush.Run(ctx, jq.rdb, keys, args...).Err()
 }
@@ -444,6 +483,16 @@ func (jq *jobQueue) requeue(ctx context.Context, q string, raws []string) (int, 
 		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, args...)
 	jq.wait.shortfall("hand-back", replErr)
 	return cmd.Int()
+}
+
+// putBack moves raw from the backup list of q to the enqueue end of q (a job whose class has
+// no worker yet); false when it was no longer in the backup list.
+func (jq *jobQueue) putBack(ctx context.Context, q, raw string) (bool, error) {
+	cmd, replErr := jq.evalScript(ctx, scripts.PutBack,
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, jq.keys.Wake(), q, raw)
+	jq.wait.shortfall("put back", replErr)
+	n, err := cmd.Int()
+	return n == 1, err
 }
 
 // recoverBackup moves every job of this node's backup list for q back to the consumption end
@@ -565,17 +614,23 @@ func jobQueueName(raw string) (string, bool) {
 }
 
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
-// the leases of its running jobs, per queue, to that time.
-// It beats as incarnation epoch, and with join, joins the heartbeats as it (see beat.lua). It
-// reports false when that incarnation was buried: then it wrote nothing. at is the server's
-// time of the beat.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string, join bool) (alive bool, at float64, err error) {
+// the leases of its running jobs, per queue, to that time, as incarnation epoch. It reports
+// false when that incarnation was buried: then it wrote nothing. at is the server's time of the
+// beat. It works when Redis is out of memory too, so that no live node is taken for dead then.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
+	return jq.beatAs(ctx, "beat", window, leases, epoch)
+}
+
+// join is the first beat of a node's incarnation epoch (at Start, and after a burial): Redis
+// refuses it when it is out of memory.
+func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (at float64, err error) {
+	_, at, err = jq.beatAs(ctx, "join", window, leases, epoch)
+	return at, err
+}
+
+func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
-	joining := "0"
-	if join {
-		joining = "1"
-	}
-	args := []any{jq.node, window.Seconds(), epoch, joining}
+	args := []any{jq.node, window.Seconds(), mode, epoch}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))
@@ -697,7 +752,13 @@ func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int
 		keys = append(keys, jq.keys.Backup(n.node, q))
 		args = append(args, q)
 	}
-	return scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
+	r, err := scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
+	if r == buryDone && err == nil {
+		// The busy list under its Sidekiq 7 name too; it is only what the UIs show (and
+		// expires within a minute anyway), so it need not go in the script's step.
+		err = jq.rdb.Del(ctx, jq.keys.Work(n.node)).Err()
+	}
+	return r, err
 }
 
 // backupQueuesOf lists the queues in which node may have backup lists: those its fetches

@@ -59,12 +59,14 @@ func (jq *jobQueue) pause(ctx context.Context, q string) error {
 }
 
 // resume removes q from the paused set and wakes the nodes, so that idle ones fetch its
-// waiting jobs at once instead of at their next poll.
-func (jq *jobQueue) resume(ctx context.Context, q string) error {
+// waiting jobs at once instead of at their next poll. The wake-up is best effort: once the
+// SREM is done the queue is resumed, so a failed PUBLISH (an ACL without the channel) is
+// returned apart, as wakeErr, never as the resume's error.
+func (jq *jobQueue) resume(ctx context.Context, q string) (wakeErr, err error) {
 	if err := jq.rdb.SRem(ctx, jq.keys.Paused(), q).Err(); err != nil {
-		return err
+		return nil, err
 	}
-	return jq.rdb.Publish(ctx, jq.keys.Wake(), q).Err()
+	return jq.rdb.Publish(ctx, jq.keys.Wake(), q).Err(), nil
 }
 
 // paused lists the paused queues.
@@ -217,33 +219,65 @@ func formatScore(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// liveNodes prunes the processes set (as Sidekiq's readers do) and reads what is left, sorted.
+// liveNodes reads the processes set and keeps the members whose hash still has its info,
+// sorted. It only reads: a stale member (a node that died without signing off) is skipped,
+// and left for the nodes' own pruning (pinger.run), so that a read-only Redis user, or a
+// read-only dashboard, can list processes and never deletes one.
 func (jq *jobQueue) liveNodes(ctx context.Context) ([]string, error) {
-	if err := jq.prune(ctx, nil); err != nil {
+	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
-	sort.Strings(ids)
-	return ids, err
+	alive := make([]*redis.BoolCmd, len(ids))
+	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			alive[i] = p.HExists(ctx, jq.keys.Node(id), "info")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	live := ids[:0]
+	for i, id := range ids {
+		if alive[i].Val() {
+			live = append(live, id)
+		}
+	}
+	sort.Strings(live)
+	return live, nil
 }
 
 // nodeHashes reads one hash per live node (key(id)) in one pipeline of HGETALLs, after
-// liveNodes.
-func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string) ([]string, []map[string]string, error) {
+// liveNodes. With more keys, each node's hashes under them are read too and merged into one
+// map, the fields of an earlier key winning (the busy list under its two names).
+func (jq *jobQueue) nodeHashes(ctx context.Context, key func(id string) string, more ...func(id string) string) ([]string, []map[string]string, error) {
 	ids, err := jq.liveNodes(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	keyFns := append([]func(string) string{key}, more...)
+	cmds := make([]*redis.MapStringStringCmd, len(ids)*len(keyFns))
 	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, key(id))
+			for k, fn := range keyFns {
+				cmds[i*len(keyFns)+k] = p.HGetAll(ctx, fn(id))
+			}
 		}
 		return nil
 	})
-	hashes := make([]map[string]string, len(cmds))
-	for i, c := range cmds {
-		hashes[i] = c.Val()
+	hashes := make([]map[string]string, len(ids))
+	for i := range ids {
+		hashes[i] = cmds[i*len(keyFns)].Val()
+		if hashes[i] == nil {
+			hashes[i] = map[string]string{}
+		}
+		for k := 1; k < len(keyFns); k++ {
+			for f, v := range cmds[i*len(keyFns)+k].Val() {
+				if _, ok := hashes[i][f]; !ok {
+					hashes[i][f] = v
+				}
+			}
+		}
 	}
 	return ids, hashes, err
 }

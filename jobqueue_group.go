@@ -97,7 +97,7 @@ func (jq *jobQueue) enqueueGroup(ctx context.Context, items []batchItem) (out []
 		case 1:
 			out[i].holder = val
 		default:
-			out[i].err = scriptError(val)
+			out[i].err = markOOM(scriptError(val))
 		}
 	}
 	return out, replErr, nil

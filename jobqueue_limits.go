@@ -155,3 +155,17 @@ func (jq *jobQueue) dropOwnLeases(ctx context.Context, q string) (int64, error) 
 	}
 	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), mine...).Result()
 }
+
+// stopWaiting removes this node from the lease waiters of queues.
+func (jq *jobQueue) stopWaiting(ctx context.Context, queues []string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, q := range queues {
+			p.ZRem(ctx, jq.keys.LeaseWaiters(q), jq.node)
+		}
+		return nil
+	})
+	return err
+}

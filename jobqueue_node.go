@@ -16,14 +16,15 @@ import (
 
 // nodeWrite is one write of this node's state.
 type nodeWrite struct {
-	info     string // WIRE §3 JSON
-	busy     int
-	beat     string
-	quiet    bool
-	rtt      time.Duration
-	rssKB    int64
-	handled  []string          // signals handled since the last write, as signals returned them
-	busyList map[string]string // run id → WIRE §4 JSON; nil leaves the busy list as it is
+	info        string // WIRE §3 JSON
+	concurrency int    // also a field of its own, where Sidekiq 8.1.2 and later read it
+	busy        int
+	beat        string
+	quiet       bool
+	rtt         time.Duration
+	rssKB       int64
+	handled     []string          // signals handled since the last write, as signals returned them
+	busyList    map[string]string // run id → WIRE §4 JSON; nil leaves the busy list as it is
 }
 
 // writeNode writes this node's hash (and busy list) and removes the signals it handled, in one
@@ -34,6 +35,7 @@ func (jq *jobQueue) writeNode(ctx context.Context, w nodeWrite) error {
 		pl.SAdd(ctx, keys.Processes(), node)
 		pl.HSet(ctx, keys.Node(node),
 			"info", w.info,
+			"concurrency", w.concurrency,
 			"busy", w.busy,
 			"beat", w.beat,
 			"quiet", strconv.FormatBool(w.quiet),
@@ -41,14 +43,20 @@ func (jq *jobQueue) writeNode(ctx context.Context, w nodeWrite) error {
 			"rss", w.rssKB)
 		pl.Expire(ctx, keys.Node(node), nodeTTL)
 		if w.busyList != nil {
-			pl.Del(ctx, keys.Workers(node))
+			// Under both names: Exq and Sidekiq 6 read <id>:workers, Sidekiq 7 and 8 <id>:work.
+			busyKeys := [...]string{keys.Workers(node), keys.Work(node)}
+			for _, k := range busyKeys {
+				pl.Del(ctx, k)
+			}
 			if len(w.busyList) > 0 {
 				fields := make([]any, 0, 2*len(w.busyList))
 				for id, v := range w.busyList {
 					fields = append(fields, id, v)
 				}
-				pl.HSet(ctx, keys.Workers(node), fields...)
-				pl.Expire(ctx, keys.Workers(node), nodeTTL)
+				for _, k := range busyKeys {
+					pl.HSet(ctx, k, fields...)
+					pl.Expire(ctx, k, nodeTTL)
+				}
 			}
 		}
 		if len(w.handled) > 0 {
@@ -70,12 +78,13 @@ func (jq *jobQueue) signals(ctx context.Context, max int) ([]string, error) {
 	return jq.rdb.LRange(ctx, jq.keys.Signals(jq.node), int64(-max), -1).Result()
 }
 
-// unregister removes this node from the processes set and deletes its busy list (clean stop).
-// The node hash is left to expire, as Sidekiq does.
+// unregister removes this node from the processes set and deletes its busy list, under both
+// names (clean stop). The node hash is left to expire, as Sidekiq does.
 func (jq *jobQueue) unregister(ctx context.Context) error {
 	_, err := jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.SRem(ctx, jq.keys.Processes(), jq.node)
 		pl.Del(ctx, jq.keys.Workers(jq.node))
+		pl.Del(ctx, jq.keys.Work(jq.node))
 		return nil
 	})
 	return err
@@ -112,6 +121,7 @@ func (jq *jobQueue) prune(ctx context.Context, log *slog.Logger) error {
 		for i, g := range gone {
 			args[i] = g
 			pl.Del(ctx, keys.Workers(g))
+			pl.Del(ctx, keys.Work(g))
 		}
 		pl.SRem(ctx, keys.Processes(), args...)
 		return nil

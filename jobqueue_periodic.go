@@ -142,12 +142,22 @@ func (jq *jobQueue) saveCron(ctx context.Context, p PeriodicJob, line string, s 
 	return scripts.CronSave.Run(ctx, jq.rdb, []string{jq.keys.CronJob(p.Name), jq.keys.CronJobs(), jq.keys.CronEnqueued(p.Name)}, args...).Int64()
 }
 
+// cronClaim is one periodic enqueue of a tick. Sent again after a lost reply, the same claim
+// learns whether the tick is its own (cron_enqueue.lua).
+type cronClaim struct {
+	id    string        // random; names the claim's marker key
+	ttl   time.Duration // how long the marker lives
+	check bool          // only ask whether this claim was made, writing nothing
+}
+
 // cronEnqueue pushes doc, the job of schedule name for tick (zero: now, unclaimed), as
-// cron_enqueue.lua does, and reports whether it did.
-func (jq *jobQueue) cronEnqueue(ctx context.Context, name, queue, jid, doc string, tick, now time.Time) (bool, error) {
+// cron_enqueue.lua does, and reports whether it did (or an earlier call with the same claim).
+func (jq *jobQueue) cronEnqueue(ctx context.Context, name, queue, jid, doc string, tick, now time.Time, claim cronClaim) (bool, error) {
 	member, score := "", 0.0
+	keys := []string{jq.keys.CronJob(name), jq.keys.CronEnqueued(name), jq.keys.Queue(queue), jq.keys.Queues(), jq.keys.CronHistory(name)}
 	if !tick.IsZero() {
 		member, score = tickMember(tick), float64(tick.Unix())
+		keys = append(keys, jq.keys.CronClaim(claim.id))
 	}
 	at := now.UTC().Format(cronTimeLayout)
 	entry, err := json.Marshal(struct {
@@ -157,9 +167,12 @@ func (jq *jobQueue) cronEnqueue(ctx context.Context, name, queue, jid, doc strin
 	if err != nil {
 		return false, err
 	}
-	keys := []string{jq.keys.CronJob(name), jq.keys.CronEnqueued(name), jq.keys.Queue(queue), jq.keys.Queues(), jq.keys.CronHistory(name)}
+	mode := ""
+	if claim.check {
+		mode = "check"
+	}
 	n, err := scripts.CronEnqueue.Run(ctx, jq.rdb, keys, member, score, doc, queue, at, string(entry),
-		now.Add(-24*time.Hour).Unix(), jq.keys.Wake()).Int64()
+		now.Add(-24*time.Hour).Unix(), jq.keys.Wake(), max(claim.ttl.Milliseconds(), 1), mode).Int64()
 	return n == 1, err
 }
 

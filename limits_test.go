@@ -3,6 +3,7 @@ package exq
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -25,29 +26,41 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 		name     string
 		limits   queueLimits
 		leases   []redis.Z // in the leases set before the fetch
+		waiters  []redis.Z // in the lease waiters set before the fetch
 		paused   bool
-		release  []string
 		jobs, n  int
 		wantTook int
 		wantWait func(t *testing.T, w time.Duration)
+		waiting  bool // the node is in the waiters set after the fetch
 	}{
-		{"no limit takes every free slot", queueLimits{}, nil, false, nil, 10, 4, 4, notHeldBack},
+		{"no limit takes every free slot", queueLimits{}, nil, nil, false, 10, 4, 4, notHeldBack, false},
 		{"global limit counts live leases, not lapsed ones", queueLimits{global: 3},
-			[]redis.Z{{Score: far, Member: "other:1"}, {Score: 1, Member: "dead:1"}}, false, nil, 10, 10, 2, heldBackUnknown},
-		{"global limit full takes nothing", queueLimits{global: 1}, []redis.Z{{Score: far, Member: "other:1"}}, false, nil, 10, 10, 0, heldBackUnknown},
-		{"released leases free their slots in the same call", queueLimits{global: 2},
-			[]redis.Z{{Score: far, Member: "n:1"}, {Score: far, Member: "n:2"}}, false, []string{"n:1"}, 10, 10, 1, heldBackUnknown},
-		{"a queue that runs out is not held back", queueLimits{global: 5}, nil, false, nil, 2, 10, 2, notHeldBack},
-		{"paused takes nothing whatever the limits", queueLimits{global: 5}, nil, true, nil, 10, 10, 0, heldBackUnknown},
-		{"rate takes a paced burst of three, not the window's worth", queueLimits{rate: Rate{N: 100, Per: time.Second}}, nil, false, nil, 10, 10, 3,
+			[]redis.Z{{Score: far, Member: "other:1"}, {Score: 1, Member: "dead:1"}}, nil, false, 10, 10, 2, heldBackUnknown, true},
+		{"global limit full takes nothing", queueLimits{global: 1}, []redis.Z{{Score: far, Member: "other:1"}}, nil, false, 10, 10, 0, heldBackUnknown, true},
+		{"a queue that runs out is not held back", queueLimits{global: 5}, nil, nil, false, 2, 10, 2, notHeldBack, false},
+		{"a fetch that gets what it asked for does not wait", queueLimits{global: 5}, nil, []redis.Z{{Score: far, Member: "n"}}, false, 10, 3, 3, notHeldBack, false},
+		{"paused takes nothing whatever the limits", queueLimits{global: 5}, nil, nil, true, 10, 10, 0, heldBackUnknown, false},
+		{"another node waiting caps the node at its share", queueLimits{global: 4},
+			[]redis.Z{{Score: far, Member: "other:1"}, {Score: far, Member: "n:7"}},
+			[]redis.Z{{Score: far, Member: "other"}}, false, 10, 10, 1, heldBackUnknown, true},
+		{"the node holds at most one more than the waiting node with fewest", queueLimits{global: 4},
+			[]redis.Z{{Score: far, Member: "other:1"}, {Score: far, Member: "other:2"}, {Score: far, Member: "n:7"}},
+			[]redis.Z{{Score: far, Member: "other"}, {Score: far, Member: "third"}}, false, 10, 10, 0, heldBackUnknown, true},
+		{"only the node's own leases count as its own", queueLimits{global: 3},
+			[]redis.Z{{Score: far, Member: "n:1:2"}, {Score: far, Member: "n:x"}}, []redis.Z{{Score: far, Member: "other"}}, false, 10, 10, 1, heldBackUnknown, true},
+		{"waiters whose patience ran out do not count", queueLimits{global: 4}, nil,
+			[]redis.Z{{Score: 1, Member: "gone"}}, false, 10, 10, 4, heldBackUnknown, true},
+		{"a node's own wait does not cap it", queueLimits{global: 2}, nil,
+			[]redis.Z{{Score: far, Member: "n"}}, false, 10, 10, 2, heldBackUnknown, true},
+		{"rate takes a paced burst of three, not the window's worth", queueLimits{rate: Rate{N: 100, Per: time.Second}}, nil, nil, false, 10, 10, 3,
 			func(t *testing.T, w time.Duration) {
 				assert.Positive(t, w)
 				assert.LessOrEqual(t, w, 15*time.Millisecond, "the next start is one spacing (10 ms) away")
-			}},
-		{"rate with a full window waits for the oldest start to leave it", queueLimits{rate: Rate{N: 2, Per: time.Second}}, nil, false, nil, 10, 10, 2,
+			}, false},
+		{"rate with a full window waits for the oldest start to leave it", queueLimits{rate: Rate{N: 2, Per: time.Second}}, nil, nil, false, 10, 10, 2,
 			func(t *testing.T, w time.Duration) {
 				assert.InDelta(t, 1010*time.Millisecond, w, float64(50*time.Millisecond), "the window is Per + 1 %%")
-			}},
+			}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newEnv(t)
@@ -59,10 +72,13 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 			if len(tc.leases) > 0 {
 				require.NoError(t, v.client.ZAdd(ctx, v.keys.Leases("q"), tc.leases...).Err())
 			}
+			if len(tc.waiters) > 0 {
+				require.NoError(t, v.client.ZAdd(ctx, v.keys.LeaseWaiters("q"), tc.waiters...).Err())
+			}
 			if tc.paused {
 				require.NoError(t, jq.pause(ctx, "q"))
 			}
-			res, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: tc.n, limits: tc.limits, first: 10, release: tc.release}}, time.Minute)
+			res, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: tc.n, limits: tc.limits, first: 10}}, time.Minute, time.Minute)
 			require.NoError(t, err)
 			assert.Len(t, res.jobs[0], tc.wantTook)
 			tc.wantWait(t, res.heldBack(0))
@@ -73,6 +89,13 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 				for i := range tc.wantTook {
 					_, err := v.client.ZScore(ctx, v.keys.Leases("q"), jq.leaseMember(uint64(10+i))).Result()
 					assert.NoError(t, err, "job %d holds lease n:%d", i, 10+i)
+				}
+				score, err := v.client.ZScore(ctx, v.keys.LeaseWaiters("q"), "n").Result()
+				if tc.waiting {
+					require.NoError(t, err, "the node waits for a slot")
+					assert.InDelta(t, float64(time.Now().Add(time.Minute).Unix()), score, 5, "for its patience, by the server's clock")
+				} else {
+					assert.ErrorIs(t, err, redis.Nil, "the node does not wait")
 				}
 			}
 			if tc.limits.rate.N > 0 {
@@ -119,6 +142,39 @@ func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
 	testutil.WaitFor(t, "every job ran", func() bool { return ran.Load() == jobs })
 	assert.EqualValues(t, limit, p.most.Load(), "at most the limit ran at once, and the limit was used")
 	testutil.WaitFor(t, "the last lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+}
+
+// A job's lease goes as soon as the job ends, whatever its outcome, without waiting for its
+// node's next fetch: here the node fetches no more (it unsubscribed), and the leases live a
+// minute unless released.
+func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
+	for _, outcome := range []string{"done", "failed", "snoozed"} {
+		t.Run(outcome, func(t *testing.T) {
+			v := newEnv(t)
+			release := make(chan struct{})
+			started := make(chan struct{}, 1)
+			hold := WorkerFunc(func(ctx context.Context, job *Job) error {
+				started <- struct{}{}
+				<-release
+				switch outcome {
+				case "failed":
+					return errors.New("boom")
+				case "snoozed":
+					return Snooze(time.Hour)
+				}
+				return nil
+			})
+			e := v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 2, GlobalLimit: 2}}, Workers: map[string]Worker{"W": hold},
+				HeartbeatInterval: 15 * time.Second})
+			_, err := e.Enqueue(context.Background(), "limited", "W", nil)
+			require.NoError(t, err)
+			<-started
+			require.Equal(t, 1, v.zcard(v.keys.Leases("limited")), "the running job holds a lease")
+			require.NoError(t, e.UnsubscribeAll())
+			close(release)
+			testutil.WaitFor(t, "the lease is released", func() bool { return v.zcard(v.keys.Leases("limited")) == 0 })
+		})
+	}
 }
 
 func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
@@ -263,8 +319,8 @@ func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
 func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
 	v := newEnv(t)
 	old := time.Now().Add(-90 * time.Second)
-	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d}`, old.Unix()))
-	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"b","enqueued_at":%d}`, time.Now().Unix()))
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d.0}`, old.Unix()))
+	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"b","enqueued_at":%d.0}`, time.Now().Unix()))
 	require.NoError(t, v.client.SAdd(context.Background(), v.keys.Queues(), "slow", "empty").Err())
 	a, _ := v.api()
 	got, err := a.QueueLatencies(context.Background())

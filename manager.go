@@ -79,7 +79,8 @@ type manager struct {
 	running map[*run]struct{}
 	seq     uint64
 	leases  uint64              // the last lease/start number a fetch was given
-	ended   map[string][]string // leases of ended jobs, per queue, for the next fetch to release
+	ended   map[string][]string // leases of jobs ended since the last fetch, per queue
+	rtt     time.Duration       // how long fetches take, the slow ones weighing most (poll loop only)
 
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
@@ -104,6 +105,7 @@ type managerParts struct {
 	timeout     time.Duration   // bounds each Redis call
 	pollTimeout time.Duration   // idle poll interval
 	leaseTTL    time.Duration   // how long a lease lives unless renewed: the heartbeat window
+	idle        *idleWaiter     // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
 }
@@ -184,11 +186,9 @@ func (m *manager) isSubscribed(name string) bool {
 }
 
 // available lists every subscribed queue with free slots and how many, as far as the
-// Dequeuer, if any, allows, and every queue with leases to release (those may ask for no job).
-// limited reports that the Dequeuer held back some free slots: the poll loop then polls again
-// after PollTimeout even when nothing was asked for, since what the Dequeuer allows may change
-// with time alone. The leases handed to the requests are taken off the manager's list: a
-// failed fetch must give them back (unsent).
+// Dequeuer, if any, allows. limited reports that the Dequeuer held back some free slots: the
+// poll loop then polls again after PollTimeout even when nothing was asked for, since what the
+// Dequeuer allows may change with time alone.
 func (m *manager) available() (reqs []fetchReq, limited bool) {
 	quiet := m.quiet.Load()
 	m.mu.Lock()
@@ -197,8 +197,8 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 		if quiet {
 			free = 0
 		}
-		if free > 0 || len(m.ended[q.Name]) > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: max(free, 0), held: m.busy[q.Name] + m.acker.heldIn(q.Name), limits: q.limits()})
+		if free > 0 {
+			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name), limits: q.limits()})
 		}
 	}
 	m.mu.Unlock()
@@ -219,57 +219,47 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 	defer m.mu.Unlock()
 	kept := reqs[:0]
 	for _, r := range reqs {
-		if r.n > 0 && r.limits.any() {
-			r.first = m.leases + 1
-			m.leases += uint64(r.n)
-		}
-		if len(m.ended[r.queue]) > 0 {
+		if r.n > 0 {
+			if r.limits.any() {
+				r.first = m.leases + 1
+				m.leases += uint64(r.n)
+			}
 			r.release = m.ended[r.queue]
-			delete(m.ended, r.queue)
-		}
-		if r.n > 0 || len(r.release) > 0 {
 			m.asked[r.queue] = true
 			kept = append(kept, r)
 		}
 	}
-	// Leases of queues this node no longer works on.
-	return append(kept, m.takeReleases()...), limited
+	clear(m.ended) // the acker releases them all in any case
+	return kept, limited
 }
 
-// takeReleases turns the leases of ended jobs still to release into requests that take no job
-// and only release, and forgets them (a failed fetch gives them back: unsent). Call with mu held.
-func (m *manager) takeReleases() []fetchReq {
-	var reqs []fetchReq
-	for q, ls := range m.ended {
-		delete(m.ended, q)
-		if len(ls) == 0 {
-			continue
-		}
-		reqs = append(reqs, fetchReq{queue: q, held: m.busy[q] + m.acker.heldIn(q), release: ls})
-	}
-	return reqs
-}
-
-// unsent gives a failed fetch's leases back, to be released by the next one, with the numbers
-// of the leases it may have taken without the node knowing: from first+took on (took: how
-// many jobs the fetch returned, 0 when it failed).
+// unsent releases the leases a fetch may have taken without the node knowing: from first+took
+// on (took: how many jobs the fetch returned, 0 when it failed).
 func (m *manager) unsent(reqs []fetchReq, took func(i int) int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for i, r := range reqs {
-		// Only queues with leases to release get an entry: an empty one would make the next
-		// poll add a release-only request for a queue it also fetches from, and that request's
-		// backup length would count the jobs the real one had just taken as strays.
-		if len(r.release) > 0 {
-			m.ended[r.queue] = append(m.ended[r.queue], r.release...)
-		}
 		if r.limits.global > 0 {
 			for n := r.first + uint64(took(i)); n < r.first+uint64(r.n); n++ {
-				m.ended[r.queue] = append(m.ended[r.queue], m.jq.leaseMember(n))
+				m.acker.release(r.queue, m.jq.leaseMember(n))
 			}
 		}
 	}
 }
+
+// stopWaiting removes this node from the lease waiters of every queue it asked for (Stop), so
+// that the other nodes need not wait for its patience to run out to use every slot.
+func (m *manager) stopWaiting(ctx context.Context) {
+	m.mu.Lock()
+	queues := m.askedQueues()
+	m.mu.Unlock()
+	if err := m.jq.stopWaiting(ctx, queues); err != nil {
+		m.log.Warn("exq: stop: could not leave the lease waiters; the others take every slot again within this node's patience", "error", err)
+	}
+}
+
+// patience is how long after a fetch that a GlobalLimit held back this node still counts as
+// waiting for a slot: twice its poll interval and fetch round trip, so a node behind a slow
+// link keeps its place between its polls. Only the poll loop calls it.
+func (m *manager) patience() time.Duration { return 2 * (m.pollTimeout + m.rtt) }
 
 // heldLeases lists, per queue, the leases of the jobs running now: what the heartbeat renews.
 func (m *manager) heldLeases() map[string][]string {
@@ -285,20 +275,6 @@ func (m *manager) heldLeases() map[string][]string {
 		}
 	}
 	return out
-}
-
-// releaseLeases removes the leases of ended jobs that no fetch released yet: the last step of
-// Stop, once no job runs. Leases it cannot remove lapse within the heartbeat window.
-func (m *manager) releaseLeases(ctx context.Context) {
-	m.mu.Lock()
-	reqs := m.takeReleases()
-	m.mu.Unlock()
-	if len(reqs) == 0 {
-		return
-	}
-	if _, err := m.jq.fetch(ctx, reqs, m.leaseTTL); err != nil {
-		m.log.Warn("exq: stop: could not release the leases of ended jobs; they lapse within the heartbeat window", "error", err)
-	}
 }
 
 // Poll-loop back-off while Redis fails: no spinning, and a quick return once it answers.
@@ -328,6 +304,7 @@ func (m *manager) run(ctx context.Context) {
 	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	defer m.idle.stop()
 	// wait reports false when ctx ended, and whether something other than the timer ended it.
 	wait := func(d time.Duration) (ok, woken bool) {
 		if !timer.Stop() {
@@ -371,6 +348,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		reqs, limited := m.available()
 		if len(reqs) == 0 {
+			m.idle.disarmAll()
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
 			// slots back may allow them later without either: poll as an idle node does.
@@ -387,7 +365,8 @@ func (m *manager) run(ctx context.Context) {
 		// The fetch itself is not cancelled by Stop: a script that ran must have its jobs
 		// dispatched, or they would sit in the backup list until the next recovery.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout)
-		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL)
+		began := time.Now()
+		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL, m.patience())
 		cancel()
 		if errors.Is(err, errBuried) {
 			// Taken for dead while it could not beat: the fetch took nothing, and fetches
@@ -397,6 +376,9 @@ func (m *manager) run(ctx context.Context) {
 				return
 			}
 			continue
+		}
+		if err == nil {
+			m.rtt = max(time.Since(began), m.rtt*7/8)
 		}
 		if err != nil {
 			m.unsent(reqs, func(int) int { return 0 })
@@ -429,6 +411,7 @@ func (m *manager) run(ctx context.Context) {
 			reconcile = true
 			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
 		}
+		m.idle.arm(reqs, res)
 		if m.dispatch(reqs, res) > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)
@@ -626,16 +609,23 @@ func (m *manager) stopWorkers() {
 	m.workers.Wait()
 }
 
-// release frees the job's slot; every path of process ends here.
+// release frees the job's slot; every path of process ends here. A job's lease goes to the
+// acker, which removes it at once, so every node sees the slot free at its next fetch, and to
+// this node's next fetch, which must not count it as this node's while the acker's call is on
+// its way.
 func (m *manager) release(r *run) {
 	r.cancel(nil)
 	m.mu.Lock()
 	m.busy[r.queue]--
 	delete(m.running, r)
-	if r.lease != "" {
-		m.ended[r.queue] = append(m.ended[r.queue], r.lease)
+	lease := r.lease // under mu: orphanAll clears it
+	if lease != "" {
+		m.ended[r.queue] = append(m.ended[r.queue], lease)
 	}
 	m.mu.Unlock()
+	if lease != "" {
+		m.acker.release(r.queue, lease)
+	}
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)
 	}

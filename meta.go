@@ -45,7 +45,11 @@ func checkMetaKey(key string) error {
 // context of the enqueue call: it may add metadata (OutgoingJob.SetMeta) and start work such
 // as a tracing span, and returns a function that is called with the write's result (nil for
 // none): the jid, or "" and the error when nothing was written ("" and nil for a periodic
-// job's tick that another node or sidekiq-cron enqueued). EnqueueAll calls it once per job. Set hooks with Options.EnqueueHooks or
+// job's tick that another node or sidekiq-cron enqueued). EnqueueAll calls it once per job.
+// A periodic tick's enqueue whose reply is lost is sent again, the same job under the same
+// claim, until Redis answers whether the tick is this node's, and the function is called with
+// that answer; only a node that stops before Redis answers calls it with "" and an error that
+// says the outcome is unknown. Set hooks with Options.EnqueueHooks or
 // ClientOptions.EnqueueHooks.
 type EnqueueHook func(ctx context.Context, job *OutgoingJob) (done func(jid string, err error))
 

@@ -30,6 +30,12 @@ func (l *logLines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func (l *logLines) records(t *testing.T) []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -195,4 +201,26 @@ func TestAPanickingOutcomeFunctionDoesNotHurtTheNode(t *testing.T) {
 	}
 	testutil.WaitFor(t, "both jobs failed into retry", func() bool { return v.zcard(v.keys.Retry()) == 2 })
 	testutil.WaitFor(t, "both logged", func() bool { return len(lines.records(t)) == 2 })
+}
+
+// With LogJobs on the node's own logger, a dead job is one line, not two.
+func TestADeadJobIsLoggedOnceWithLogJobs(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	lines := &logLines{}
+	logger := slog.New(slog.NewJSONHandler(lines, nil))
+	e := v.start(Options{Logger: logger, Middleware: []Middleware{LogJobs(logger)},
+		Workers: map[string]Worker{"W": WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })}})
+	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"dead-once","retry":0}`)
+	testutil.WaitFor(t, "the job is dead", func() bool { return v.zcard(v.keys.Dead()) == 1 })
+	testutil.WaitFor(t, "the slot is free", func() bool { return e.mgr.inFlight() == 0 })
+	var about []map[string]any
+	for _, r := range lines.records(t) {
+		if r["jid"] == "dead-once" {
+			about = append(about, r)
+		}
+	}
+	require.Len(t, about, 1, "%v", about)
+	assert.Equal(t, "exq: job dead", about[0]["msg"])
+	assert.Equal(t, "WARN", about[0]["level"])
 }

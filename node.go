@@ -200,8 +200,9 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		Concurrency: state.concurrency,
 		Busy:        state.count,
 		Quiet:       state.quiet,
+		Version:     nodeVersion(),
 	}
-	w := nodeWrite{info: info.Encode(), busy: state.count, beat: wire.FormatTime(p.now()), quiet: state.quiet,
+	w := nodeWrite{info: info.Encode(), concurrency: state.concurrency, busy: state.count, beat: wire.FormatTime(p.now()), quiet: state.quiet,
 		rtt: p.rtt, rssKB: rssKB(), handled: sigs}
 	if writeBusyList {
 		w.busyList = state.busy

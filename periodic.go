@@ -11,7 +11,7 @@ import (
 )
 
 // PeriodicJob is a schedule: a job of Class with Args goes to Queue at every tick of Spec,
-// exactly once per tick however many nodes run (README "Periodic jobs"). Schedules live in
+// exactly once per tick however many nodes run (docs/queues.md, "Periodic jobs"). Schedules live in
 // Redis in sidekiq-cron 1.x's layout, so Sidekiq processes running sidekiq-cron share them.
 type PeriodicJob struct {
 	// Name identifies the schedule in the namespace. It may not contain "/" or "$" (Sidekiq
@@ -38,6 +38,24 @@ type PeriodicJob struct {
 	// existing schedule keeps the status it has in Redis (enable and disable it with the API,
 	// the CLI or Sidekiq Web).
 	Disabled bool `json:"disabled,omitempty"`
+
+	classErr error // PeriodicArgs could not read the class
+}
+
+// PeriodicArgs is the PeriodicJob named name that enqueues args, a type that names its class,
+// at every tick of spec: Class is args.Class(), Queue args' Queue method ("default" without
+// one), and Args the one-element list EnqueueArgs writes ([{"kind":"nightly"}]). Set the other
+// fields (Timezone, Description, Queue to override) on the result:
+//
+//	nightly := exq.PeriodicArgs("nightly-report", "0 3 * * *", Report{Kind: "nightly"})
+//	nightly.Timezone = "Europe/Paris"
+//	exq.Options{Periodic: []exq.PeriodicJob{nightly}}
+//
+// A Class method that panics makes the schedule fail its checks (ErrInvalidPeriodic naming
+// Class) where it is used.
+func PeriodicArgs[A JobArgs](name, spec string, args A) PeriodicJob {
+	queue, class, list, _, err := argsJob("periodic", args, nil)
+	return PeriodicJob{Name: name, Spec: spec, Queue: queue, Class: class, Args: list, classErr: err}
 }
 
 // DefaultPeriodicGrace is how late a tick may still be enqueued (Options.PeriodicGrace): a
@@ -206,6 +224,8 @@ func (p PeriodicJob) check() (string, schedule, error) {
 		return bad("Name", `must not contain "/" or "$" (Sidekiq Web could not reach it)`)
 	case strings.HasSuffix(p.Name, ":enqueued") || strings.HasSuffix(p.Name, ":jid_history"):
 		return bad("Name", "must not end in :enqueued or :jid_history (the keys of another schedule)")
+	case p.classErr != nil:
+		return bad("Class", "%v", p.classErr)
 	case p.Class == "":
 		return bad("Class", "is empty")
 	}

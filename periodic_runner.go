@@ -2,8 +2,12 @@ package exq
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // periodicRunner enqueues the ticks of every periodic job of the namespace. It runs on every
@@ -21,7 +25,25 @@ type periodicRunner struct {
 
 	states map[string]*tickState
 	warned map[string]string // schedule name → the problem already logged for it
+	// pending are the ticks whose enqueue failed without an answer (a lost reply, or a call
+	// that never reached Redis: the runner cannot tell which). Each is sent again, the same job
+	// under the same claim, until Redis answers; its EnqueueHooks hear that answer.
+	pending []*pendingTick
 }
+
+// pendingTick is a tick's enqueue that Redis has not answered yet.
+type pendingTick struct {
+	rec   cronRecord
+	tick  time.Time
+	b     built
+	built time.Time // the job's enqueued_at
+	claim cronClaim
+}
+
+// cronClaimTTL is how long the marker of a tick's claim lives: long enough for the node to
+// learn, after a lost reply, that the tick is its own (it asks again until Redis answers,
+// within PeriodicGrace while it may still enqueue the tick, and once more when it stops).
+func (p *periodicRunner) cronClaimTTL() time.Duration { return p.grace + 10*time.Minute }
 
 // tickState is what the runner knows of one schedule.
 type tickState struct {
@@ -53,6 +75,7 @@ func (p *periodicRunner) reloadEvery() time.Duration {
 }
 
 func (p *periodicRunner) run(ctx context.Context) {
+	defer p.settle()
 	var loaded time.Time
 	failing := false
 	for ctx.Err() == nil {
@@ -135,7 +158,7 @@ func (p *periodicRunner) load(ctx context.Context) error {
 // tick still to come, and the last error.
 func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time, error) {
 	next := now.Add(p.reload)
-	var lastErr error
+	lastErr := p.resend(ctx, now)
 	for _, st := range p.states {
 		if st.upcoming.IsZero() {
 			st.upcoming = st.sched.next(now.Add(-p.grace - time.Nanosecond))
@@ -146,8 +169,7 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 		}
 		if !due.IsZero() && st.rec.enabled && now.Sub(due) <= p.grace {
 			if err := p.enqueue(ctx, st.rec, due, now); err != nil {
-				lastErr = err
-				st.upcoming = due // try that tick again, while it is within grace
+				lastErr = err // p.pending holds the tick: it is sent again
 				if ctx.Err() == nil {
 					p.log.Warn("exq: periodic job: enqueueing a tick failed; will retry", "name", st.rec.name, "tick", due, "error", err)
 				}
@@ -171,15 +193,72 @@ func (p *periodicRunner) enqueue(ctx context.Context, rec cronRecord, tick, now 
 		}
 		return nil // a bad record is not retried: it would fail the same way
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	pt := &pendingTick{rec: rec, tick: tick, b: b, built: now, claim: cronClaim{id: wire.NewJID(), ttl: p.cronClaimTTL()}}
+	return p.send(ctx, pt)
+}
+
+// send sends a tick's enqueue, and on an answer tells the hooks and listeners. Without one,
+// the tick joins p.pending (once).
+func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	ok, err := p.jq.cronEnqueue(ctx, rec.name, rec.queue, jid, b.doc, tick, now)
-	if err == nil && ok {
-		p.log.Debug("exq: periodic job enqueued", "name", rec.name, "tick", tick, "jid", jid)
-		p.en.enqueued(rec.queue, rec.class, jid, time.Time{})
-		b.finish(jid, nil)
-	} else {
-		b.finish("", err) // not written: an error, or the tick was another's
+	jid := pt.b.jid
+	release := p.en.hold(jid)
+	defer release()
+	ok, err := p.jq.cronEnqueue(cctx, pt.rec.name, pt.rec.queue, jid, pt.b.doc, pt.tick, pt.built, pt.claim)
+	if err != nil {
+		if !slices.Contains(p.pending, pt) {
+			p.pending = append(p.pending, pt)
+		}
+		return err
 	}
-	return err
+	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
+	if ok {
+		p.log.Debug("exq: periodic job enqueued", "name", pt.rec.name, "tick", pt.tick, "jid", jid)
+		p.en.enqueued(pt.rec.queue, pt.rec.class, jid, time.Time{})
+		pt.b.finish(jid, nil)
+	} else {
+		pt.b.finish("", nil) // the tick was another's, or the schedule is disabled or gone
+	}
+	return nil
+}
+
+// resend sends the pending ticks again, oldest first: to enqueue one while it is within grace
+// (or learn that an earlier send did), and after that only to learn whether an earlier send
+// did. It stops at the first error (Redis does not answer: the rest would wait for it too). A
+// tick older than its claim's marker can no longer be learnt about: its hooks hear that.
+func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
+	for _, pt := range slices.Clone(p.pending) {
+		if now.Sub(pt.tick) >= pt.claim.ttl {
+			p.giveUp(pt, "Redis did not answer while the claim's marker lived", nil)
+			continue
+		}
+		pt.claim.check = now.Sub(pt.tick) > p.grace
+		if err := p.send(ctx, pt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle asks once more, when the runner stops, about each tick still pending; the hooks of a
+// tick Redis does not answer for hear that.
+func (p *periodicRunner) settle() {
+	for _, pt := range slices.Clone(p.pending) {
+		pt.claim.check = true
+		if err := p.send(context.Background(), pt); err != nil {
+			p.giveUp(pt, "Redis did not answer before the node stopped", err)
+		}
+	}
+}
+
+// giveUp drops a pending tick, telling its hooks that whether its job was written is unknown.
+func (p *periodicRunner) giveUp(pt *pendingTick, why string, cause error) {
+	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
+	p.log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.name, "tick", pt.tick, "why", why, "error", cause)
+	err := fmt.Errorf("exq: periodic job %q, tick %s: %s, so whether its job was written is unknown", pt.rec.name, pt.tick.UTC().Format(time.RFC3339), why)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	pt.b.finish("", err)
 }

@@ -402,3 +402,33 @@ func TestAPeriodicTickReachesTheEnqueueHooksAndListeners(t *testing.T) {
 	}
 	assert.Equal(t, hooked, enqueued)
 }
+
+type periodicReport struct {
+	Kind string `json:"kind"`
+}
+
+func (periodicReport) Class() string { return "App.Report" }
+func (periodicReport) Queue() string { return "reports" }
+
+type periodicPanics struct{}
+
+func (*periodicPanics) Class() string { panic("nil receiver") }
+
+// PeriodicArgs stores what EnqueueArgs would enqueue: the args type's class and queue, and
+// the one-element list of its JSON.
+func TestPeriodicArgsStoresTheTypedJob(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	nightly := PeriodicArgs("nightly", "0 3 * * *", periodicReport{Kind: "nightly"})
+	nightly.Timezone = "UTC"
+	e := v.start(Options{Periodic: []PeriodicJob{nightly}, DisableScheduler: true})
+	got, err := e.API().PeriodicJob(context.Background(), "nightly")
+	require.NoError(t, err)
+	assert.Equal(t, "App.Report", got.Class)
+	assert.Equal(t, "reports", got.Queue)
+	assert.JSONEq(t, `[{"kind":"nightly"}]`, string(got.Args))
+
+	_, _, err = PeriodicArgs[*periodicPanics]("p", "@hourly", nil).check()
+	require.ErrorIs(t, err, ErrInvalidPeriodic)
+	assert.Contains(t, err.Error(), `"p": Class: `)
+}

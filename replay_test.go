@@ -477,7 +477,7 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 		run    func(t *testing.T, c *cutter, jq *jobQueue)
 	}{
 		{"beat", script(scripts.Beat), func(t *testing.T, c *cutter, jq *jobQueue) {
-			_, _, err := jq.beat(ctx, time.Minute, nil, "e1", true)
+			_, err := jq.join(ctx, time.Minute, nil, "e1")
 			require.NoError(t, err)
 			beat := score(c, c.keys.Heartbeats(), jq.node)
 			assert.InDelta(t, beat+60, score(c, c.keys.HeartbeatDeadlines(), jq.node), 0.001, "deadline = beat + window")
@@ -513,7 +513,7 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 			assert.Equal(t, "j2", c.get(c.keys.Unique("theirs")), "another job's lock stays")
 		}},
 		{"sign-off transaction", func(*cutter) string { return "multi" }, func(t *testing.T, c *cutter, jq *jobQueue) {
-			_, _, err := jq.beat(ctx, time.Minute, nil, "e1", true)
+			_, err := jq.join(ctx, time.Minute, nil, "e1")
 			require.NoError(t, err)
 			// go-redis does not send a MULTI again: Stop sees the error and logs it; Redis ran it.
 			assert.Error(t, jq.forget(ctx), "the broken connection is reported")

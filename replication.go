@@ -139,12 +139,18 @@ func (w *replicaWait) shortfall(what string, err error) {
 }
 
 // evalScript runs a script on jq's Redis and, with WaitReplicas, WAITs for it (see
-// replicaWait.eval); replErr reports a shortfall.
+// replicaWait.eval); replErr reports a shortfall. A refusal for want of memory matches
+// ErrRedisOOM.
 func (jq *jobQueue) evalScript(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, replErr error) {
 	if jq.wait == nil {
-		return s.Run(ctx, jq.rdb, keys, args...), nil
+		cmd = s.Run(ctx, jq.rdb, keys, args...)
+	} else {
+		cmd, replErr = jq.wait.eval(ctx, jq.rdb, s, keys, args...)
 	}
-	return jq.wait.eval(ctx, jq.rdb, s, keys, args...)
+	if err := cmd.Err(); err != nil {
+		cmd.SetErr(markOOM(err))
+	}
+	return cmd, replErr
 }
 
 // replicaWaitFor returns the WAIT settings of o for a jobQueue on rdb: nil without

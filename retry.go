@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -52,7 +53,7 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	job.writeMeta(obj)
-	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now)
+	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now, e.enq.unit)
 	doc := obj.String()
 	at := now.Add(d)
 	ok := e.persist(r, "snooze", func(ctx context.Context) error {
@@ -75,7 +76,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 	count := job.RetryCount + 1
 	class := errorClass(cause)
 	job.writeMeta(obj)
-	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now)
+	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now, e.enq.unit)
 	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
 	if count <= job.MaxRetries {
 		job.RetryCount = count
@@ -88,7 +89,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		out.name, out.at = "retry", at
 		return out.storedIf(ok, before)
 	}
-	e.log.Warn("exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	e.log.Log(context.Background(), deadLevel(job), "exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
 	return out.storedIf(e.deadLetter(r, job, doc, now), before)
 }
 
@@ -105,6 +106,16 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 	})
 }
 
+// deadLevel is the level of the node's own line for a job it moves to the dead set: Warn, or
+// Debug when LogJobs writes the job's outcome line (the only middleware that registers an
+// outcome function), so that a dead job is not logged twice.
+func deadLevel(job *Job) slog.Level {
+	if len(job.outcomeHooks) > 0 {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
 // bury moves a job to the dead set whatever its retries (a cancelled job).
 func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 	now := e.opts.now()
@@ -114,18 +125,18 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	job.writeMeta(obj)
-	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now)
-	e.log.Warn("exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
+	doc := failedDoc(obj, r.queue, job.RetryCount+1, message, class, nil, now, e.enq.unit)
+	e.log.Log(context.Background(), deadLevel(job), "exq: job moved to the dead set", "class", job.Class, "jid", job.JID, "reason", message)
 	out := outcome{name: "dead", retryCount: job.RetryCount + 1, err: errors.New(message), errorClass: class}
 	return out.storedIf(e.deadLetter(r, job, doc, now), job.RetryCount)
 }
 
 // failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
 // fields exq owns change.
-func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time) string {
+func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time, unit wire.TimeUnit) string {
 	obj.SetInt("retry_count", count)
 	obj.SetString("error_class", class)
-	markRetried(obj, queue, message, now)
+	markRetried(obj, queue, message, now, unit)
 	setBacktrace(obj, cause)
 	return obj.String()
 }
@@ -139,7 +150,7 @@ const panicBacktraceLines = 50
 // Only a panic has one (a Go error carries no stack), so for any other failure of such a job
 // a stale error_backtrace, from an earlier failure, is removed. A panic in a job without the
 // field keeps its first panicBacktraceLines frames too (Sidekiq would store none: exq's
-// choice, README); "backtrace": false stores none.
+// choice, docs/jobs.md); "backtrace": false stores none.
 func setBacktrace(obj *wire.Object, cause error) {
 	var pe *PanicError
 	isPanic := errors.As(cause, &pe)
@@ -166,13 +177,16 @@ func setBacktrace(obj *wire.Object, cause error) {
 }
 
 // markRetried sets the fields every failure, snooze and death rewrites: error_message,
-// failed_at (the first time only), retried_at, and queue when it is missing.
-func markRetried(obj *wire.Object, queue, message string, now time.Time) {
+// failed_at (the first time only), retried_at, and queue when it is missing. The times are
+// written in the unit of the job's own timestamps (seconds or Sidekiq 8's milliseconds), so
+// that no job mixes units; def, the node's, for a job that has none.
+func markRetried(obj *wire.Object, queue, message string, now time.Time, def wire.TimeUnit) {
 	obj.SetString("error_message", message)
+	unit := obj.StampUnit(def)
 	if !obj.Has("failed_at") {
-		obj.SetTime("failed_at", now)
+		obj.SetStamp("failed_at", now, unit)
 	}
-	obj.SetTime("retried_at", now)
+	obj.SetStamp("retried_at", now, unit)
 	if !obj.Has("queue") {
 		obj.SetString("queue", queue) // the scheduler routes by this field
 	}

@@ -129,13 +129,17 @@ func (s *sharder) Enqueue(ctx context.Context, queue, class string, args any, op
 
 // EnqueueIn schedules a job to run after d in the shard it routes to; see Exq.EnqueueIn.
 func (s *sharder) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error) {
-	return s.enqueueAt(ctx, "enqueue in", queue, class, s.ens[0].now().Add(d), args, opts)
+	now, err := s.ens[0].serverNow(ctx, "enqueue in")
+	if err != nil {
+		return "", err
+	}
+	return s.enqueueAt(ctx, "enqueue in", queue, class, now.Add(d), args, opts)
 }
 
 // EnqueueAt schedules a job to run at t in the shard it routes to; see Exq.EnqueueAt.
 func (s *sharder) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error) {
 	if t.IsZero() {
-		return "", &invalidJobError{"enqueue at", "time is zero"}
+		return "", &invalidJobError{op: "enqueue at", msg: "time is zero"}
 	}
 	return s.enqueueAt(ctx, "enqueue at", queue, class, t, args, opts)
 }
@@ -147,7 +151,10 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	now := s.ens[0].now()
+	now, err := s.ens[0].serverNow(ctx, "enqueue all")
+	if err != nil {
+		return nil, err
+	}
 	parts := make([][]int, len(s.ens))
 	builts := make([]built, len(specs))
 	for i, sp := range specs {
@@ -209,6 +216,7 @@ type Sharded struct {
 	nodes     []*Exq
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 	done      chan struct{}
 }
 
@@ -242,9 +250,7 @@ func StartSharded(ctx context.Context, opts Options, shards ShardOptions) (*Shar
 		e, err := Start(ctx, no)
 		if err != nil {
 			_ = s.stopNodes(context.Background())
-			if own {
-				_ = rdb.Close()
-			}
+			_ = closeClient(rdb, own)
 			return nil, fmt.Errorf("exq: start shard %q: %w", ns, err)
 		}
 		s.nodes = append(s.nodes, e)
@@ -269,7 +275,7 @@ func StartSharded(ctx context.Context, opts Options, shards ShardOptions) (*Shar
 // namespace (Subscriptions, NodeID).
 func (s *Sharded) Nodes() []*Exq { return append([]*Exq(nil), s.nodes...) }
 
-// Register adds (or replaces) the worker for class on every shard.
+// Register adds the worker for class on every shard (ErrAlreadyRegistered if it has one).
 func (s *Sharded) Register(class string, w Worker) error {
 	for _, e := range s.nodes {
 		if err := e.Register(class, w); err != nil {
@@ -277,6 +283,13 @@ func (s *Sharded) Register(class string, w Worker) error {
 		}
 	}
 	return nil
+}
+
+// RegistrationDone tells every shard that every worker is registered (Exq.RegistrationDone).
+func (s *Sharded) RegistrationDone() {
+	for _, e := range s.nodes {
+		e.RegistrationDone()
+	}
 }
 
 // Subscribe makes every shard work on queue with at most concurrency jobs at once per shard.
@@ -306,9 +319,9 @@ func (s *Sharded) Done() <-chan struct{} { return s.done }
 // StartSharded built it. It returns the shards' errors joined.
 func (s *Sharded) Stop(ctx context.Context) error {
 	err := s.stopNodes(ctx)
-	if s.ownClient {
-		err = errors.Join(err, s.rdb.Close())
-		s.ownClient = false
+	if !s.released {
+		s.released = true
+		err = errors.Join(err, closeClient(s.rdb, s.ownClient))
 	}
 	return err
 }
@@ -340,8 +353,10 @@ func (s *Sharded) API() *ShardedAPI {
 // does. Create it with NewShardedClient; Close it when done.
 type ShardedClient struct {
 	*sharder
+	clients   []*Client
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 }
 
 // NewShardedClient connects to Redis and returns an enqueue-only client over shards.
@@ -353,7 +368,7 @@ func NewShardedClient(ctx context.Context, opts ClientOptions, shards ShardOptio
 	if err != nil {
 		return nil, err
 	}
-	c := &ShardedClient{sharder: &sharder{by: shards.By}, rdb: rdb, ownClient: own}
+	c := &ShardedClient{sharder: &sharder{by: shards.By}, clients: clients, rdb: rdb, ownClient: own}
 	for _, x := range clients {
 		c.ens = append(c.ens, x.enq)
 	}
@@ -362,11 +377,14 @@ func NewShardedClient(ctx context.Context, opts ClientOptions, shards ShardOptio
 
 // Close closes the Redis client if NewShardedClient built it.
 func (c *ShardedClient) Close() error {
-	if c.ownClient {
-		c.ownClient = false
-		return c.rdb.Close()
+	if c.released {
+		return nil
 	}
-	return nil
+	c.released = true
+	for _, x := range c.clients {
+		_ = x.Close() // the shared client: ends their uses of it, closes nothing
+	}
+	return closeClient(c.rdb, c.ownClient)
 }
 
 // openShards opens one Redis client for opts and one T per namespace on it.
@@ -390,9 +408,7 @@ func openShards[T any](ctx context.Context, opts ClientOptions, shards ShardOpti
 		o.Namespace, o.Redis, o.RedisURL = ns, rdb, ""
 		x, err := open(ctx, o)
 		if err != nil {
-			if own {
-				_ = rdb.Close()
-			}
+			_ = closeClient(rdb, own)
 			return nil, false, nil, fmt.Errorf("exq: shard %q: %w", ns, err)
 		}
 		out = append(out, x)
@@ -407,6 +423,7 @@ type ShardedAPI struct {
 	shards    []*API
 	rdb       redis.UniversalClient
 	ownClient bool
+	released  bool // closeClient was called
 }
 
 // NewShardedAPI connects to Redis and returns an API over shards.Namespaces (By is not used).
@@ -421,11 +438,14 @@ func NewShardedAPI(ctx context.Context, opts ClientOptions, shards ShardOptions)
 
 // Close closes the Redis client if NewShardedAPI built it.
 func (a *ShardedAPI) Close() error {
-	if a.ownClient {
-		a.ownClient = false
-		return a.rdb.Close()
+	if a.released {
+		return nil
 	}
-	return nil
+	a.released = true
+	for _, x := range a.shards {
+		_ = x.Close() // the shared client: ends their uses of it, closes nothing
+	}
+	return closeClient(a.rdb, a.ownClient)
 }
 
 // Shards returns the API of each namespace, in ShardOptions.Namespaces order.

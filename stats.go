@@ -14,8 +14,9 @@ const (
 	statSecondTTL = 120 * time.Second
 )
 
-// stats counts processed and failed runs in memory and writes them in one script call per
-// flush: never a round trip per job. A Redis outage never blocks a worker; what was counted
+// stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
+// Metrics tab (metrics.go), in memory and writes them in one script call per flush: never a
+// round trip per job. A Redis outage never blocks a worker; what was counted
 // meanwhile is written once Redis answers. (The busy list is the pinger's: node.go.)
 //
 // A flush whose reply is lost may have been applied, so it is sent again as the same batch,
@@ -27,19 +28,23 @@ type stats struct {
 	log      *slog.Logger
 	disabled bool
 
+	noMetrics bool // Options.DisableMetrics
+
 	mu      sync.Mutex
 	pending map[statKey]int64
 	cur     statSecond // the second being counted, folded into pending when it changes
+	runs    map[metricKey]*runMetrics
 
 	flushMu sync.Mutex // one flush at a time: the batch in flight must go before any other
 	sending *statBatch // sent, and not known to be applied; under flushMu
 	batches uint64     // under flushMu
 }
 
-// statBatch is one flush's counters and its id.
+// statBatch is one flush's counters and run metrics, and its id.
 type statBatch struct {
 	id     string
 	counts map[statKey]int64
+	runs   map[metricKey]*runMetrics
 }
 
 // statSecond counts the runs that ended in one second. Nearly every run ends in the same
@@ -63,12 +68,19 @@ func newStats(jq *jobQueue, interval time.Duration, now func() time.Time, log *s
 }
 
 // record counts one run that ended at now: ok for processed, else failed.
-func (s *stats) record(ok bool, now time.Time) {
+func (s *stats) record(ok bool, now time.Time) { s.recordRun(ok, now, "", 0) }
+
+// recordRun counts one run of class that ended at now after took: in the counters, and in the
+// run metrics of Sidekiq 7 and 8's Metrics tab (metrics.go) unless class is "".
+func (s *stats) recordRun(ok bool, now time.Time, class string, took time.Duration) {
 	if s.disabled {
 		return
 	}
 	sec := now.Unix()
 	s.mu.Lock()
+	if class != "" && !s.noMetrics {
+		s.addRunLocked(ok, sec, class, took)
+	}
 	if sec != s.cur.sec {
 		s.foldLocked()
 		s.cur.sec = sec
@@ -135,14 +147,14 @@ func (s *stats) flush(ctx context.Context) error {
 		if s.sending == nil {
 			s.mu.Lock()
 			s.foldLocked()
-			counts := s.pending
-			s.pending = map[statKey]int64{}
+			counts, runs := s.pending, s.runs
+			s.pending, s.runs = map[statKey]int64{}, nil
 			s.mu.Unlock()
-			if len(counts) == 0 {
+			if len(counts) == 0 && len(runs) == 0 {
 				return nil
 			}
 			s.batches++
-			s.sending = &statBatch{id: s.jq.node + ":" + strconv.FormatUint(s.batches, 36), counts: counts}
+			s.sending = &statBatch{id: s.jq.node + ":" + strconv.FormatUint(s.batches, 36), counts: counts, runs: runs}
 		}
 		if err := s.send(ctx, s.sending); err != nil {
 			return err
@@ -159,17 +171,18 @@ func (s *stats) send(ctx context.Context, b *statBatch) error {
 	for k, n := range b.counts {
 		switch k.span {
 		case 't':
-			counters = append(counters, counter{keys.Stat(k.kind), n, 0})
+			counters = append(counters, counter{key: keys.Stat(k.kind), n: n})
 		case 'd':
-			counters = append(counters, counter{keys.StatDay(k.kind, time.Unix(k.at, 0)), n, statDayTTL})
+			counters = append(counters, counter{key: keys.StatDay(k.kind, time.Unix(k.at, 0)), n: n, ttl: statDayTTL})
 		case 's':
 			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
 				// Already expired had it been written in time: writing it late would only
 				// distort the realtime graph.
 				continue
 			}
-			counters = append(counters, counter{keys.StatSecond(k.kind, time.Unix(k.at, 0)), n, statSecondTTL})
+			counters = append(counters, counter{key: keys.StatSecond(k.kind, time.Unix(k.at, 0)), n: n, ttl: statSecondTTL})
 		}
 	}
+	counters = appendMetrics(counters, keys, b.runs, now)
 	return s.jq.addCounters(ctx, b.id, statFlushMarkerTTL, counters)
 }

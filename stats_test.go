@@ -30,7 +30,7 @@ func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
 		return nil
 	})
 	v.start(Options{DisableScheduler: true,
-		Workers: map[string]Worker{"Ok": w, "Fail": w}}, testHooks{now: clock.now, statsInterval: 10 * time.Millisecond})
+		Workers: map[string]Worker{"Ok": w, "Fail": w}}, testHooks{serverNow: clock.now, statsInterval: 10 * time.Millisecond})
 	for i := 0; i < 3; i++ {
 		v.push("default", fmt.Sprintf(`{"class":"Ok","args":[],"queue":"default","jid":"ok%d"}`, i))
 	}

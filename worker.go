@@ -3,8 +3,6 @@ package exq
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/exqgo/exq/internal/wire"
@@ -22,37 +20,6 @@ type WorkerFunc func(ctx context.Context, job *Job) error
 
 // Perform calls f.
 func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
-
-// registry maps classes to workers.
-type registry struct {
-	mu      sync.RWMutex
-	workers map[string]Worker
-}
-
-func newRegistry(ws map[string]Worker) *registry {
-	r := &registry{workers: make(map[string]Worker, len(ws))}
-	for c, w := range ws {
-		r.workers[c] = w
-	}
-	return r
-}
-
-func (r *registry) set(class string, w Worker) {
-	r.mu.Lock()
-	r.workers[class] = w
-	r.mu.Unlock()
-}
-
-// lookup finds the worker of class. Text after a "/" is ignored, as in Exq ("Mod/perform").
-func (r *registry) lookup(class string) (Worker, bool) {
-	if i := strings.IndexByte(class, '/'); i >= 0 {
-		class = class[:i]
-	}
-	r.mu.RLock()
-	w, ok := r.workers[class]
-	r.mu.RUnlock()
-	return w, ok
-}
 
 // process runs one fetched job to its end: decode, middleware and worker, outcome written,
 // slot freed. Nothing a job does can kill the node or leak its slot.
@@ -75,6 +42,9 @@ func (e *Exq) process(r *run) {
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
 	e.mgr.setJID(r, job.JID)
 	job.worker, _ = e.registry.lookup(job.Class)
+	if job.worker == nil && e.registry.registering() && e.awaitWorker(r, job) {
+		return // back in its queue: its worker is not registered yet
+	}
 	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {
 		e.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
 	}
@@ -85,12 +55,19 @@ func (e *Exq) process(r *run) {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
 	}
-	var began time.Time
+	began := time.Now() // for the run metrics and the events
 	if e.events.has() {
+		// A write of this node that made the job runnable reports its event first.
+		e.events.order.wait(job.JID, e.opts.RedisTimeout)
 		began = time.Now()
 		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
 	err = e.perform(ctx, job)
+	if e.events.has() {
+		// The outcome's write may make the job runnable again (a retry, a snooze): its next
+		// run on this node reports JobStarted after this run's outcome.
+		defer e.events.order.hold(job.JID)()
+	}
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.
 		out := outcome{name: "handed back", retryCount: job.RetryCount}
@@ -110,14 +87,14 @@ func (e *Exq) process(r *run) {
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
-		e.stats.record(true, e.opts.now())
+		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
@@ -132,10 +109,10 @@ func (e *Exq) process(r *run) {
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
-		e.stats.record(true, e.opts.now()) // a snooze is not a failure (Exq)
+		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
 		out = e.snooze(r, job, snoozeOf(err).Delay)
 	default:
-		e.stats.record(false, e.opts.now())
+		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, err)
 	}
 	e.reportOutcome(job, out)

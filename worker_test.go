@@ -65,7 +65,7 @@ func failingNode(t *testing.T, v *env, o Options, w Worker) (*Exq, *fixedClock) 
 	clock := &fixedClock{t: time.Unix(1796010415, 0)}
 	o.DisableScheduler = true
 	o.Workers = map[string]Worker{"W": w}
-	return v.start(o, testHooks{now: clock.now}), clock
+	return v.start(o, testHooks{serverNow: clock.now}), clock
 }
 
 func TestFailedJobMovesToRetryWithBackoffKeepingUnknownFields(t *testing.T) {
@@ -300,7 +300,7 @@ func TestPanickingWorkerFailsAndTheNodeGoesOn(t *testing.T) {
 
 func TestUnknownClassIsAFailureNamingTheClass(t *testing.T) {
 	v := newEnv(t)
-	e, _ := failingNode(t, v, Options{}, &recorder{})
+	e, _ := failingNode(t, v, Options{RegisterGrace: NoRegisterGrace}, &recorder{})
 	v.push("default", `{"class":"Missing.Worker","args":[],"queue":"default","jid":"u1","retry":2}`)
 	testutil.WaitFor(t, "the job is in retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
 	m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))

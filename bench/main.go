@@ -1,11 +1,13 @@
-// Command bench measures exq against asynq, gocraft/work, go-workers2 and a raw go-redis
-// baseline on one Redis, side by side: single and concurrent enqueue, batch enqueue, draining a
-// pre-filled queue, pickup latency of idle workers, latency under a steady load (-modes loaded),
-// and a soak of exq's memory. See ../BENCHMARKS.md. Besides the raw go-redis baseline (one job
+// Command bench measures exq against asynq, gocraft/work, go-workers2, River (on Postgres, in
+// a database of its own: -pg) and a raw go-redis baseline on one Redis, side by side: single
+// and concurrent enqueue, batch enqueue, draining a pre-filled queue, pickup latency of idle
+// workers, latency under a steady load (-modes loaded), pickup of jobs pushed without a wake-up
+// (-modes foreign), and a soak of exq's memory. See ../docs/benchmarks.md. Besides the raw go-redis baseline (one job
 // per round trip), raw-batched is the bare ceiling of exq's own job model (lib_rawbatched.go).
 //
 //	go run . -redis 127.0.0.1:6421 [-n 20000] [-reps 3] [-out results.md] [-modes ...] [-libs ...]
 //	go run . -redis 127.0.0.1:6421 -smoke   # every mode and library, tiny N, a few seconds
+//	go run . -redis 127.0.0.1:6421 -modes process -libs exq,raw-batched -min-ratio 0.8   # CI's ratio check
 //
 // Each library uses a Redis DB of its own (-db and the four after it), flushed before every
 // run: point it at a private redis-server.
@@ -30,35 +32,42 @@ import (
 )
 
 type config struct {
-	addr        string
-	n           int
-	reps        int
-	out         string
-	modes       map[string]bool
-	libs        map[string]bool
-	dbBase      int
-	tuned       bool
-	smoke       bool
-	soakN       int
-	callers     []int
-	batches     []int
-	concs       []int
-	latJobs     int
-	every       time.Duration
-	idle        time.Duration
-	latencyWait time.Duration
-	timeout     time.Duration
-	cpuprofile  string
-	profConc    int
-	profN       int
-	loadedRate  float64       // loaded mode: jobs/s to offer; 0 = half of exq's measured maximum
-	loadedFor   time.Duration // loaded mode: how long to enqueue
-	loadedConc  int           // loaded mode: worker concurrency (and of the probe drain)
-	loadedProbe int           // loaded mode: jobs in the drain that measures exq's maximum
-	args        []string      // the command line, for the report
+	addr          string
+	n             int
+	reps          int
+	out           string
+	modes         map[string]bool
+	libs          map[string]bool
+	dbBase        int
+	tuned         bool
+	smoke         bool
+	soakN         int
+	callers       []int
+	batches       []int
+	concs         []int
+	latJobs       int
+	every         time.Duration
+	idle          time.Duration
+	latencyWait   time.Duration
+	timeout       time.Duration
+	cpuprofile    string
+	profConc      int
+	profN         int
+	loadedRate    float64       // loaded mode: jobs/s to offer; 0 = half of exq's measured maximum
+	loadedFor     time.Duration // loaded mode: how long to enqueue
+	loadedConc    int           // loaded mode: worker concurrency (and of the probe drain)
+	loadedProbe   int           // loaded mode: jobs in the drain that measures exq's maximum
+	foreignJobs   int           // foreign mode: jobs per pusher
+	foreignGapMin time.Duration // foreign mode: shortest gap between pushes
+	foreignGapMax time.Duration // foreign mode: longest gap
+	foreignIdle   time.Duration // foreign mode: idle-cost window (0: not measured)
+	pg            string        // postgres:// URL of a database to create River's own database from; "" = no River
+	requirePG     bool          // fail when River cannot run (CI)
+	minRatio      float64       // process mode: fail when exq's best rate is below this × raw-batched's best
+	args          []string      // the command line, for the report
 }
 
-var allModes = []string{"enqueue", "batch", "process", "latency", "loaded", "soak"}
+var allModes = []string{"enqueue", "batch", "process", "latency", "loaded", "foreign", "soak"}
 
 type bench struct {
 	cfg     config
@@ -106,6 +115,13 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.loadedConc, "loaded-conc", 50, "loaded mode: worker concurrency")
 	fs.IntVar(&c.loadedProbe, "loaded-probe-n", 100000, "loaded mode: jobs in the drain that measures exq's maximum process rate (unless process mode measured it at -loaded-conc)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "process mode: give up on a drain after this long")
+	fs.StringVar(&c.pg, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "River: Postgres URL of an existing database; the bench creates a database of its own there and drops it at the end (\"\" = skip River)")
+	fs.BoolVar(&c.requirePG, "require-pg", false, "fail, instead of skipping River, when Postgres is not reachable")
+	fs.IntVar(&c.foreignJobs, "foreign-jobs", 25, "foreign mode: jobs per pusher, pushed one at a time")
+	fs.DurationVar(&c.foreignGapMin, "foreign-gap-min", 200*time.Millisecond, "foreign mode: shortest random gap between pushes")
+	fs.DurationVar(&c.foreignGapMax, "foreign-gap-max", 1500*time.Millisecond, "foreign mode: longest random gap between pushes")
+	fs.DurationVar(&c.foreignIdle, "foreign-idle", 8*time.Second, "foreign mode: how long to count an idle node's Redis commands and connections (0 = not at all)")
+	fs.Float64Var(&c.minRatio, "min-ratio", 0, "process mode: exit 1 when exq's best rate of the reps falls below this × raw-batched's best at any concurrency (0 = no check)")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "after the runs, drain -n jobs once more through exq under the CPU profiler and write the profile here")
 	fs.IntVar(&c.profConc, "profile-conc", 50, "concurrency of the profiled exq drain")
 	fs.IntVar(&c.profN, "profile-n", 200000, "jobs in the profiled exq drain (enough samples for pprof)")
@@ -114,7 +130,7 @@ func parseFlags(args []string) (config, error) {
 	}
 	c.args = args
 	if c.addr == "" {
-		return c, fmt.Errorf("-redis host:port is required (start a private redis-server; see ../BENCHMARKS.md)")
+		return c, fmt.Errorf("-redis host:port is required (start a private redis-server; see ../docs/benchmarks.md)")
 	}
 	set := func(name, list string, valid []string) (map[string]bool, error) {
 		m := map[string]bool{}
@@ -161,6 +177,7 @@ func parseFlags(args []string) (config, error) {
 		c.n, c.reps, c.latJobs = 200, 1, 50
 		c.idle, c.latencyWait, c.timeout = 200*time.Millisecond, 15*time.Second, time.Minute
 		c.loadedFor, c.loadedProbe = time.Second, 2000
+		c.foreignJobs, c.foreignGapMin, c.foreignGapMax, c.foreignIdle = 3, 10*time.Millisecond, 50*time.Millisecond, 0
 		if c.soakN == 0 {
 			c.soakN = 2000
 		}
@@ -186,6 +203,23 @@ func parseFlags(args []string) (config, error) {
 func run(ctx context.Context, cfg config) int {
 	b := &bench{cfg: cfg, admins: map[int]*redis.Client{}}
 	b.targets = allTargets(cfg.addr, cfg.dbBase, cfg.libs, cfg.tuned)
+	if cfg.libs[pgLib] {
+		env, err := b.openPG(ctx)
+		switch {
+		case err != nil && cfg.requirePG:
+			fmt.Fprintln(os.Stderr, "bench: river:", err)
+			return 2
+		case err != nil:
+			logf("river: SKIPPED: %v", err)
+		default:
+			defer env.close()
+			for _, t := range riverTargets(env) {
+				if t.Knob == "" || cfg.tuned {
+					b.targets = append(b.targets, t)
+				}
+			}
+		}
+	}
 	var enqTargets []*target // the enqueue modes skip raw-batched: its producer is raw's
 	for _, t := range b.targets {
 		if !t.NoEnqueue {
@@ -193,7 +227,7 @@ func run(ctx context.Context, cfg config) int {
 		}
 	}
 	for _, lib := range libOrder {
-		if cfg.libs[lib] {
+		if cfg.libs[lib] && lib != pgLib {
 			if err := b.claimDB(ctx, cfg.dbBase+libIndex(lib)); err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				return 2
@@ -244,6 +278,9 @@ func run(ctx context.Context, cfg config) int {
 	if cfg.modes["loaded"] {
 		b.repeatLoaded(ctx, rep)
 	}
+	if cfg.modes["foreign"] && cfg.libs["exq"] {
+		rep.foreign = b.runForeign(ctx)
+	}
 	if cfg.modes["soak"] && cfg.soakN > 0 && cfg.libs["exq"] {
 		t := b.exqTarget()
 		logf("soak: %d jobs through exq", cfg.soakN)
@@ -259,6 +296,7 @@ func run(ctx context.Context, cfg config) int {
 			b.fail(b.exqTarget(), "profile", err)
 		}
 	}
+	ratioFailed := cfg.minRatio > 0 && !b.checkRatio(rep)
 	rep.elapsed = time.Since(rep.started)
 	rep.foreignCPU = b.foreign(ctx, noise0)
 	md := rep.markdown()
@@ -271,12 +309,15 @@ func run(ctx context.Context, cfg config) int {
 		logf("wrote %s", cfg.out)
 	}
 	for _, lib := range libOrder {
-		if cfg.libs[lib] {
+		if cfg.libs[lib] && lib != pgLib {
 			_ = b.flush(context.Background(), cfg.dbBase+libIndex(lib))
 		}
 	}
 	if ctx.Err() != nil {
 		return 130
+	}
+	if ratioFailed {
+		return 1
 	}
 	if len(b.failed) > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d run(s) failed:\n  %s\n", len(b.failed), strings.Join(b.failed, "\n  "))

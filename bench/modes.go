@@ -13,7 +13,7 @@ import (
 
 // runEnqueue times n single enqueues shared by callers goroutines; it returns jobs/s.
 func (b *bench) runEnqueue(ctx context.Context, t *target, n, callers int) (float64, error) {
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return 0, err
 	}
 	p, err := t.newProducer(ctx, callers)
@@ -34,7 +34,7 @@ func (b *bench) runEnqueue(ctx context.Context, t *target, n, callers int) (floa
 
 // runBatch times n jobs written size at a time by one caller; it returns jobs/s.
 func (b *bench) runBatch(ctx context.Context, t *target, n, size int) (float64, error) {
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return 0, err
 	}
 	p, err := t.newProducer(ctx, 1)
@@ -100,7 +100,7 @@ func (b *bench) prefill(ctx context.Context, t *target, n int) error {
 // under the CPU profiler.
 func (b *bench) runProcess(ctx context.Context, t *target, n, c int, prof io.Writer) (processResult, error) {
 	var res processResult
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return res, err
 	}
 	if err := b.prefill(ctx, t, n); err != nil {
@@ -191,7 +191,7 @@ func (l latencyResult) pct(p float64) time.Duration {
 // of its worker.
 func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult, error) {
 	var res latencyResult
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return res, err
 	}
 	base := time.Now()
@@ -252,7 +252,7 @@ func (b *bench) runLatency(ctx context.Context, t *target, m int) (latencyResult
 // enqueue→start from it.
 func (b *bench) runLoaded(ctx context.Context, t *target, rate float64, dur time.Duration, c int) (latencyResult, error) {
 	var res latencyResult
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return res, err
 	}
 	total := max(int(rate*dur.Seconds()), 1)

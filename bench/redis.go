@@ -138,10 +138,21 @@ func (b *bench) foreign(ctx context.Context, n0 noise) float64 {
 	return max((n1.busy-n0.busy)-(n1.self-n0.self)-(n1.redis-n0.redis), 0)
 }
 
+// reset empties t's store before a run: its own reset, else a flush of its Redis DB.
+func (b *bench) reset(ctx context.Context, t *target) error {
+	if t.reset != nil {
+		return t.reset(ctx)
+	}
+	return b.flush(ctx, t.DB)
+}
+
 // checkDrained checks, after t's consumer stopped, that every job was acknowledged (queue
 // and backup lists empty) and counted (stat:processed = n), for targets with an exq-layout
 // namespace (exq, raw-batched); others pass.
 func (b *bench) checkDrained(ctx context.Context, t *target, n int) error {
+	if t.drained != nil {
+		return t.drained(ctx, n)
+	}
 	if t.drainNS == "" {
 		return nil
 	}

@@ -57,6 +57,7 @@ type report struct {
 	soak     *soakResult
 	soakErr  error
 	loaded   *loadedReport
+	foreign  *foreignReport
 
 	load       string  // load average when the run started
 	foreignCPU float64 // CPU seconds other processes used during the run
@@ -229,7 +230,11 @@ func (r *report) markdown() string {
 			}
 			spread := fmt.Sprintf("%s – %s", fmtRate(minOf(rw.vals)), fmtRate(maxOf(rw.vals)))
 			if s.cpu {
-				w("| %s | %s | %s | %.1f | %.1f |\n", rw.t.Name, fmtRate(median(rw.vals)), spread, median(rw.clientUS), median(rw.redisUS))
+				redisUS := fmt.Sprintf("%.1f", median(rw.redisUS))
+				if rw.t.reset != nil {
+					redisUS = "— (Postgres)" // its store is not Redis
+				}
+				w("| %s | %s | %s | %.1f | %s |\n", rw.t.Name, fmtRate(median(rw.vals)), spread, median(rw.clientUS), redisUS)
 			} else {
 				w("| %s | %s | %s |\n", rw.t.Name, fmtRate(median(rw.vals)), spread)
 			}
@@ -317,6 +322,9 @@ func (r *report) markdown() string {
 		w("%s", ld.markdown())
 	}
 
+	if r.foreign != nil {
+		w("%s", r.foreign.markdown())
+	}
 	if r.soak != nil {
 		w("## Soak: %d no-op jobs through exq (concurrency 50, EnqueueAll batches of 500 while processing, backlog ≤ %d)\n\n", r.soak.n, soakBacklog)
 		if r.soakErr != nil {
@@ -477,6 +485,8 @@ func moduleVersions() string {
 		"github.com/gocraft/work":             "gocraft/work",
 		"github.com/digitalocean/go-workers2": "go-workers2",
 		"github.com/gomodule/redigo":          "redigo",
+		"github.com/riverqueue/river":         "river",
+		"github.com/jackc/pgx/v5":             "pgx",
 		"github.com/redis/go-redis/v9":        "go-redis",
 	}
 	var parts []string
@@ -547,4 +557,43 @@ func (ld *loadedReport) markdown() string {
 	}
 	w("\n")
 	return b.String()
+}
+
+// checkRatio compares, in every process section, exq's rate with raw-batched's rep by rep (the
+// reps are interleaved: rep k of exq ran right before rep k of raw-batched, on the same
+// machine) and keeps the best of those ratios, so that one rep slowed by another process does
+// not decide. It reports false when that best ratio is below cfg.minRatio, or a rate is missing.
+func (b *bench) checkRatio(rep *report) bool {
+	ok, seen := true, false
+	for _, s := range rep.sections {
+		if !strings.HasPrefix(s.key, "process-") {
+			continue
+		}
+		seen = true
+		er, _ := libRow(s.rows, "exq")
+		rr, _ := libRow(s.rows, "raw-batched")
+		if er == nil || rr == nil || len(er.vals) == 0 || len(rr.vals) == 0 {
+			logf("ratio check %s: FAILED: needs exq and raw-batched rates (-libs exq,raw-batched)", s.key)
+			ok = false
+			continue
+		}
+		var ratios []string
+		best := 0.0
+		for k := 0; k < min(len(er.vals), len(rr.vals)); k++ {
+			r := er.vals[k] / rr.vals[k]
+			best = max(best, r)
+			ratios = append(ratios, fmt.Sprintf("%.2f", r))
+		}
+		verdict := "ok"
+		if best < b.cfg.minRatio {
+			verdict, ok = "FAILED", false
+		}
+		logf("ratio check %s: exq / raw-batched per rep %s; best %.2f× (minimum %.2f×): %s",
+			s.key, strings.Join(ratios, ", "), best, b.cfg.minRatio, verdict)
+	}
+	if !seen {
+		logf("ratio check: FAILED: -min-ratio needs -modes process")
+		return false
+	}
+	return ok
 }

@@ -62,7 +62,7 @@ const soakBacklog = 20000
 // soakBacklog. Memory and goroutines are sampled at the start, every 10 % and at the end.
 func (b *bench) runSoak(ctx context.Context, t *target, n int) (soakResult, error) {
 	res := soakResult{n: n}
-	if err := b.flush(ctx, t.DB); err != nil {
+	if err := b.reset(ctx, t); err != nil {
 		return res, err
 	}
 	var done atomic.Int64

@@ -28,6 +28,11 @@ type target struct {
 	// drainNS, when set, is the key prefix of an exq-layout queue, backup lists and
 	// stat:processed that checkDrained verifies after a run.
 	drainNS string
+	// reset, when set, empties the target's store before a run instead of flushing its Redis
+	// DB (River: TRUNCATE river_job); drained, when set, checks after a drain of n jobs that
+	// each was done once.
+	reset   func(ctx context.Context) error
+	drained func(ctx context.Context, n int) error
 
 	// newProducer returns an enqueuer that callers goroutines will share.
 	newProducer func(ctx context.Context, callers int) (producer, error)
@@ -67,7 +72,11 @@ const (
 // The order of libraries; a library's DB is the base DB plus its index, except raw-batched,
 // which shares raw's (the documented DBs stay -db … -db+4; runs are sequential and each
 // flushes its DB first, and the two use different key prefixes anyway).
-var libOrder = []string{"exq", "asynq", "gocraft", "goworkers2", "raw", "raw-batched"}
+var libOrder = []string{"exq", "asynq", "gocraft", "goworkers2", "raw", "raw-batched", "river"}
+
+// pgLib is the library that lives in Postgres, not in a Redis DB (its targets are made in run,
+// once its database exists).
+const pgLib = "river"
 
 func libIndex(lib string) int {
 	if lib == "raw-batched" {
@@ -85,7 +94,7 @@ func libIndex(lib string) int {
 func allTargets(addr string, dbBase int, libs map[string]bool, tuned bool) []*target {
 	var out []*target
 	for _, lib := range libOrder {
-		if !libs[lib] {
+		if !libs[lib] || lib == pgLib {
 			continue
 		}
 		db := dbBase + libIndex(lib)

@@ -4,7 +4,7 @@ go 1.24.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/exqgo/exq v0.0.0
+	github.com/exqgo/exq v0.0.0-20261201221851-ebdce364c986
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.41.0
 	go.opentelemetry.io/otel/sdk v1.41.0
@@ -26,5 +26,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 )
-
-replace github.com/exqgo/exq => ../

@@ -4,7 +4,7 @@ go 1.24
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/exqgo/exq v0.0.0
+	github.com/exqgo/exq v0.0.0-20261201221851-ebdce364c986
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1
@@ -29,5 +29,3 @@ require (
 	golang.org/x/sys v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
-
-replace github.com/exqgo/exq => ../

@@ -194,8 +194,9 @@ func NewInline(workers map[string]exq.Worker) *Inline {
 	return &Inline{workers: w, locks: newLocks()}
 }
 
-// Register adds (or replaces) the worker for class. It refuses what a node refuses (an empty
-// class, a nil worker), so an Inline is an exq.Registrar for exq.AddWorker.
+// Register adds the worker for class. It refuses what a node refuses (an empty class, a nil
+// worker, a class that has a worker: exq.ErrAlreadyRegistered), so an Inline is an
+// exq.Registrar for exq.AddWorker.
 func (in *Inline) Register(class string, w exq.Worker) error {
 	if class == "" {
 		return errors.New("exqtest: register: class is empty")
@@ -204,8 +205,11 @@ func (in *Inline) Register(class string, w exq.Worker) error {
 		return fmt.Errorf("exqtest: register %q: worker is nil", class)
 	}
 	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, ok := in.workers[class]; ok {
+		return fmt.Errorf("exqtest: register: %w: %q", exq.ErrAlreadyRegistered, class)
+	}
 	in.workers[class] = w
-	in.mu.Unlock()
 	return nil
 }
 

@@ -137,4 +137,6 @@ func TestInlineTakesAddWorkerAndRefusesWhatANodeRefuses(t *testing.T) {
 
 	assert.EqualError(t, in.Register("", exq.WorkerFunc(func(context.Context, *exq.Job) error { return nil })), "exqtest: register: class is empty")
 	assert.EqualError(t, in.Register("X", nil), `exqtest: register "X": worker is nil`)
+	assert.ErrorIs(t, in.Register("MyApp.WelcomeTyped", exq.WorkerFunc(func(context.Context, *exq.Job) error { return nil })), exq.ErrAlreadyRegistered,
+		"a class registered twice is refused, as a node refuses it")
 }

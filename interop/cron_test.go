@@ -50,12 +50,12 @@ func cgiEscape(name string) string {
 
 // cronKey is the key of schedule name's hash; suffix ":enqueued" or ":jid_history" for the
 // others.
-func cronKey(name, suffix string) string { return ns + ":cron_job:" + name + suffix }
+func cronKey(name, suffix string) string { return nsKey("cron_job:") + name + suffix }
 
 // cronAPI is exq's admin API on the interop namespace, without a node.
 func (p *peer) cronAPI() *exq.API {
 	p.t.Helper()
-	api, err := exq.NewAPI(context.Background(), exq.ClientOptions{RedisURL: p.url, Namespace: ns})
+	api, err := exq.NewAPI(context.Background(), exq.ClientOptions{RedisURL: p.url, Namespace: ns, NoNamespace: ns == ""})
 	require.NoError(p.t, err)
 	p.t.Cleanup(func() { _ = api.Close() })
 	return api
@@ -74,7 +74,7 @@ type queuedJob struct {
 // queued returns the jobs of a queue, oldest first.
 func (p *peer) queued(queue string) []queuedJob {
 	p.t.Helper()
-	docs, err := p.rdb.LRange(context.Background(), ns+":queue:"+queue, 0, -1).Result()
+	docs, err := p.rdb.LRange(context.Background(), nsKey("queue:")+queue, 0, -1).Result()
 	require.NoError(p.t, err)
 	out := make([]queuedJob, 0, len(docs))
 	for i := len(docs) - 1; i >= 0; i-- { // LPUSH: the newest is first
@@ -122,6 +122,7 @@ func cronNodeOptions(nodeID string) exq.Options {
 // So sidekiq-cron enqueues the first tick and maybe the last, exq every other one.
 func TestSidekiqCronAndExqEnqueueEachTickOnce(t *testing.T) {
 	p := newPeer(t)
+	p.needCron()
 	ctx := context.Background()
 	api := p.cronAPI()
 	const name, class, queue = "tick", "CronTick", "cronq"
@@ -203,7 +204,7 @@ func TestSidekiqCronAndExqEnqueueEachTickOnce(t *testing.T) {
 	results := make(chan started, 2)
 	for i := 1; i <= 2; i++ {
 		o := cronNodeOptions(fmt.Sprintf("cron-node-%d", i))
-		o.RedisURL, o.Namespace, o.Logger = p.url, ns, testLogger()
+		o.RedisURL, o.Namespace, o.NoNamespace, o.Logger = p.url, ns, ns == "", testLogger()
 		go func() {
 			e, err := exq.Start(ctx, o)
 			results <- started{e, err}
@@ -364,6 +365,7 @@ func (w *webUI) cronButton(name, action string) (string, url.Values) {
 // button lets it enqueue again.
 func TestExqScheduleShowsOnSidekiqWebCronTabAndItsDisableButtonStopsExq(t *testing.T) {
 	p := newPeer(t)
+	p.needCron()
 	ctx := context.Background()
 	// A name the Cron tab must escape in its paths (space, "+", UTF-8).
 	const name, spec, queue = "exq web tick+1 é", "* * * * * *", "cronweb"
@@ -373,7 +375,7 @@ func TestExqScheduleShowsOnSidekiqWebCronTabAndItsDisableButtonStopsExq(t *testi
 	e := p.startExq(o)
 	api := e.API()
 	web := p.startCronWeb()
-	llen := func() int64 { return p.rdb.LLen(ctx, ns+":queue:"+queue).Val() }
+	llen := func() int64 { return p.rdb.LLen(ctx, nsKey("queue:")+queue).Val() }
 	status := func() string { return p.rdb.HGet(ctx, cronKey(name, ""), "status").Val() }
 
 	page := web.mustGet("/cron")
@@ -529,6 +531,7 @@ func checkNextTicks(t *testing.T, p *peer, api *exq.API) {
 // parser computes the same next ticks; and what sidekiq-cron writes, exq reads and enqueues.
 func TestSidekiqCronReadsWhatExqWrites(t *testing.T) {
 	p := newPeer(t)
+	p.needCron()
 	ctx := context.Background()
 	api := p.cronAPI()
 
@@ -661,7 +664,7 @@ func TestSidekiqCronReadsWhatExqWrites(t *testing.T) {
 	// made, each tick once, with exq's tick jid.
 	p.startExq(cronNodeOptions("cron-read-node"))
 	waitFor(t, "the exq node to enqueue three ticks of sidekiq-cron's schedule", func() (bool, string) {
-		return p.rdb.LLen(ctx, ns+":queue:rtick").Val() >= 3, p.keyState("rtick")
+		return p.rdb.LLen(ctx, nsKey("queue:rtick")).Val() >= 3, p.keyState("rtick")
 	})
 	jobs := p.queued("rtick")
 	ticks := map[string]string{}

@@ -20,8 +20,11 @@ import (
 var (
 	// The process row of the Busy page ends with the process' concurrency and busy cells and its
 	// Quiet/Stop form.
-	processBusy = regexp.MustCompile(`<td>(\d+)</td>\s*<td>(\d+)</td>\s*<td>\s*<form method="POST">`)
-	retryLink   = regexp.MustCompile(`href="[^"]*retries/([^"]+)"`)
+	// concurrency and busy cells, then the Quiet/Stop form (7.3 adds class="num" to the cells
+	// and wraps the numbers in <span data-nwp="0">)
+	processBusy = regexp.MustCompile(`<td(?: class="num")?>(?:<span[^>]*>)?(\d+)(?:</span>)?</td>\s*` +
+		`<td(?: class="num")?>(?:<span[^>]*>)?(\d+)(?:</span>)?</td>\s*<td>\s*<form method="POST">`)
+	retryLink = regexp.MustCompile(`href="[^"]*retries/([^"]+)"`)
 )
 
 //go:noinline
@@ -80,9 +83,9 @@ func TestSidekiqWebUIShowsExqNodeAsAFleetMember(t *testing.T) {
 
 	// A panicking job asking for a backtrace (pushed raw: the field is Sidekiq's): the retry page
 	// shows the panic's stack.
-	require.NoError(t, p.rdb.SAdd(ctx, ns+":queues", "default").Err())
+	require.NoError(t, p.rdb.SAdd(ctx, nsKey("queues"), "default").Err())
 	panicJID := "fleetpanic0123456789abcd"
-	require.NoError(t, p.rdb.LPush(ctx, ns+":queue:default",
+	require.NoError(t, p.rdb.LPush(ctx, nsKey("queue:default"),
 		`{"retry":true,"queue":"default","class":"GoPanic","args":[],"jid":"`+panicJID+`","created_at":1796010415.6,"enqueued_at":1796010415.6,"backtrace":true}`).Err())
 	var key string
 	waitFor(t, "the Retries page to list the panicking job", func() (bool, string) {

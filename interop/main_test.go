@@ -1,13 +1,17 @@
-// Package interop_test runs exq against a real Sidekiq 6.4 (Debian's ruby-sidekiq) sharing one
-// Redis under the namespace "exq": jobs pushed by Sidekiq's client run on exq, jobs enqueued by
-// exq run on a Sidekiq server, a Sidekiq job failing on exq keeps Sidekiq's fields through the
-// retry, and Sidekiq's Web UI shows an exq node (counters, Busy page, sets) and quiets it.
+// Package interop_test runs exq against a real Sidekiq sharing one Redis: jobs pushed by
+// Sidekiq's client run on exq, jobs enqueued by exq run on a Sidekiq server, a Sidekiq job failing
+// on exq keeps Sidekiq's fields through the retry, and Sidekiq's Web UI shows an exq node
+// (counters, Busy page, sets, and from Sidekiq 7 the Metrics tab) and quiets it.
+//
+// CI runs it against Sidekiq 6.4 (Debian's ruby-sidekiq) under the namespace "exq". The same tests
+// run against Sidekiq 7 or 8 from their source, without a namespace (they refuse one): put their
+// lib folders in EXQ_INTEROP_RUBYLIB (docs/interop.md).
 //
 // The tests need a real redis-server (they use its database 5): EXQ_TEST_REDIS_URL, or a private
 // one testutil starts. They also need ruby with the Sidekiq gems (apt-get install ruby-sidekiq
-// ruby-redis-namespace); the Ruby side is in ruby/. Without them they are skipped and counted,
-// except under CI=true, where they fail. They use the fixed namespace "exq", so they never run in
-// parallel with each other.
+// ruby-redis-namespace ruby-sidekiq-cron); the Ruby side is in ruby/. Without them they are
+// skipped and counted, except under CI=true, where they fail. They use one fixed namespace (or
+// database), so they never run in parallel with each other.
 package interop_test
 
 import (

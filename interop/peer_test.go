@@ -31,9 +31,45 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-// ns is the namespace of every interop test: Exq's default, given to Sidekiq as its namespace
-// option (REDIS_NAMESPACE).
-const ns = "exq"
+// ns is the namespace of every interop test. Against Sidekiq 6 it is "exq", Exq's default,
+// given to Sidekiq as its namespace option (REDIS_NAMESPACE, with redis-namespace). Sidekiq 7
+// and 8 refuse a namespace, so against them it is "" and exq runs with NoNamespace. rubyReady
+// sets it from the Sidekiq it finds.
+var ns = "exq"
+
+// sidekiqVersion is the version of the Sidekiq the Ruby side loads ("6.4.1", "7.3.10"), and
+// sidekiqMajor its major version; set by rubyReady.
+var (
+	sidekiqVersion string
+	sidekiqMajor   int
+)
+
+// RubyLibEnv names a colon list of folders put in front of RUBYLIB for every Ruby process, so
+// the suite can run against a Sidekiq other than the installed gem, from its source
+// (docs/interop.md): EXQ_INTEROP_RUBYLIB=/tmp/sk7/lib:/tmp/redis-client/lib:/tmp/cp/lib.
+const RubyLibEnv = "EXQ_INTEROP_RUBYLIB"
+
+// nsKey is the key name of k in the interop namespace: "exq:retry", or "retry" without one.
+func nsKey(k string) string {
+	if ns == "" {
+		return k
+	}
+	return ns + ":" + k
+}
+
+// rubyEnv is the environment of every Ruby process without the test's settings: the process'
+// own, with RubyLibEnv's folders in front of RUBYLIB.
+func rubyEnv() []string {
+	env := os.Environ()
+	if extra := os.Getenv(RubyLibEnv); extra != "" {
+		lib := extra
+		if cur := os.Getenv("RUBYLIB"); cur != "" {
+			lib += ":" + cur
+		}
+		env = append(env, "RUBYLIB="+lib)
+	}
+	return env
+}
 
 // interopDB is the Redis database the interop tests use on the server of EXQ_TEST_REDIS_URL, so
 // that the fixed namespace "exq" never meets the keys of any other test (or program) there.
@@ -61,19 +97,75 @@ func newPeer(t *testing.T) *peer {
 	t.Helper()
 	base := testutil.RedisURL(t)
 	if err := rubyReady(); err != nil {
-		testutil.SkipMissing(t, fmt.Sprintf("interop tests need ruby with Sidekiq 6 and sidekiq-cron (apt-get install ruby-sidekiq ruby-redis-namespace ruby-sidekiq-cron): %v", err))
+		testutil.SkipMissing(t, fmt.Sprintf("interop tests need ruby with Sidekiq (apt-get install ruby-sidekiq ruby-redis-namespace ruby-sidekiq-cron, or %s): %v", RubyLibEnv, err))
 	}
 	dir, err := filepath.Abs("ruby") // go test runs in the package folder
 	require.NoError(t, err)
 
 	rdb, u := interopClient(t, base)
+	if ns == "" && !strings.HasSuffix(u, "/"+strconv.Itoa(interopDB)) {
+		_ = rdb.Close()
+		t.Fatalf("Sidekiq %s uses no namespace, so the interop tests need database %d of the test Redis to themselves", sidekiqVersion, interopDB)
+	}
 	p := &peer{t: t, rdb: rdb, url: u, dir: dir}
-	testutil.DeleteNamespace(rdb, ns)
+	p.clean()
 	t.Cleanup(func() {
-		testutil.DeleteNamespace(rdb, ns)
+		p.clean()
 		_ = rdb.Close()
 	})
 	return p
+}
+
+// clean deletes every key of the interop namespace: without a namespace (Sidekiq 7 and 8),
+// the whole interop database, which only these tests use.
+func (p *peer) clean() {
+	if ns != "" {
+		testutil.DeleteNamespace(p.rdb, ns)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.rdb.FlushDB(ctx).Err(); err != nil {
+		p.t.Errorf("empty the interop database: %v", err)
+	}
+}
+
+// needSidekiq skips the test unless the Ruby side runs Sidekiq major or later (a feature Sidekiq
+// 6 has not: the Metrics tab).
+func (p *peer) needSidekiq(major int) {
+	p.t.Helper()
+	if sidekiqMajor < major {
+		p.t.Skipf("needs Sidekiq %d or later; the Ruby side runs Sidekiq %s", major, sidekiqVersion)
+	}
+}
+
+var cronCheck struct {
+	once sync.Once
+	err  error
+}
+
+// needCron skips the test (fails it under CI=true) when sidekiq-cron cannot be loaded with the
+// Sidekiq the Ruby side runs (Debian's sidekiq-cron 1.8 needs Sidekiq 6's redis-rb).
+func (p *peer) needCron() {
+	p.t.Helper()
+	cronCheck.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "ruby", "-e", `require "sidekiq"; require "sidekiq-cron"; require "sidekiq/cron/web"; require "fugit"`)
+		cmd.Env = rubyEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cronCheck.err = fmt.Errorf("loading sidekiq-cron with Sidekiq %s failed (%v): %s", sidekiqVersion, err, firstLine(out))
+		}
+	})
+	if cronCheck.err != nil {
+		testutil.SkipMissing(p.t, fmt.Sprintf("the cron interop tests need sidekiq-cron (apt-get install ruby-sidekiq-cron): %v", cronCheck.err))
+	}
+}
+
+// firstLine is the first line of a command's output (what a Ruby exception says).
+func firstLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[0])
 }
 
 // interopClient connects to database interopDB of the test Redis and returns the client and
@@ -113,7 +205,9 @@ var rubyCheck struct {
 	err  error
 }
 
-// rubyReady checks once that ruby, rackup and the gems the Ruby scripts load are installed.
+// rubyReady checks once that ruby, rackup and the gems the Ruby scripts load are installed, and
+// which Sidekiq they load: 6 (with redis-namespace, in the namespace "exq"), 7 or 8 (no
+// namespace). sidekiq-cron is checked by the cron tests (needCron).
 func rubyReady() error {
 	rubyCheck.once.Do(func() {
 		for _, bin := range []string{"ruby", "rackup"} {
@@ -124,14 +218,26 @@ func rubyReady() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, "ruby", "-e", `
-			require "sidekiq"; require "sidekiq/api"; require "sidekiq/web"; require "redis-namespace"
-			require "sidekiq-cron"; require "sidekiq/cron/web"; require "fugit"
+		cmd := exec.CommandContext(ctx, "ruby", "-e", `
+			require "sidekiq"; require "sidekiq/api"; require "sidekiq/web"
 			require "rack/session/cookie"; require "webrick"
-			abort "Sidekiq #{Sidekiq::VERSION} is installed; these tests are for Sidekiq 6" unless Sidekiq::VERSION.start_with?("6.")
-		`).CombinedOutput()
+			major = Sidekiq::VERSION.split(".").first.to_i
+			abort "Sidekiq #{Sidekiq::VERSION} is loaded; these tests are for Sidekiq 6, 7 and 8" unless (6..8).cover?(major)
+			require "redis-namespace" if major == 6
+			puts Sidekiq::VERSION
+		`)
+		cmd.Env = rubyEnv()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			rubyCheck.err = fmt.Errorf("loading the Sidekiq gems failed (%v): %s", err, bytes.TrimSpace(out))
+			rubyCheck.err = fmt.Errorf("loading the Sidekiq gems failed (%v): %s", err, bytes.TrimSpace(stderr.Bytes()))
+			return
+		}
+		sidekiqVersion = strings.TrimSpace(string(out))
+		sidekiqMajor, _ = strconv.Atoi(strings.SplitN(sidekiqVersion, ".", 2)[0])
+		if sidekiqMajor >= 7 {
+			ns = ""
 		}
 	})
 	return rubyCheck.err
@@ -140,7 +246,7 @@ func rubyReady() error {
 // env is the environment of every Ruby process: the interop Redis, the namespace, and extra
 // settings (later entries win).
 func (p *peer) env(extra ...string) []string {
-	env := append(os.Environ(), "REDIS_URL="+p.url, "REDIS_NAMESPACE="+ns)
+	env := append(rubyEnv(), "REDIS_URL="+p.url, "REDIS_NAMESPACE="+ns)
 	return append(env, extra...)
 }
 
@@ -249,7 +355,7 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// startSidekiq starts a Sidekiq 6.4 server with ruby/sidekiq_server.rb (which execs sidekiq, so
+// startSidekiq starts a Sidekiq server with ruby/sidekiq_server.rb (which execs sidekiq, so
 // the pid is Sidekiq's own). env sets QUEUE, CONCURRENCY, RECORD_FILE, POLL_INTERVAL, EXTRA_CLASSES.
 func (p *peer) startSidekiq(env ...string) *proc {
 	p.t.Helper()
@@ -260,7 +366,7 @@ func (p *peer) startSidekiq(env ...string) *proc {
 func (p *peer) startExq(o exq.Options) *exq.Exq {
 	p.t.Helper()
 	o.RedisURL = p.url
-	o.Namespace = ns
+	o.Namespace, o.NoNamespace = ns, ns == ""
 	if o.Logger == nil {
 		o.Logger = testLogger()
 	}
@@ -306,20 +412,20 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 // and the number of backup lists.
 func (p *peer) keyState(queue string) string {
 	ctx := context.Background()
-	backups, _ := p.rdb.Keys(ctx, ns+":queue:backup::*").Result()
+	backups, _ := p.rdb.Keys(ctx, nsKey("queue:backup::*")).Result()
 	return fmt.Sprintf("queue %s: %d, schedule: %d, retry: %d, dead: %d, backup lists: %v",
-		queue, p.rdb.LLen(ctx, ns+":queue:"+queue).Val(), p.rdb.ZCard(ctx, ns+":schedule").Val(),
-		p.rdb.ZCard(ctx, ns+":retry").Val(), p.rdb.ZCard(ctx, ns+":dead").Val(), backups)
+		queue, p.rdb.LLen(ctx, nsKey("queue:")+queue).Val(), p.rdb.ZCard(ctx, nsKey("schedule")).Val(),
+		p.rdb.ZCard(ctx, nsKey("retry")).Val(), p.rdb.ZCard(ctx, nsKey("dead")).Val(), backups)
 }
 
 // drained reports whether queue, schedule and retry are empty and no backup list holds a job.
 func (p *peer) drained(queue string) bool {
 	ctx := context.Background()
-	if p.rdb.LLen(ctx, ns+":queue:"+queue).Val() != 0 || p.rdb.ZCard(ctx, ns+":schedule").Val() != 0 ||
-		p.rdb.ZCard(ctx, ns+":retry").Val() != 0 {
+	if p.rdb.LLen(ctx, nsKey("queue:")+queue).Val() != 0 || p.rdb.ZCard(ctx, nsKey("schedule")).Val() != 0 ||
+		p.rdb.ZCard(ctx, nsKey("retry")).Val() != 0 {
 		return false
 	}
-	backups, err := p.rdb.Keys(ctx, ns+":queue:backup::*").Result()
+	backups, err := p.rdb.Keys(ctx, nsKey("queue:backup::*")).Result()
 	if err != nil {
 		return false
 	}

@@ -106,8 +106,8 @@ func TestSidekiqPushedJobsRunOnceOnExq(t *testing.T) {
 		len(want), len(got), once, byteEqual, missing)
 
 	ctx := context.Background()
-	assert.Equal(t, "520", p.rdb.Get(ctx, ns+":stat:processed").Val(), "stat:processed")
-	assert.Zero(t, p.rdb.Exists(ctx, ns+":stat:failed").Val(), "stat:failed: nothing failed")
+	assert.Equal(t, "520", p.rdb.Get(ctx, nsKey("stat:processed")).Val(), "stat:processed")
+	assert.Zero(t, p.rdb.Exists(ctx, nsKey("stat:failed")).Val(), "stat:failed: nothing failed")
 }
 
 // flakyError is the failure of the test's workers; its class is what Sidekiq shows.
@@ -142,13 +142,13 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 	pushed := func(jids ...string) map[string]string {
 		t.Helper()
 		docs := map[string]string{}
-		l, err := p.rdb.LRange(ctx, ns+":queue:default", 0, -1).Result()
+		l, err := p.rdb.LRange(ctx, nsKey("queue:default"), 0, -1).Result()
 		require.NoError(t, err)
 		for _, doc := range l {
 			docs[jidOf(t, doc)] = doc
 		}
 		for _, jid := range jids {
-			require.Contains(t, docs, jid, "job %s in %s:queue:default", jid, ns)
+			require.Contains(t, docs, jid, "job %s in %s", jid, nsKey("queue:default"))
 		}
 		return docs
 	}
@@ -176,12 +176,12 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 		Backoff:          func(int, *exq.Job) time.Duration { return time.Second },
 	})
 	waitFor(t, "the first failure in exq:retry and the no-retry job in exq:dead", func() (bool, string) {
-		return p.rdb.ZCard(ctx, ns+":retry").Val() == 1 && p.rdb.ZCard(ctx, ns+":dead").Val() == 1, p.keyState("default")
+		return p.rdb.ZCard(ctx, nsKey("retry")).Val() == 1 && p.rdb.ZCard(ctx, nsKey("dead")).Val() == 1, p.keyState("default")
 	})
 	require.Len(t, flaky.of(first), 1)
 	assert.Equal(t, orig[first], flaky.of(first)[0].job.Raw(), "exq ran the document Sidekiq stored")
 
-	retried := p.zmembers(ns + ":retry")[0]
+	retried := p.zmembers(nsKey("retry"))[0]
 	retriedDoc := retried.Member.(string)
 	checkRewrite(t, orig[first], retriedDoc, "Interop::FlakyError", "first run fails on purpose: "+first)
 	rf := fields(t, retriedDoc)
@@ -189,7 +189,7 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, retriedAt+1, retried.Score, 0.01, "retry score = time of failure + Backoff (1 s)")
 
-	deadDoc := p.zmembers(ns + ":dead")[0].Member.(string)
+	deadDoc := p.zmembers(nsKey("dead"))[0].Member.(string)
 	checkRewrite(t, orig[noRetry], deadDoc, "Interop::FlakyError", "always fails")
 	assert.JSONEq(t, "false", string(fields(t, deadDoc)["retry"]), `"retry": false is kept`)
 	assert.Len(t, never.of(noRetry), 1, `a "retry": false job runs once and goes to exq:dead (Sidekiq would drop it)`)
@@ -201,7 +201,7 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 	require.Len(t, sets["dead"], 1, "Sidekiq::DeadSet")
 	require.Empty(t, sets["schedule"], "Sidekiq::ScheduledSet")
 	checkSidekiqEntry(t, sets["retry"][0], orig[first], "GoFlaky", retried.Score)
-	checkSidekiqEntry(t, sets["dead"][0], orig[noRetry], "GoNeverRetried", p.zmembers(ns + ":dead")[0].Score)
+	checkSidekiqEntry(t, sets["dead"][0], orig[noRetry], "GoNeverRetried", p.zmembers(nsKey("dead"))[0].Score)
 
 	// exq's scheduler (node B: a scheduler and nothing else) moves the retry back, raw string
 	// unchanged, and node A runs it again.
@@ -223,10 +223,10 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 	require.Len(t, jids, 1)
 	secondJob := jids[0]
 	waitFor(t, "the second job in exq:retry", func() (bool, string) {
-		return p.rdb.ZCard(ctx, ns+":retry").Val() == 1 && len(flaky.of(secondJob)) == 1, p.keyState("default")
+		return p.rdb.ZCard(ctx, nsKey("retry")).Val() == 1 && len(flaky.of(secondJob)) == 1, p.keyState("default")
 	})
 	orig2 := flaky.of(secondJob)[0].job.Raw()
-	retried2 := p.zmembers(ns + ":retry")[0].Member.(string)
+	retried2 := p.zmembers(nsKey("retry"))[0].Member.(string)
 	checkRewrite(t, orig2, retried2, "Interop::FlakyError", "first run fails on purpose: "+secondJob)
 
 	sk := p.startSidekiq("QUEUE=interop-idle", "CONCURRENCY=1", "POLL_INTERVAL=1",
@@ -246,8 +246,8 @@ func TestSidekiqJobRetriedByExqKeepsSidekiqFields(t *testing.T) {
 	assert.True(t, moved.EnqueuedAt.After(flaky.of(secondJob)[0].job.EnqueuedAt), "Sidekiq's poller sets a new enqueued_at")
 
 	stopExq(t, a)
-	assert.Equal(t, "2", p.rdb.Get(ctx, ns+":stat:processed").Val(), "stat:processed: the two successful runs (exq counts successes)")
-	assert.Equal(t, "3", p.rdb.Get(ctx, ns+":stat:failed").Val(), "stat:failed: two first runs and the no-retry job")
+	assert.Equal(t, "2", p.rdb.Get(ctx, nsKey("stat:processed")).Val(), "stat:processed: the two successful runs (exq counts successes)")
+	assert.Equal(t, "3", p.rdb.Get(ctx, nsKey("stat:failed")).Val(), "stat:failed: two first runs and the no-retry job")
 }
 
 // checkRewrite checks exq's rewrite of a failed job: the original document with its closing

@@ -99,7 +99,7 @@ func TestTraceContextSurvivesSidekiqRetry(t *testing.T) {
 		job.SetMeta("tracestate", want["tracestate"])
 		return nil
 	}
-	api, err := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: p.url, Namespace: ns, Logger: testLogger()})
+	api, err := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: p.url, Namespace: ns, NoNamespace: ns == "", Logger: testLogger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = api.Close() })
 
@@ -108,9 +108,9 @@ func TestTraceContextSurvivesSidekiqRetry(t *testing.T) {
 	retried := func(jid, errClass string, alive func()) (string, map[string]string) {
 		t.Helper()
 		var doc string
-		waitFor(t, "job "+jid+" in "+ns+":retry with error_class "+errClass, func() (bool, string) {
+		waitFor(t, "job "+jid+" in "+nsKey("retry with error_class ")+errClass, func() (bool, string) {
 			alive()
-			z := p.rdb.ZRange(ctx, ns+":retry", 0, -1).Val()
+			z := p.rdb.ZRange(ctx, nsKey("retry"), 0, -1).Val()
 			if len(z) != 1 {
 				return false, p.keyState(queue)
 			}
@@ -140,7 +140,7 @@ func TestTraceContextSurvivesSidekiqRetry(t *testing.T) {
 	})
 	jid, err := a.Enqueue(ctx, queue, class, []any{"traced"})
 	require.NoError(t, err)
-	queued := p.rdb.LRange(ctx, ns+":queue:"+queue, 0, -1).Val()
+	queued := p.rdb.LRange(ctx, nsKey("queue:")+queue, 0, -1).Val()
 	docA, fieldsA := retried(jid, "*errors.errorString", nothing)
 	stopExq(t, a)
 	runsA := recA.all()
@@ -151,7 +151,7 @@ func TestTraceContextSurvivesSidekiqRetry(t *testing.T) {
 	assert.Equal(t, map[string]string{"traceparent": want["traceparent"], "tracestate": want["tracestate"], "exq_first_run": firstRun}, fieldsA,
 		"exq's retry document keeps the hook's fields and adds the run's exq_first_run")
 	t.Logf("enqueued by exq: %v", queued)
-	t.Logf("after the failure on exq, %s:retry: %s", ns, docA)
+	t.Logf("after the failure on exq, %s: %s", nsKey("retry"), docA)
 
 	// 2. Moved to its queue; Sidekiq runs it, TraceFailJob raises, Sidekiq writes the retry.
 	_, err = api.RequeueJob(ctx, exq.RetrySet, jid)
@@ -166,7 +166,7 @@ func TestTraceContextSurvivesSidekiqRetry(t *testing.T) {
 		}
 	})
 	sk.stop() // before its poller could move the retry back (Sidekiq's delay is 30 s or more)
-	t.Logf("after the failure on Sidekiq, %s:retry: %s", ns, docB)
+	t.Logf("after the failure on Sidekiq, %s: %s", nsKey("retry"), docB)
 	assert.Equal(t, fieldsA, fieldsB, "Sidekiq's retry keeps traceparent, tracestate and exq_first_run unchanged")
 	assert.NotEqual(t, docA, docB, "Sidekiq rewrote the document")
 	assert.Equal(t, "2", string(fields(t, docB)["retry_count"]), "Sidekiq counted its failure (exq wrote 1)")

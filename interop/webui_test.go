@@ -21,9 +21,10 @@ import (
 )
 
 var (
-	summaryCount = regexp.MustCompile(`id="txt(\w+)" class="count">([^<]*)<`)
+	summaryCount = regexp.MustCompile(`id="txt(\w+)" class="count"(?: data-nwp)?>([^<]*)<`) // 6.4; 7.3 adds data-nwp
 	csrfToken    = regexp.MustCompile(`name='authenticity_token' value='([^']+)'`)
-	historyAttr  = regexp.MustCompile(`data-(processed|failed)="([^"]*)"`)
+	historyAttr  = regexp.MustCompile(`data-(processed|failed)="([^"]*)"`)             // 6.4
+	historyChart = regexp.MustCompile(`(?s)<canvas id="history-chart">(.*?)</canvas>`) // 7.3
 	quietLabel   = regexp.MustCompile(`<span class="label label-danger">quiet</span>`)
 )
 
@@ -107,14 +108,7 @@ func TestSidekiqWebUIShowsExqNode(t *testing.T) {
 	assert.Equal(t, map[string]string{"Processed": "7", "Failed": "5", "Busy": "1", "Enqueued": "0", "Retries": "3", "Scheduled": "1", "Dead": "2"},
 		counts, "the dashboard's summary")
 	// The history graph reads the per-day keys: over the last 30 days they add up to the totals.
-	history := map[string]int{}
-	for _, m := range historyAttr.FindAllStringSubmatch(dashboard, -1) {
-		var days map[string]int
-		require.NoError(t, json.Unmarshal([]byte(html.UnescapeString(m[2])), &days), m[2])
-		for _, n := range days {
-			history[m[1]] += n
-		}
-	}
+	history := dashboardHistory(t, dashboard)
 	assert.Equal(t, map[string]int{"processed": 7, "failed": 5}, history, "the dashboard's history (stat:<kind>:<day> keys)")
 	t.Logf("dashboard summary: %v; history: %v", counts, history)
 
@@ -125,6 +119,18 @@ func TestSidekiqWebUIShowsExqNode(t *testing.T) {
 		busy, err = web.get("/busy")
 		return err == nil && strings.Contains(busy, blockJID), fmt.Sprint(err)
 	})
+	if i := strings.Index(busy, blockJID); i >= 0 {
+		row := busy[max(strings.LastIndex(busy[:i], "<tr>"), 0):]
+		row = row[:max(strings.Index(row, "</tr>"), 0)]
+		t.Logf("Sidekiq %s /busy job row: %s", sidekiqVersion, strings.Join(strings.Fields(row), " "))
+	}
+	if sidekiqMajor >= 7 {
+		// Sidekiq 7's Busy page shows a process' version when it differs from its own.
+		v := regexp.MustCompile(`Version: </b>\s*(exq-go [^\s<]+)`).FindStringSubmatch(busy)
+		if assert.NotNil(t, v, "the exq node's version on the Busy page") {
+			t.Logf("Sidekiq %s /busy process version: %s", sidekiqVersion, v[1])
+		}
+	}
 	assert.Contains(t, busy, `name="identity" value="`+e.NodeID()+`"`, "the process row of the exq node")
 	assert.Contains(t, busy, "<td>"+e.NodeID()+"</td>", "the job row names the exq node as its process")
 	assert.Contains(t, busy, "GoBlock")
@@ -171,7 +177,7 @@ func TestSidekiqWebUIQuietAndStopExqNode(t *testing.T) {
 		Workers: map[string]exq.Worker{"GoOK": runs},
 	})
 	web := p.startWebUI()
-	nodeKey := ns + ":" + e.NodeID()
+	nodeKey := nsKey("") + e.NodeID()
 
 	// Control: the node fetches.
 	before, err := e.Enqueue(ctx, "default", "GoOK", []any{"before quiet"})
@@ -211,7 +217,7 @@ func TestSidekiqWebUIQuietAndStopExqNode(t *testing.T) {
 		beat = p.rdb.HGet(ctx, nodeKey, "beat").Val()
 	}
 	assert.Empty(t, runs.of(after), "a quiet node ran a job")
-	queued, err := p.rdb.LRange(ctx, ns+":queue:default", 0, -1).Result()
+	queued, err := p.rdb.LRange(ctx, nsKey("queue:default"), 0, -1).Result()
 	require.NoError(t, err)
 	require.Len(t, queued, 1, "the job enqueued after quiet waits in its queue")
 	assert.Equal(t, after, jidOf(t, queued[0]))
@@ -232,7 +238,7 @@ func TestSidekiqWebUIQuietAndStopExqNode(t *testing.T) {
 		}
 	})
 	stopExq(t, e)
-	assert.Equal(t, int64(1), p.rdb.LLen(ctx, ns+":queue:default").Val(), "the waiting job is still queued after Stop")
+	assert.Equal(t, int64(1), p.rdb.LLen(ctx, nsKey("queue:default")).Val(), "the waiting job is still queued after Stop")
 }
 
 // processForm reads the Busy page and returns the form of the process identity with the button
@@ -264,4 +270,32 @@ func (w *webUI) processForm(identity, button string) url.Values {
 		"identity":           {identity},
 		button:               {"1"},
 	}
+}
+
+// dashboardHistory adds up the dashboard's history graph per kind (processed, failed): Sidekiq
+// 6.4 puts each kind's {"day": n} in a data- attribute, 7.3 both as [["day", n], …] in the JSON
+// of its history-chart canvas.
+func dashboardHistory(t *testing.T, dashboard string) map[string]int {
+	t.Helper()
+	history := map[string]int{}
+	for _, m := range historyAttr.FindAllStringSubmatch(dashboard, -1) {
+		var days map[string]int
+		require.NoError(t, json.Unmarshal([]byte(html.UnescapeString(m[2])), &days), m[2])
+		for _, n := range days {
+			history[m[1]] += n
+		}
+	}
+	if m := historyChart.FindStringSubmatch(dashboard); m != nil {
+		var chart struct {
+			Processed, Failed [][2]any
+		}
+		require.NoError(t, json.Unmarshal([]byte(html.UnescapeString(m[1])), &chart), m[1])
+		for kind, days := range map[string][][2]any{"processed": chart.Processed, "failed": chart.Failed} {
+			for _, d := range days {
+				n, _ := d[1].(float64)
+				history[kind] += int(n)
+			}
+		}
+	}
+	return history
 }

@@ -2,8 +2,8 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/exqgo/exq"
@@ -13,15 +13,27 @@ import (
 // token right, same origin), and ends in a redirect (303) to a page under the prefix.
 
 // setAction runs now, deletes or kills the jobs ticked on a set's page (or the one job of a
-// job's page): the form carries their exact raw strings, so each is moved or removed only if
-// it is still there, byte for byte (a job that ran or moved meanwhile is skipped).
+// job's page): the form carries their Refs (digest and score), resolved here to the exact
+// raw members, so each is moved or removed only if it is still there, byte for byte (a job
+// that ran or moved meanwhile is skipped), whatever bytes it holds.
 func (h *handler) setAction(s setInfo) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		raws := r.PostForm["job"]
 		var n int
 		var err error
 		var done string
-		switch op := r.PostFormValue("op"); {
+		op := r.PostFormValue("op")
+		if op != "retry" && op != "delete" && (op != "kill" || !s.Kill) {
+			h.errorPage(w, r, http.StatusBadRequest, "There is no such action.")
+			return
+		}
+		refs, raws := splitRefs(r.PostForm["job"])
+		found, err := h.api.ResolveRefs(r.Context(), s.Set, refs)
+		raws = append(raws, found...)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		switch {
 		case op == "retry":
 			n, err = h.api.Requeue(r.Context(), s.Set, raws)
 			done = "retried"
@@ -41,6 +53,19 @@ func (h *handler) setAction(s setInfo) http.HandlerFunc {
 		}
 		h.redirect(w, r, "/"+s.Path, done, n)
 	}
+}
+
+// splitRefs parts a form's job values into Refs (what the pages send) and raw documents (what
+// pages of earlier versions sent, still taken byte for byte).
+func splitRefs(vals []string) (refs, raws []string) {
+	for _, v := range vals {
+		if exq.IsRef(v) {
+			refs = append(refs, v)
+		} else {
+			raws = append(raws, v)
+		}
+	}
+	return refs, raws
 }
 
 // setAll runs, deletes or kills every job of a set (after the confirmation page).
@@ -112,7 +137,7 @@ func (h *handler) killAll(ctx context.Context, s exq.Set) (int, error) {
 
 // queueControl pauses or resumes a queue on every exq node.
 func (h *handler) queueControl(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	var err error
 	done := "paused"
 	if strings.HasSuffix(r.URL.Path, "/resume") {
@@ -129,26 +154,33 @@ func (h *handler) queueControl(w http.ResponseWriter, r *http.Request) {
 
 // queueDelete deletes a queue and its waiting jobs (after the confirmation page).
 func (h *handler) queueDelete(w http.ResponseWriter, r *http.Request) {
-	if err := h.api.RemoveQueue(r.Context(), r.PathValue("name")); err != nil {
+	if err := h.api.RemoveQueue(r.Context(), pathName(r, "name")); err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	h.redirect(w, r, "/queues", "qdeleted", 0)
 }
 
-// queueJobsDelete deletes the waiting jobs ticked on a queue's page, by their raw strings.
+// queueJobsDelete deletes the waiting jobs ticked on a queue's page, by their Refs.
 func (h *handler) queueJobsDelete(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	if r.PostFormValue("op") != "delete" {
 		h.errorPage(w, r, http.StatusBadRequest, "There is no such action.")
 		return
 	}
-	n, err := h.api.RemoveJobs(r.Context(), name, r.PostForm["job"], exq.RemoveOptions{})
+	refs, raws := splitRefs(r.PostForm["job"])
+	found, err := h.api.ResolveQueueRefs(r.Context(), name, refs)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.redirect(w, r, "/queues/"+url.PathEscape(name), "deleted", n)
+	raws = append(raws, found...)
+	n, err := h.api.RemoveJobs(r.Context(), name, raws, exq.RemoveOptions{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.redirect(w, r, "/queues/"+pathSeg(name), "deleted", n)
 }
 
 // nodeSignal sends quiet (TSTP) or stop (TERM) to one node, or to every live node with
@@ -166,6 +198,15 @@ func (h *handler) nodeSignal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nodes := []string{r.PostFormValue("node")}
+	if b64 := r.PostFormValue("node64"); b64 != "" {
+		// The identity's exact bytes: one that is not valid UTF-8 would not survive a form.
+		b, err := base64.RawURLEncoding.DecodeString(b64)
+		if err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "The node field is not valid.")
+			return
+		}
+		nodes[0] = string(b)
+	}
 	if nodes[0] == "*" {
 		procs, err := h.api.Processes(ctx)
 		if err != nil {
@@ -188,7 +229,16 @@ func (h *handler) nodeSignal(w http.ResponseWriter, r *http.Request) {
 
 // cancelJob asks the node running a job to cancel it.
 func (h *handler) cancelJob(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.api.CancelJob(r.Context(), r.PostFormValue("jid")); err != nil {
+	jid := r.PostFormValue("jid")
+	if b64 := r.PostFormValue("jid64"); b64 != "" {
+		b, err := base64.RawURLEncoding.DecodeString(b64)
+		if err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "The jid field is not valid.")
+			return
+		}
+		jid = string(b)
+	}
+	if _, err := h.api.CancelJob(r.Context(), jid); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -198,7 +248,7 @@ func (h *handler) cancelJob(w http.ResponseWriter, r *http.Request) {
 // periodicAction enqueues a periodic job now, enables, disables or deletes it.
 func (h *handler) periodicAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	var err error
 	var done string
 	switch r.PathValue("op") {
@@ -219,7 +269,7 @@ func (h *handler) periodicAction(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	back := "/periodic/" + url.PathEscape(name)
+	back := "/periodic/" + pathSeg(name)
 	if done == "pdeleted" {
 		back = "/periodic"
 		r.PostForm.Del("back") // its page is gone

@@ -42,14 +42,14 @@ func BenchmarkDashboard10kRetries(b *testing.B) {
 		name := fmt.Sprintf("q%d", q)
 		rdb.SAdd(ctx, keys.Queues(), name)
 		for i := range 100 {
-			rdb.LPush(ctx, keys.Queue(name), fmt.Sprintf(`{"class":"Work","args":[%d],"queue":%q,"jid":"w%d-%d","enqueued_at":%d}`, i, name, q, i, now.Unix()))
+			rdb.LPush(ctx, keys.Queue(name), fmt.Sprintf(`{"class":"Work","args":[%d],"queue":%q,"jid":"w%d-%d","enqueued_at":%d.0}`, i, name, q, i, now.Unix()))
 		}
 	}
 	api, err := exq.NewAPI(ctx, exq.ClientOptions{Redis: rdb, Namespace: ns, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := New(api, Options{Logger: quiet})
+	h := New(api, Options{Logger: quiet, AllowedHosts: []string{"example.com"}})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

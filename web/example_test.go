@@ -44,7 +44,8 @@ func Example() {
 	defer api.Close()
 
 	mux := http.NewServeMux()
-	dash := web.New(api, web.Options{Prefix: "/admin/exq", Title: "jobs of example.com"})
+	dash := web.New(api, web.Options{Prefix: "/admin/exq", Title: "jobs of example.com",
+		AllowedHosts: []string{"example.com"}}) // the names browsers use: a guard against DNS rebinding
 	mux.Handle("/admin/exq/", basicAuth("admin", "s3cret", dash))
 	// A second, read-only dashboard for people who may look but not touch:
 	//   mux.Handle("/status/jobs/", web.New(api, web.Options{Prefix: "/status/jobs", ReadOnly: true}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -206,26 +207,38 @@ type queueRow struct {
 	Latency time.Duration
 }
 
+// queuesPerPage is how many queues the queues page lists at a time: a namespace may hold
+// hundreds of thousands (200 000 made a 104 MB page).
+const queuesPerPage = 100
+
+type queuesData struct {
+	Rows []queueRow
+	P    pager
+}
+
 func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
-	var (
-		wg     sync.WaitGroup
-		states []exq.QueueState
-		lat    map[string]time.Duration
-		e1, e2 error
-	)
-	wg.Add(2)
-	go func() { defer wg.Done(); states, e1 = h.api.QueueStates(r.Context()) }()
-	go func() { defer wg.Done(); lat, e2 = h.api.QueueLatencies(r.Context()) }()
-	wg.Wait()
-	if err := errors.Join(e1, e2); err != nil {
+	p := h.pagerOf(r, true)
+	p.Size = queuesPerPage
+	states, total, err := h.api.QueueStatesPage(r.Context(), p.Offset(), p.Size)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = st.Name
+	}
+	lat, err := h.api.QueueLatenciesOf(r.Context(), names)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p.Total, p.More = int64(total), p.Offset()+len(states) < total
 	rows := make([]queueRow, len(states))
 	for i, s := range states {
 		rows[i] = queueRow{QueueState: s, Latency: lat[s.Name]}
 	}
-	h.render(w, r, http.StatusOK, "queues.html", "queues", "Queues", rows)
+	h.render(w, r, http.StatusOK, "queues.html", "queues", "Queues", queuesData{Rows: rows, P: p})
 }
 
 // pager pages a listing: 1-based page numbers, newest or oldest first.
@@ -309,7 +322,7 @@ type queueData struct {
 }
 
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	p := h.pagerOf(r, false)
 	recs, err := h.api.Jobs(r.Context(), name, exq.ListOptions{Offset: p.Offset(), Size: p.Size + 1, Reverse: p.Asc})
 	if err != nil {
@@ -345,7 +358,7 @@ type confirmData struct {
 }
 
 func (h *handler) confirmQueueDelete(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	n, err := h.api.QueueSize(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err)
@@ -354,7 +367,7 @@ func (h *handler) confirmQueueDelete(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "confirm.html", "queues", "Delete queue", confirmData{
 		Question: "Delete queue “" + name + "”?",
 		Detail:   "Its " + formatNum(n) + " waiting job(s) are deleted with it. Jobs running now, and retries and scheduled jobs of the queue, stay.",
-		Action:   "/queues/" + url.PathEscape(name) + "/delete", Button: "Delete queue", Back: "/queues",
+		Action:   "/queues/" + pathSeg(name) + "/delete", Button: "Delete queue", Back: "/queues",
 	})
 }
 
@@ -363,7 +376,12 @@ type jobData struct {
 	Set     *setInfo
 	Queue   string
 	At      time.Time
-	Raw     string
+	Ref     string // names the document in the forms (row.Ref)
+	ID      string // its page's path segment (row.ID)
+	Raw     string // the raw document, cut to maxRawShown
+	RawCut  bool   // Raw is cut: the whole one is a download
+	Size    int    // of the whole raw document, bytes
+	RawLink string // under the prefix: the whole raw document, as a download
 	Job     *exq.Job
 	Bad     string
 	Args    string
@@ -379,7 +397,11 @@ type field struct {
 }
 
 func (h *handler) jobData(rec exq.JobRecord) jobData {
-	d := jobData{Raw: rec.Raw, At: rec.At}
+	rw := h.row(rec)
+	d := jobData{Raw: rec.Raw, At: rec.At, Ref: rw.Ref, ID: rw.ID, Size: len(rec.Raw)}
+	if len(d.Raw) > maxRawShown {
+		d.Raw, d.RawCut = truncate(d.Raw, maxRawShown), true
+	}
 	j, err := rec.Job()
 	if err != nil {
 		d.Bad = err.Error()
@@ -396,10 +418,10 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 		sort.Strings(keys)
 		for _, k := range keys {
 			v := doc[k]
-			f := field{Key: k, Value: string(v)}
+			f := field{Key: k, Value: truncate(string(v), maxFieldShown)}
 			var s string
-			if json.Unmarshal(v, &s) == nil {
-				f.Value = s
+			if len(v) <= 4*maxFieldShown && json.Unmarshal(v, &s) == nil {
+				f.Value = truncate(s, maxFieldShown)
 			}
 			switch k {
 			case "args":
@@ -410,8 +432,8 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 					f.Value = strconv.Itoa(len(lines)) + " line(s), below"
 				}
 			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
-				if sec, err := strconv.ParseFloat(string(v), 64); err == nil {
-					f.Time = wire.ParseTime(sec)
+				if at, _, ok := wire.ParseStamp(string(v)); ok { // seconds, or Sidekiq 8's ms
+					f.Time = at
 				}
 			}
 			d.Fields = append(d.Fields, f)
@@ -421,15 +443,30 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 }
 
 func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
-	name, jid := r.PathValue("name"), r.PathValue("jid")
+	name, jid := pathName(r, "name"), pathName(r, "jid")
 	rec, err := h.api.FindInQueue(r.Context(), name, jid)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	if r.URL.Query().Has("raw") {
+		serveRaw(w, rec)
+		return
+	}
 	d := h.jobData(rec)
-	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+url.PathEscape(name)
+	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+pathSeg(name)
+	d.RawLink = "/queues/" + pathSeg(name) + "/jobs/" + pathSeg(rec.Ref()) + "?raw"
 	h.render(w, r, http.StatusOK, "job.html", "queues", "Job "+jid, d)
+}
+
+// serveRaw sends a stored document byte for byte, as a download: the job page shows at most
+// maxRawShown of it. Never rendered by the browser (attachment, nosniff, the strict CSP).
+func serveRaw(w http.ResponseWriter, rec exq.JobRecord) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("Content-Disposition", `attachment; filename="`+strings.TrimPrefix(rec.Ref(), "ref:")+`.json"`)
+	hd.Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(rec.Raw))
 }
 
 type busyData struct {
@@ -496,10 +533,24 @@ type setData struct {
 	Rows   []row
 	P      pager
 	Filter struct{ Class, Queue, Text string }
+	Scan   *scanInfo // a filtered listing: what it searched
 }
 
-// scanChunk is how many members a filtered listing reads per round trip.
-const scanChunk = 1000
+// scanInfo is how much of a set a filtered listing searched: members From to To (0-based,
+// To excluded) of Total, and the query that goes on from To ("" when it read to the end and
+// found no more than a page).
+type scanInfo struct {
+	From, To int
+	Total    int64
+	Next     string
+}
+
+// scanChunk is how many members a filtered listing reads per round trip, and scanLimit how
+// many one request reads at most.
+const (
+	scanChunk = 1000
+	scanLimit = 10_000
+)
 
 func (h *handler) setPage(s setInfo) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -536,17 +587,24 @@ func (h *handler) setPage(s setInfo) http.HandlerFunc {
 				d.Rows = append(d.Rows, h.row(rec))
 			}
 		} else {
-			// A filter reads the set in chunks, in the page's order, until it has this page's
-			// matches and one more (to know a next page exists).
-			skip := p.Offset()
+			// A filter reads the set in chunks, in the page's order, from ?from= on, until it
+			// has a page of matches and one more (to know a next page exists), or it has read
+			// scanLimit members: a cross-site <img> must not cost seconds (1 M retries and
+			// ?q=nomatch took 2.8 s). Then the page offers to go on from where it stopped.
+			from, skip := 0, p.Offset() // ?page= skips pages of matches (within the same limit)
+			if n, err := strconv.Atoi(q.Get("from")); err == nil && n > 0 {
+				from, skip = n, 0
+			}
+			off, end := from, false
 		scan:
-			for off := 0; ; off += scanChunk {
-				recs, err := list(off, scanChunk)
+			for off-from < scanLimit {
+				want := min(scanChunk, scanLimit-(off-from))
+				recs, err := list(off, want)
 				if err != nil {
 					h.fail(w, r, err)
 					return
 				}
-				for _, rec := range recs {
+				for i, rec := range recs {
 					if !matches(rec, d.Filter.Class, d.Filter.Queue, d.Filter.Text) {
 						continue
 					}
@@ -555,14 +613,30 @@ func (h *handler) setPage(s setInfo) http.HandlerFunc {
 						continue
 					}
 					if len(d.Rows) == p.Size {
-						d.P.More = true
+						off, d.P.More = off+i, true
 						break scan
 					}
 					d.Rows = append(d.Rows, h.row(rec))
 				}
-				if len(recs) < scanChunk {
+				off += len(recs)
+				if len(recs) < want {
+					end = true
 					break
 				}
+			}
+			total, err := h.api.Size(ctx, s.Set)
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			d.Scan = &scanInfo{From: from, To: off, Total: total}
+			if !end || d.P.More {
+				next := url.Values{}
+				for k, v := range p.Base {
+					next[k] = v
+				}
+				next.Set("from", strconv.Itoa(off))
+				d.Scan.Next = "?" + next.Encode()
 			}
 		}
 		h.render(w, r, http.StatusOK, "set.html", s.Path, s.Title, d)
@@ -587,14 +661,19 @@ func matches(rec exq.JobRecord, class, queue, text string) bool {
 
 func (h *handler) setJob(s setInfo) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		jid := r.PathValue("jid")
+		jid := pathName(r, "jid")
 		rec, err := h.api.Find(r.Context(), s.Set, jid)
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
+		if r.URL.Query().Has("raw") {
+			serveRaw(w, rec)
+			return
+		}
 		d := h.jobData(rec)
 		d.Where, d.Set, d.Back = string(s.Set), &s, "/"+s.Path
+		d.RawLink = "/" + s.Path + "/" + pathSeg(rec.Ref()) + "?raw"
 		h.render(w, r, http.StatusOK, "job.html", s.Path, "Job "+jid, d)
 	}
 }
@@ -654,7 +733,7 @@ type periodicJobData struct {
 }
 
 func (h *handler) periodicJob(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	p, err := h.api.PeriodicJob(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err)
@@ -670,7 +749,7 @@ func (h *handler) periodicJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) confirmPeriodicDelete(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathName(r, "name")
 	if _, err := h.api.PeriodicJob(r.Context(), name); err != nil {
 		h.fail(w, r, err)
 		return
@@ -678,7 +757,7 @@ func (h *handler) confirmPeriodicDelete(w http.ResponseWriter, r *http.Request) 
 	h.render(w, r, http.StatusOK, "confirm.html", "periodic", "Delete periodic job", confirmData{
 		Question: "Delete periodic job “" + name + "”?",
 		Detail:   "Its schedule and history are deleted; jobs it enqueued stay. A node that lists it in Options.Periodic creates it again when it starts.",
-		Action:   "/periodic/" + url.PathEscape(name) + "/delete", Button: "Delete periodic job", Back: "/periodic",
+		Action:   "/periodic/" + pathSeg(name) + "/delete", Button: "Delete periodic job", Back: "/periodic",
 	})
 }
 
@@ -693,9 +772,18 @@ type hit struct {
 type searchData struct {
 	JID  string
 	Hits []hit
+	// Stopped says where a search that reached searchLimit stopped ("" when it looked
+	// everywhere), and Next is the query that goes on from there.
+	Stopped, Next string
+	Resumed       bool // this page went on from an earlier one
 }
 
-// search looks for a jid everywhere a job can be: the three sets, every queue, running.
+// searchLimit is how many stored members one search request reads at most: with a million
+// retries a search by jid took one to two seconds, and any page on the web can send one.
+const searchLimit = 20_000
+
+// search looks for a jid (or a Ref) everywhere a job can be: the three sets, every queue,
+// running; at most searchLimit members per request, then it offers to go on (?at=).
 func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 	jid := strings.TrimSpace(r.URL.Query().Get("jid"))
 	d := searchData{JID: jid}
@@ -704,29 +792,71 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	for _, s := range sets {
-		rec, err := h.api.Find(ctx, s.Set, jid)
-		switch {
-		case err == nil:
-			d.Hits = append(d.Hits, hit{Where: s.Title, Link: "/" + s.Path + "/" + url.PathEscape(jid), At: rec.At, row: h.row(rec)})
-		case !errors.Is(err, exq.ErrJobNotFound):
-			h.fail(w, r, err)
-			return
-		}
+	loc, off := 0, 0
+	if a, b, ok := strings.Cut(r.URL.Query().Get("at"), ":"); ok {
+		loc, _ = strconv.Atoi(a)
+		off, _ = strconv.Atoi(b)
+		loc, off = max(loc, 0), max(off, 0)
+		d.Resumed = loc > 0 || off > 0
 	}
 	qs, err := h.api.Queues(ctx)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	for _, q := range qs {
-		rec, err := h.api.FindInQueue(ctx, q, jid)
-		switch {
-		case err == nil:
-			d.Hits = append(d.Hits, hit{Where: "Queue " + q, Link: "/queues/" + url.PathEscape(q) + "/jobs/" + url.PathEscape(jid), row: h.row(rec)})
-		case !errors.Is(err, exq.ErrJobNotFound):
-			h.fail(w, r, err)
-			return
+	is := func(rec exq.JobRecord) bool {
+		if exq.IsRef(jid) {
+			ref, _, _ := strings.Cut(jid, "@")
+			return rec.Ref() == ref
+		}
+		j, err := rec.Job()
+		return err == nil && j.JID == jid
+	}
+	budget := searchLimit
+	// Locations 0–2 are the sets, 3… the queues in name order.
+	for ; loc < len(sets)+len(qs); loc, off = loc+1, 0 {
+		for {
+			if budget == 0 {
+				where := ""
+				if loc < len(sets) {
+					where = sets[loc].Title
+				} else {
+					where = "the queue " + qs[loc-len(sets)]
+				}
+				d.Stopped = fmt.Sprintf("%s, after %s of its jobs", where, formatNum(off))
+				d.Next = "?" + url.Values{"jid": {jid}, "at": {fmt.Sprintf("%d:%d", loc, off)}}.Encode()
+				h.render(w, r, http.StatusOK, "search.html", "", "Search "+jid, d)
+				return
+			}
+			n := min(scanChunk, budget)
+			var recs []exq.JobRecord
+			var err error
+			if loc < len(sets) {
+				recs, err = h.list(ctx, sets[loc].Set, off, n)
+			} else {
+				recs, err = h.api.Jobs(ctx, qs[loc-len(sets)], exq.ListOptions{Offset: off, Size: n})
+			}
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			for _, rec := range recs {
+				if !is(rec) {
+					continue
+				}
+				if loc < len(sets) {
+					s := sets[loc]
+					d.Hits = append(d.Hits, hit{Where: s.Title, Link: "/" + s.Path + "/" + pathSeg(h.row(rec).ID), At: rec.At, row: h.row(rec)})
+				} else {
+					q := qs[loc-len(sets)]
+					d.Hits = append(d.Hits, hit{Where: "Queue " + q, Link: "/queues/" + pathSeg(q) + "/jobs/" + pathSeg(h.row(rec).ID), row: h.row(rec)})
+				}
+			}
+			budget -= len(recs)
+			off += len(recs)
+			if len(recs) < n {
+				break
+			}
 		}
 	}
 	busy, err := h.api.BusyJobs(ctx)
@@ -735,9 +865,21 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, b := range busy {
-		if j, err := b.Job(); err == nil && j.JID == jid {
+		if is(b.JobRecord) {
 			d.Hits = append(d.Hits, hit{Where: "Running on " + b.Node, Link: "/busy", At: b.RunAt, row: h.row(b.JobRecord)})
 		}
 	}
 	h.render(w, r, http.StatusOK, "search.html", "", "Search "+jid, d)
+}
+
+// list reads members of a set in its listing order (soonest first; dead newest first).
+func (h *handler) list(ctx context.Context, s exq.Set, off, size int) ([]exq.JobRecord, error) {
+	o := exq.ListOptions{Offset: off, Size: size}
+	switch s {
+	case exq.DeadSet:
+		return h.api.Dead(ctx, o)
+	case exq.RetrySet:
+		return h.api.Retries(ctx, o)
+	}
+	return h.api.Scheduled(ctx, o)
 }

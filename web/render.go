@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 //go:embed templates/*.html
@@ -39,7 +42,8 @@ var assetVersion = func() string {
 type templates map[string]*template.Template
 
 var funcs = template.FuncMap{
-	"seg":         url.PathEscape,
+	"seg":         pathSeg,
+	"b64":         func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
 	"qs":          url.QueryEscape,
 	"num":         formatNum,
 	"ago":         ago,
@@ -120,7 +124,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, fil
 
 // errorPage shows a message in the layout.
 func (h *handler) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	h.render(w, r, status, "error.html", "", http.StatusText(status), msg)
+	h.render(w, r, status, "error.html", "", http.StatusText(status), errorData{Msg: msg})
 }
 
 // flashes are the only messages a redirect can ask the next page to show: a code and a count
@@ -269,11 +273,25 @@ func truncate(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// What a page shows of a document, at most: pretty-printed args (bytes, and levels indented;
+// deeper values stay on one line), the raw document and each field on a job's page (bytes;
+// the whole raw document is a download), and args in a listing (bytes read to compact them).
+const (
+	maxPretty      = 64 << 10
+	maxPrettyDepth = 32
+	maxRawShown    = 64 << 10
+	maxFieldShown  = 2000
+	maxCompactRead = 4 << 10
+)
+
 // argsText renders a job's args as the listings show them: the PayloadFormatter's text, or
-// the compact JSON.
+// the compact JSON (of its first few KB: a listing shows 200 characters).
 func (h *handler) argsText(class string, args json.RawMessage) string {
 	if h.opts.PayloadFormatter != nil {
 		return h.opts.PayloadFormatter(class, args)
+	}
+	if len(args) > maxCompactRead {
+		return truncate(string(args), maxCompactRead)
 	}
 	var b bytes.Buffer
 	if json.Compact(&b, args) != nil {
@@ -282,25 +300,44 @@ func (h *handler) argsText(class string, args json.RawMessage) string {
 	return b.String()
 }
 
-// argsPretty renders a job's args for its page: the PayloadFormatter's text, or indented JSON.
+// argsPretty renders a job's args for its page: the PayloadFormatter's text, or indented JSON
+// within bounds (a 20 KB document nested 10 000 deep made a 200 MB page).
 func (h *handler) argsPretty(class string, args json.RawMessage) string {
 	if h.opts.PayloadFormatter != nil {
 		return h.opts.PayloadFormatter(class, args)
 	}
-	return pretty(args)
+	out, _ := textsafe.Pretty(args, maxPrettyDepth, maxPretty)
+	return out
 }
 
-func pretty(raw []byte) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
-		return string(raw)
+// pathSeg escapes a name (queue, jid, periodic job) as one path segment. A browser resolves
+// "." and ".." segments, even spelled %2E%2E, so "/queues/../delete" would leave the queue's
+// page: such names, and names starting with "~", are written "~" and their bytes in hex,
+// which pathName reads back.
+func pathSeg(s string) string {
+	if s == "." || s == ".." || strings.HasPrefix(s, "~") {
+		return "~" + hex.EncodeToString([]byte(s))
 	}
-	return b.String()
+	return url.PathEscape(s)
+}
+
+// pathName reads back a name pathSeg wrote in the path wildcard key.
+func pathName(r *http.Request, key string) string {
+	v := r.PathValue(key)
+	if rest, ok := strings.CutPrefix(v, "~"); ok {
+		if b, err := hex.DecodeString(rest); err == nil {
+			return string(b)
+		}
+	}
+	return v
 }
 
 // row is one job in a listing.
 type row struct {
-	Raw      string
+	// Ref names the document in forms (exq.JobRecord.SetRef in a set, Ref in a queue): the
+	// raw document, which could be megabytes or bytes no form carries, never goes into a page.
+	Ref      string
+	ID       string    // the job page's path segment: the jid, or the Ref without one
 	At       time.Time // the score: due, next retry, death
 	Enqueued time.Time
 	JID      string
@@ -313,12 +350,18 @@ type row struct {
 }
 
 func (h *handler) row(rec exq.JobRecord) row {
-	r := row{Raw: rec.Raw, At: rec.At}
+	r := row{Ref: rec.SetRef(), ID: rec.Ref(), At: rec.At}
+	if rec.Score == 0 && rec.At.IsZero() {
+		r.Ref = rec.Ref() // a queue's job: no score
+	}
 	j, err := rec.Job()
 	if err != nil {
 		r.Bad = err.Error()
 		r.Args = truncate(rec.Raw, 200)
 		return r
+	}
+	if j.JID != "" && utf8.ValidString(rec.Raw) {
+		r.ID = j.JID
 	}
 	r.JID, r.Class, r.Queue, r.Retry, r.Enqueued = j.JID, j.Class, j.Queue, j.RetryCount, j.EnqueuedAt
 	r.Args = truncate(h.argsText(j.Class, j.Args), 200)

@@ -22,7 +22,7 @@ func shardedFixture(t *testing.T, o Options) (s *fixture, shards [2]*fixture) {
 	api, err := exq.NewShardedAPI(context.Background(), exq.ClientOptions{Redis: shards[0].client, Logger: quiet},
 		exq.ShardOptions{Namespaces: []string{shards[0].ns, shards[1].ns}})
 	require.NoError(t, err)
-	o.Prefix, o.Logger = "/admin", quiet
+	o.Prefix, o.Logger, o.AllowedHosts = "/admin", quiet, []string{"example.com"}
 	s = &fixture{t: t, rdb: shards[0].rdb, client: shards[0].client, h: NewSharded(api, o), prefix: "/admin"}
 	return s, shards
 }

@@ -22,7 +22,10 @@
 // and refuses every POST with 403. Job content is attacker-controlled, so it is only ever
 // written through html/template's escaping, and every response carries a strict
 // Content-Security-Policy (no inline script or style, no framing). Redirects after a change go
-// only to paths under the handler's own prefix.
+// only to paths under the handler's own prefix. Only IP addresses, localhost and
+// Options.AllowedHosts are served (DNS rebinding); a cross-site GET of a page that scans Redis
+// is refused, and every page reads a bounded number of jobs. Forms name jobs by a digest
+// (exq.JobRecord.Ref), never by the raw document. See docs/security.md.
 package web
 
 import (
@@ -67,6 +70,13 @@ type Options struct {
 	PageSize int
 	// Logger receives the errors the pages meet (Redis failures). Default slog.Default().
 	Logger *slog.Logger
+	// AllowedHosts are the host names (with or without a port) browsers use to reach the
+	// dashboard, such as "admin.example.com" behind a proxy. Requests for any other name are
+	// refused with 421 Misdirected Request: that is what stops DNS rebinding, where a page on
+	// an attacker's name pointed at 127.0.0.1 would otherwise read the dashboard and post its
+	// forms. "localhost" and IP addresses are always served; "*" serves every name (only for
+	// a handler that a proxy in front already restricts). Default: none.
+	AllowedHosts []string
 }
 
 // handler serves the dashboard.
@@ -153,8 +163,9 @@ const (
 	csrfField  = "csrf"
 )
 
-// maxFormBytes bounds a POST body: a bulk action carries the raw jobs of one page.
-const maxFormBytes = 32 << 20
+// maxFormBytes bounds a POST body: a bulk action carries the Refs of one page (about 60
+// bytes each, at most 500), never the jobs themselves.
+const maxFormBytes = 1 << 20
 
 type ctxKey int
 
@@ -168,6 +179,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "same-origin")
 
 	// The path below the prefix: as it came (behind http.StripPrefix), or with the prefix cut.
+	if !h.hostAllowed(r.Host) {
+		refuseHost(w)
+		return
+	}
 	path, raw := r.URL.Path, r.URL.RawPath
 	if pre := h.opts.Prefix; pre != "" && (path == pre || strings.HasPrefix(path, pre+"/")) {
 		path = strings.TrimPrefix(path, pre)
@@ -179,6 +194,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Path, r2.URL.RawPath = path, raw
+	if r.Method == http.MethodGet && !crossSiteAllowed(r, path) {
+		h.refuseCrossSite(w, r2)
+		return
+	}
 
 	token := h.csrfToken(w, r)
 	if r.Method == http.MethodPost {
@@ -187,7 +206,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r2.Body = http.MaxBytesReader(w, r2.Body, maxFormBytes)
-		if !sameOrigin(r) || !validToken(r2, token) {
+		if !h.sameOrigin(r) || !validToken(r2, token) {
 			h.errorPage(w, r2, http.StatusForbidden, "The form's security token is missing or wrong (CSRF check). Reload the page and try again.")
 			return
 		}
@@ -225,19 +244,13 @@ func validToken(r *http.Request, token string) bool {
 }
 
 // sameOrigin refuses what browsers say came from another site, on top of the token.
-func sameOrigin(r *http.Request) bool {
+func (h *handler) sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 	default:
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return false
-		}
-	}
-	return true
+	return h.originAllowed(r)
 }
 
 // redirect sends the browser, after a change, to back if it is a path under the prefix, else

@@ -63,6 +63,9 @@ func newFixture(t *testing.T, o Options) *fixture {
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
+	if o.AllowedHosts == nil {
+		o.AllowedHosts = []string{"example.com"} // httptest.NewRequest's Host
+	}
 	f := &fixture{t: t, rdb: rdb, client: client, ns: ns, keys: wire.NewKeys(ns), api: api, h: New(api, o), prefix: strings.TrimRight(o.Prefix, "/")}
 	return f
 }
@@ -619,7 +622,7 @@ func TestPrefixWithAndWithoutStripPrefix(t *testing.T) {
 			assert.Equal(t, "/admin/exq/retries?done=deleted&n=0", loc, "%s: back=%q", name, evil)
 		}
 	}
-	f.h = New(f.api, Options{Prefix: "/admin/exq"})
+	f.h = New(f.api, Options{Prefix: "/admin/exq", AllowedHosts: []string{"example.com"}})
 	req := httptest.NewRequest(http.MethodGet, "/admin/exq", nil)
 	res, _ := f.do(req)
 	assert.Equal(t, http.StatusFound, res.StatusCode)

@@ -80,7 +80,7 @@ func (s *shots) save(name string, png []byte) {
 // browser starts a headless Chromium of its own (fresh profile, no network but the test's)
 // and returns a chromedp context for one tab. A missing chromium skips the test loudly, and
 // fails it under CI=true.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	if _, err := exec.LookPath(chromiumPath); err != nil {
 		testutil.SkipMissing(t, "needs Debian's chromium at "+chromiumPath+" (apt-get install chromium)")
@@ -96,6 +96,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
+	opts = append(opts, extra...)
 	ctx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	ctx, cancelTab := chromedp.NewContext(ctx)

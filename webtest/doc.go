@@ -3,5 +3,5 @@
 // chromedp.
 //
 //	cd webtest && go test ./...                                  # screenshots in a temp folder
-//	cd webtest && go test ./... -screenshots ../docs/screenshots  # refresh the README's
+//	cd webtest && go test ./... -screenshots ../docs/screenshots  # refresh the docs' screenshots
 package webtest

@@ -5,7 +5,7 @@ go 1.25
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/exqgo/exq v0.0.0
+	github.com/exqgo/exq v0.0.0-20261201221851-ebdce364c986
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
@@ -20,5 +20,3 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
-
-replace github.com/exqgo/exq => ../

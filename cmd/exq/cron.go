@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -147,11 +148,17 @@ func (a *app) cronAddCmd() *cobra.Command {
 		Use:   "add NAME SPEC QUEUE CLASS [ARGS]",
 		Short: "Create a periodic job",
 		Long: `Create a periodic job. SPEC is a cron line ('0 9 * * 1-5', 6 fields with seconds first, a
-zone at the end), @hourly… or '@every 30s'; ARGS a JSON array (default []).`,
+zone at the end), @hourly… or '@every 30s'; ARGS a JSON array (default []). Without a zone in
+SPEC or --timezone, each node reads SPEC in its own local zone (TZ), as the library's
+PeriodicJob and sidekiq-cron do. A CLASS that looks like JSON args or a QUEUE or CLASS that
+looks like a cron line exits 2: the arguments are in the wrong order.`,
 		Example: `  exq cron add nightly '0 3 * * *' reports Reports.Nightly '[1,"full"]' --timezone Europe/Paris`,
 		Args:    nArgs(4, 5, "cron add NAME SPEC QUEUE CLASS [ARGS]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkCronOrder(args); err != nil {
+				return err
+			}
 			raw := json.RawMessage("[]")
 			if len(args) == 5 {
 				if err := checkArgsJSON("ARGS", args[4]); err != nil {
@@ -182,8 +189,24 @@ zone at the end), @hourly… or '@every 30s'; ARGS a JSON array (default []).`,
 			return a.say(toPeriodicJSON(st), "added periodic job %s (%s, %s)", st.Name, st.Spec, next)
 		},
 	}
-	c.Flags().StringVar(&timezone, "timezone", "", "time zone of SPEC (e.g. Europe/Paris; default UTC)")
+	c.Flags().StringVar(&timezone, "timezone", "", "time zone of SPEC (e.g. Europe/Paris; default: each node's local zone, TZ)")
 	c.Flags().StringVar(&description, "description", "", "what it is for")
 	c.Flags().BoolVar(&disabled, "disabled", false, "create it disabled")
 	return c
+}
+
+// checkCronOrder refuses the arguments of cron add given in another order than NAME SPEC QUEUE
+// CLASS [ARGS] (QUEUE left out, so that CLASS got the args): nothing else notices, and the
+// schedule would enqueue jobs of a class nobody runs.
+func checkCronOrder(args []string) error {
+	const order = "NAME SPEC QUEUE CLASS [ARGS]"
+	if err := checkClassArg(args[3], order); err != nil {
+		return err
+	}
+	for i, what := range map[int]string{0: "NAME", 2: "QUEUE"} {
+		if v := strings.TrimSpace(args[i]); strings.HasPrefix(v, "@") || strings.Count(v, " ") >= 4 {
+			return usagef("%s %q looks like a cron SPEC: the order is %s", what, args[i], order)
+		}
+	}
+	return nil
 }

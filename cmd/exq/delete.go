@@ -22,7 +22,7 @@ func (a *app) deleteCmd() *cobra.Command {
 		Use:   "delete JID | --all --set SET | --queue QUEUE",
 		Short: "Delete one job, every job of a set, or a queue and its jobs",
 		Long: `Delete one job (waiting in a queue, or in retry, schedule or dead; --set looks in that set
-only), every job of a set (--all --set dead|retry|schedule), or a queue with its waiting jobs
+only; a stored document that is no job is named by the ref:… the listings show for it), every job of a set (--all --set dead|retry|schedule), or a queue with its waiting jobs
 (--queue).
 
 The bulk forms ask for confirmation on a terminal and need --force otherwise; they show a

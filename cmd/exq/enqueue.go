@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -15,23 +17,30 @@ func (a *app) enqueueCmd() *cobra.Command {
 	var at, jid string
 	var maxRetries int
 	c := &cobra.Command{
-		Use:   "enqueue QUEUE CLASS ARGS",
-		Short: "Enqueue a job; ARGS is a JSON array",
-		Long: `Enqueue a job of CLASS on QUEUE with ARGS, a JSON array, now or later (--in, --at).
-Bad input (ARGS not an array, a negative --in or --max-retries, an --at in the past) exits 2 and
-writes nothing. A warning on stderr says when no live node subscribes to QUEUE or it is paused.`,
+		Use:   "enqueue QUEUE CLASS [ARGS]",
+		Short: "Enqueue a job; ARGS is a JSON array (default [])",
+		Long: `Enqueue a job of CLASS on QUEUE with ARGS, a JSON array (default []), now or later (--in,
+--at; an --at that has passed runs it now, as the library's EnqueueAt does). Bad input (ARGS not
+an array, a CLASS that looks like JSON args, a negative --in or --max-retries) exits 2 and writes
+nothing. A warning on stderr says when no live node subscribes to QUEUE or it is paused.`,
 		Example: `  exq enqueue mail MyApp.SendEmail '[42,"welcome"]' --max-retries 3
   exq enqueue mail MyApp.SendEmail '[42,"tips"]' --in 24h`,
-		Args:              nArgs(3, 3, "enqueue QUEUE CLASS ARGS"),
+		Args:              nArgs(2, 3, "enqueue QUEUE CLASS [ARGS]"),
 		ValidArgsFunction: a.complete(queueNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := a.oneNamespace("enqueue"); err != nil {
 				return err
 			}
-			q, class, raw := args[0], args[1], json.RawMessage(args[2])
-			if err := checkArgsJSON("ARGS", args[2]); err != nil {
+			q, class, raw := args[0], args[1], json.RawMessage("[]")
+			if err := checkClassArg(class, "QUEUE CLASS [ARGS]"); err != nil {
 				return err
+			}
+			if len(args) == 3 {
+				if err := checkArgsJSON("ARGS", args[2]); err != nil {
+					return err
+				}
+				raw = json.RawMessage(args[2])
 			}
 			var opts []exq.EnqueueOption
 			if cmd.Flags().Changed("max-retries") {
@@ -57,10 +66,11 @@ writes nothing. A warning on stderr says when no live node subscribes to QUEUE o
 				if err != nil {
 					return usagef("--at %q: want an RFC 3339 time like 2030-01-02T15:04:05Z", at)
 				}
-				if !t.After(time.Now()) {
-					return usagef("--at %s is in the past (leave --at out to run it now)", at)
+				if t.After(time.Now()) {
+					due = t
+				} else {
+					a.warnf("--at %s has passed: the job runs now", at)
 				}
-				due = t
 			}
 			// Refuse bad input before connecting, so nothing is ever written for it.
 			if _, err := exq.PrepareJob(time.Now(), exq.JobSpec{Queue: q, Class: class, Args: raw, At: due, Options: opts}); err != nil {
@@ -132,6 +142,19 @@ func checkArgsJSON(name, s string) error {
 	var list []json.RawMessage
 	if err := json.Unmarshal([]byte(s), &list); err != nil {
 		return usagef("%s must be a JSON array, like '[42,\"welcome\"]'; got %s", name, s)
+	}
+	return nil
+}
+
+// checkClassArg refuses a CLASS that cannot be one: empty is left to the library, but JSON
+// (args given where the class goes, an argument forgotten before it) or space is a command line
+// in the wrong order, which would otherwise create a job nothing runs.
+func checkClassArg(class, order string) error {
+	if t := strings.TrimSpace(class); t != "" && strings.ContainsAny(t[:1], `[{"`) {
+		return usagef("CLASS %q looks like JSON args: the order is %s", class, order)
+	}
+	if strings.ContainsFunc(class, unicode.IsSpace) {
+		return usagef("CLASS %q contains a space: the order is %s", class, order)
 	}
 	return nil
 }

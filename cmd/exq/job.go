@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // place is where one copy of a job is: a queue, a set, or running on a node.
@@ -147,6 +146,22 @@ func nodeRuntimes(ctx context.Context, api *exq.API) (map[string]string, error) 
 	return m, nil
 }
 
+// What exq job shows of a job, at most: its args and error (runes), backtrace lines, and its
+// raw document pretty-printed (bytes) and indented (levels; deeper values stay on one line).
+const (
+	maxShownArgs   = 4096
+	maxShownTrace  = 200
+	maxShownRaw    = 64 << 10
+	maxPrettyDepth = 32
+)
+
+func (p place) jid() string {
+	if j, err := p.rec.Job(); err == nil {
+		return j.JID
+	}
+	return "JID"
+}
+
 func (a *app) showJob(places []place) error {
 	rec := places[0].rec
 	bt := backtrace(rec.Raw)
@@ -171,7 +186,7 @@ func (a *app) showJob(places []place) error {
 		line("JID", j.JID)
 		line("CLASS", j.Class)
 		line("QUEUE", j.Queue)
-		line("ARGS", string(j.Args))
+		line("ARGS", cut(string(j.Args), maxShownArgs))
 		line("RETRIES", fmt.Sprintf("%s, %s allowed", count(j.RetryCount, "failed run", "failed runs"), count(j.MaxRetries, "retry", "retries")))
 		for _, t := range []struct {
 			k string
@@ -182,21 +197,26 @@ func (a *app) showJob(places []place) error {
 			}
 		}
 		if e := errorText(j); e != "" {
-			line("ERROR", e)
+			line("ERROR", cut(e, maxShownArgs))
 		}
 	}
 	if len(bt) > 0 {
 		line("BACKTRACE", "")
-		for _, l := range bt {
-			fmt.Fprintf(w, "  %s\n", l)
+		for i, l := range bt {
+			if i == maxShownTrace {
+				fmt.Fprintf(w, "  … %d more line(s) (--json prints them all)\n", len(bt)-i)
+				break
+			}
+			fmt.Fprintf(w, "  %s\n", cut(l, 500))
 		}
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, []byte(rec.Raw), "  ", "  ") == nil {
-		line("RAW", "")
-		fmt.Fprintf(w, "  %s\n", pretty.String())
-	} else {
-		line("RAW", rec.Raw)
+	// Pretty-printed within bounds: a document nested 10 000 deep or megabytes long is shown
+	// cut, with where to get it whole.
+	pretty, truncated := textsafe.Pretty([]byte(rec.Raw), maxPrettyDepth, maxShownRaw)
+	line("RAW", "")
+	fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(pretty, "\n", "\n  "))
+	if truncated {
+		fmt.Fprintf(w, "  (cut at %d KiB of %d bytes; exq job %s --json prints it whole)\n", maxShownRaw>>10, len(rec.Raw), textsafe.Terminal(places[0].jid()))
 	}
 	_, err = fmt.Fprint(a.stdout, w.String())
 	return err

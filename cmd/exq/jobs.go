@@ -147,7 +147,8 @@ func (a *app) records(recs []exq.JobRecord, withAt bool) error {
 	}
 	rows := make([][]any, len(recs))
 	for i, r := range recs {
-		row := []any{"?", "<undecodable>", "", cut(r.Raw, 50), "", ""}
+		// No jid to name it by: its Ref, which exq job, retry and delete take in place of one.
+		row := []any{r.Ref(), "<undecodable>", "", cut(r.Raw, 50), "", ""}
 		if j, err := r.Job(); err == nil {
 			row = []any{j.JID, j.Class, j.Queue, cut(string(j.Args), 50), j.RetryCount, cut(errorText(j), 60)}
 		}

@@ -22,7 +22,7 @@ import (
 // compressed backtrace.
 func failedJob(jid string) string {
 	return fmt.Sprintf(`{"class":"Billing.Charge","args":[42,{"plan":"pro"}],"queue":"billing","jid":"%s","retry":3,"retry_count":3,`+
-		`"created_at":1700000000.25,"enqueued_at":1700000100.5,"failed_at":1700000200.75,"retried_at":1700000300,`+
+		`"created_at":1700000000.25,"enqueued_at":1700000100.5,"failed_at":1700000200.75,"retried_at":1700000300.0,`+
 		`"error_class":"Stripe::CardError","error_message":"card declined","backtrace":true,"error_backtrace":"%s"}`,
 		jid, wire.CompressBacktrace([]string{"app/billing.rb:12:in `charge'", "app/worker.rb:3:in `perform'"}))
 }

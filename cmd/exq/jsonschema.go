@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// The --json schema (README "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
+// The --json schema (docs/operating.md, "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
 // when unknown), durations as milliseconds. Every command prints one of these, a list of
 // them, or a small object saying what it did.
 
@@ -40,19 +44,44 @@ type jobJSON struct {
 	FailedAt     *time.Time      `json:"failed_at,omitempty"`
 	RetriedAt    *time.Time      `json:"retried_at,omitempty"`
 	// At is the job's time in a set: due (retry, schedule) or died (dead).
-	At          *time.Time `json:"at,omitempty"`
-	Raw         string     `json:"raw"`
-	DecodeError string     `json:"decode_error,omitempty"`
+	At  *time.Time `json:"at,omitempty"`
+	Raw string     `json:"raw"`
+	// RawBase64 is the stored document byte for byte when it is not valid UTF-8 (which JSON
+	// strings cannot hold: raw then has U+FFFD in place of each bad byte).
+	RawBase64   string `json:"raw_base64,omitempty"`
+	DecodeError string `json:"decode_error,omitempty"`
+	// ArgsError says why args is null although the job has some: nested deeper than JSON
+	// output allows (raw holds them as they are).
+	ArgsError string `json:"args_error,omitempty"`
+}
+
+// maxJSONDepth is how deep a document may nest to be embedded in --json output as JSON:
+// encoding/json refuses more than 10 000 levels, and one such job made the whole output fail.
+const maxJSONDepth = 1000
+
+// embeddable returns raw when it can be embedded in the output as JSON, or null and why not.
+func embeddable(raw json.RawMessage) (json.RawMessage, string) {
+	if d := textsafe.Depth(raw); d > maxJSONDepth {
+		return json.RawMessage("null"), fmt.Sprintf("nested %d levels deep, more than the %d that --json embeds; see raw", d, maxJSONDepth)
+	}
+	if !json.Valid(raw) {
+		return json.RawMessage("null"), "not valid JSON; see raw"
+	}
+	return raw, ""
 }
 
 func toJobJSON(r exq.JobRecord) jobJSON {
 	out := jobJSON{Raw: r.Raw, At: ts(r.At), Args: json.RawMessage("null")}
+	if !utf8.ValidString(r.Raw) {
+		out.RawBase64 = base64.StdEncoding.EncodeToString([]byte(r.Raw))
+	}
 	j, err := r.Job()
 	if err != nil {
 		out.DecodeError = err.Error()
 		return out
 	}
-	out.JID, out.Class, out.Queue, out.Args = j.JID, j.Class, j.Queue, j.Args
+	out.JID, out.Class, out.Queue = j.JID, j.Class, j.Queue
+	out.Args, out.ArgsError = embeddable(j.Args)
 	out.RetryCount, out.MaxRetries = j.RetryCount, j.MaxRetries
 	out.ErrorClass, out.ErrorMessage = j.ErrorClass, j.ErrorMessage
 	out.EnqueuedAt, out.CreatedAt, out.FailedAt, out.RetriedAt = ts(j.EnqueuedAt), ts(j.CreatedAt), ts(j.FailedAt), ts(j.RetriedAt)
@@ -148,7 +177,11 @@ type periodicJSON struct {
 }
 
 func toPeriodicJSON(s exq.PeriodicState) periodicJSON {
-	return periodicJSON{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Class: s.Class, Args: s.Args, Description: s.Description,
+	args, why := embeddable(s.Args)
+	if why != "" && s.Problem == "" {
+		s.Problem = "args " + why
+	}
+	return periodicJSON{Name: s.Name, Spec: s.Spec, Queue: s.Queue, Class: s.Class, Args: args, Description: s.Description,
 		Enabled: s.Enabled, LastEnqueued: ts(s.LastEnqueued), Next: ts(s.Next), Problem: s.Problem}
 }
 

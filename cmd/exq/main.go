@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 func main() {
@@ -44,7 +45,7 @@ type env struct {
 	stdinTTY, stdoutTTY, stderrTTY bool
 }
 
-// Exit codes (README "The exq command").
+// Exit codes (docs/operating.md, "The exq command").
 const (
 	exitOK    = 0
 	exitError = 1 // Redis failed, something was not found, a confirmation was declined
@@ -66,12 +67,18 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func run(ctx context.Context, args []string, e env) int {
 	redis.SetLogger(quietLogger{})
-	a := &app{env: e}
+	a := &app{env: e, rawStdout: e.stdout, rawStderr: e.stderr}
+	// Everything printed may hold strings read from Redis: nothing reaches a terminal
+	// unescaped (textsafe), and --json output is valid JSON whatever the bytes in Redis.
+	termOut, jsonOut, termErr := textsafe.NewTerminalWriter(e.stdout), textsafe.NewJSONWriter(e.stdout), textsafe.NewTerminalWriter(e.stderr)
+	a.stdout = outWriter{a: a, term: termOut, json: jsonOut}
+	a.stderr = termErr
+	defer func() { _, _, _ = termOut.Flush(), jsonOut.Flush(), termErr.Flush() }()
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
-	root.SetOut(e.stdout)
-	root.SetErr(e.stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	a.close()
 	if err == nil {
@@ -86,8 +93,21 @@ func run(ctx context.Context, args []string, e env) int {
 	if code == exitUsage {
 		msg += fmt.Sprintf(" (see %s --help)", name)
 	}
-	fmt.Fprintf(e.stderr, "%s: %s\n", name, oneLine(msg))
+	fmt.Fprintf(a.stderr, "%s: %s\n", name, oneLine(msg))
 	return code
+}
+
+// outWriter is stdout made safe: as JSON text with --json, for a terminal otherwise.
+type outWriter struct {
+	a          *app
+	term, json *textsafe.Writer
+}
+
+func (w outWriter) Write(p []byte) (int, error) {
+	if w.a.json {
+		return w.json.Write(p)
+	}
+	return w.term.Write(p)
 }
 
 // exitCode sorts an error into runtime failure (1) and bad input (2).

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
+
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 func (a *app) printJSON(v any) error {
@@ -21,7 +24,7 @@ func (a *app) table(header []string, rows [][]any) error {
 	for _, r := range rows {
 		cells := make([]string, len(r))
 		for i, v := range r {
-			cells[i] = fmt.Sprint(v)
+			cells[i] = textsafe.Terminal(fmt.Sprint(v)) // a tab or line break in Redis must not break the table
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -72,12 +75,21 @@ func ago(t time.Time) string {
 	return fmt.Sprintf("%dd%s", int(d/(24*time.Hour)), (d % (24 * time.Hour)).Round(time.Minute))
 }
 
+// cut keeps the first n runes of s on one line, with "…" when it cut; it reads no further
+// than it keeps (a job may be megabytes).
 func cut(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	i := 0
+	for k := 0; i < len(s); k++ {
+		if k == n-1 {
+			if len(s)-i > utf8.UTFMax || utf8.RuneCountInString(s[i:]) > 1 {
+				return strings.ReplaceAll(s[:i], "\n", " ") + "…"
+			}
+			break
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 	}
-	return s
+	return strings.ReplaceAll(s, "\n", " ")
 }
 
 // count is n with one or many, whichever fits ("1 job", "2 jobs").

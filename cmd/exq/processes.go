@@ -80,7 +80,7 @@ func (a *app) busyCmd() *cobra.Command {
 			}
 			rows := make([][]any, len(busy))
 			for i, b := range busy {
-				jid, class, args := "?", "<undecodable>", cut(b.Raw, 50)
+				jid, class, args := b.Ref(), "<undecodable>", cut(b.Raw, 50)
 				if j, err := b.Job(); err == nil {
 					jid, class, args = j.JID, j.Class, cut(string(j.Args), 50)
 				}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // progress reports a bulk operation on stderr: a bar (progressbar) redrawn in place on a
@@ -22,16 +24,17 @@ type progress struct {
 }
 
 func (a *app) newProgress(label string, total int) *progress {
+	label = textsafe.Terminal(label) // it goes to the raw stream on a terminal
 	p := &progress{label: label, total: total, w: a.stderr, every: time.Second}
 	if a.stderrTTY {
 		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(a.stderr),
+			progressbar.OptionSetWriter(a.rawStderr), // its own \r and escapes; the label is ours
 			progressbar.OptionSetDescription(label),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.stderr) }),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.rawStderr) }),
 		)
 	}
 	return p

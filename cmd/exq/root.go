@@ -21,10 +21,13 @@ var defaultRedisURL = "redis://127.0.0.1:6379/0"
 // app is one invocation: its flags, where it prints, and its connection once made.
 type app struct {
 	env
-	redisURL  string
-	namespace string
-	json      bool
-	timeout   time.Duration
+	// rawStdout and rawStderr are the streams as given, for the command's own control
+	// sequences (the progress bar, --watch's clear screen); stdout and stderr escape them.
+	rawStdout, rawStderr io.Writer
+	redisURL             string
+	namespace            string
+	json                 bool
+	timeout              time.Duration
 
 	nss     []string        // the namespaces, in --namespace order
 	api     *exq.API        // one namespace; nil with several or before connect
@@ -40,7 +43,7 @@ func (a *app) rootCmd() *cobra.Command {
 		Long: `exq operates the jobs in a Redis shared by exq, Exq and Sidekiq nodes: counters, queues,
 one job wherever it is, retry/scheduled/dead jobs, processes, periodic jobs, signals to nodes.
 
-Tables are for people; --json prints one snake_case schema for scripts (README "JSON output").
+Tables are for people; --json prints one snake_case schema for scripts (docs/operating.md, "JSON output").
 Exit status: 0 done; 1 failed (Redis unreachable, not found, not confirmed); 2 bad command
 line or input (nothing was written).`,
 		SilenceErrors:     true,
@@ -50,7 +53,7 @@ line or input (nothing was written).`,
 	f := root.PersistentFlags()
 	f.StringVar(&a.redisURL, "redis-url", "", "Redis to use (default $EXQ_REDIS_URL, else "+defaultRedisURL+")")
 	f.StringVarP(&a.namespace, "namespace", "n", exq.DefaultNamespace,
-		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}'`)
+		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}' (default $EXQ_NAMESPACE, else `+exq.DefaultNamespace+`)`)
 	f.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	f.DurationVar(&a.timeout, "timeout", time.Minute, "time limit for the whole command")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
@@ -65,11 +68,17 @@ line or input (nothing was written).`,
 		c.GroupID = "act"
 		root.AddCommand(c)
 	}
+	strictCompletion(root)
 	return root
 }
 
 // prepare checks the global flags and sets the command's time limit, before any command runs.
 func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	if f := cmd.Flags().Lookup("namespace"); f != nil && !f.Changed {
+		if ns := a.getenv("EXQ_NAMESPACE"); ns != "" {
+			a.namespace = ns // as $EXQ_REDIS_URL stands for --redis-url; -n "" still means none
+		}
+	}
 	nss, err := parseNamespaces(a.namespace)
 	if err != nil {
 		return err
@@ -234,5 +243,27 @@ func nArgs(minN, maxN int, form string) cobra.PositionalArgs {
 			return usagef("want %s, got %d argument(s)", form, len(args))
 		}
 		return nil
+	}
+}
+
+// completionShells are the shells cobra's completion command writes scripts for.
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+// strictCompletion makes "exq completion SHELL" fail (exit 2, naming the shells) for a shell
+// it has no script for, where cobra prints the help and exits 0: a script that pipes
+// "exq completion tcsh" into a file would otherwise install the help text.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("give a shell: %s", strings.Join(completionShells, ", "))
+			}
+			return usagef("no script for shell %q; supported shells: %s", args[0], strings.Join(completionShells, ", "))
+		}
+		c.RunE = func(*cobra.Command, []string) error { return nil } // only reached through Args, which refuses
 	}
 }

@@ -49,7 +49,7 @@ func (a *app) watchStats(ctx context.Context, every time.Duration) error {
 	for {
 		rctx, cancel := context.WithTimeout(ctx, a.timeout)
 		if a.stdoutTTY && !a.json {
-			fmt.Fprint(a.stdout, "\x1b[H\x1b[2J") // home and clear, as watch(1) redraws
+			fmt.Fprint(a.rawStdout, "\x1b[H\x1b[2J") // home and clear, as watch(1) redraws
 		}
 		err := a.showStats(rctx, every)
 		cancel()

@@ -21,6 +21,7 @@ const untimed = "untimed"
 func (a *app) webCmd() *cobra.Command {
 	var addr, prefix, title string
 	var readOnly bool
+	var hosts []string
 	c := &cobra.Command{
 		Use:   "web",
 		Short: "Serve the web dashboard until interrupted",
@@ -30,7 +31,9 @@ page sums them and each shard has the whole dashboard under /shards/<n>/.
 
 The dashboard has no login of its own, so the default address is loopback only. To open it to
 others, put a proxy that authenticates in front of it (with --prefix if the proxy serves it under
-a path), or serve it --read-only.`,
+a path), or serve it --read-only. It serves only requests for an IP address, localhost, the
+--addr host and each --allowed-host name (the names a proxy or browsers use): that stops DNS
+rebinding, where a web page on an attacker's name pointed at 127.0.0.1 would reach it.`,
 		Example:     "  exq web\n  exq web --addr 127.0.0.1:8080 --read-only --namespace '{exq}'",
 		Args:        nArgs(0, 0, "no argument"),
 		Annotations: map[string]string{untimed: "true"},
@@ -38,13 +41,17 @@ a path), or serve it --read-only.`,
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return usagef("--addr %q: %v (want host:port, such as 127.0.0.1:7070)", addr, err)
 			}
-			return a.serveWeb(cmd.Context(), addr, web.Options{Prefix: prefix, ReadOnly: readOnly, Title: title})
+			if h, _, _ := net.SplitHostPort(addr); h != "" && net.ParseIP(h) == nil {
+				hosts = append(hosts, h)
+			}
+			return a.serveWeb(cmd.Context(), addr, web.Options{Prefix: prefix, ReadOnly: readOnly, Title: title, AllowedHosts: hosts})
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "host:port to listen on")
 	c.Flags().BoolVar(&readOnly, "read-only", false, "show everything, change nothing (no buttons; every POST is refused)")
 	c.Flags().StringVar(&prefix, "prefix", "", "path the dashboard is reached under behind a proxy, such as /admin/exq")
 	c.Flags().StringVar(&title, "title", "", "title in the header (default exq)")
+	c.Flags().StringArrayVar(&hosts, "allowed-host", nil, "a host name browsers use to reach the dashboard, such as admin.example.com (repeat for more)")
 	return c
 }
 
@@ -64,7 +71,11 @@ func (a *app) serveWeb(ctx context.Context, addr string, o web.Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if beyondLoopback(ln) {
+		a.warnf("exq web listens on %s, beyond loopback, and the dashboard has no login: anyone who reaches it can see and change every job; put an authenticating proxy in front of it or use --read-only", ln.Addr())
+	}
+	ln = limitListener(ln, defaultWebLimits.maxConns)
+	srv := newWebServer(h, defaultWebLimits)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	u, _ := a.target()

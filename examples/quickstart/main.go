@@ -52,6 +52,8 @@ func run() error {
 
 	done := make(chan string, 16)
 	var flakyRuns atomic.Int32
+	// Workers are given to Start, so they are there before the first fetch: jobs already
+	// waiting in Redis run at once.
 	e, err := exq.Start(ctx, exq.Options{
 		RedisURL:  url,
 		Namespace: "exq-quickstart",
@@ -61,6 +63,10 @@ func run() error {
 		Backoff:              func(int, *exq.Job) time.Duration { return time.Second },
 		SchedulerPollTimeout: 50 * time.Millisecond,
 		Workers: map[string]exq.Worker{
+			Greet{}.Class(): exq.Typed(func(ctx context.Context, job *exq.Job, g Greet) error {
+				done <- fmt.Sprintf("Quickstart.Greet    jid=%s  hello, %s", job.JID, g.Name)
+				return nil
+			}),
 			"Quickstart.Flaky": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
 				if flakyRuns.Add(1) == 1 {
 					fmt.Printf("Quickstart.Flaky    jid=%s  attempt 1 fails (it goes to the retry set)\n", job.JID)
@@ -80,13 +86,6 @@ func run() error {
 			log.Print(err)
 		}
 	}()
-	err = exq.AddWorker(e, func(ctx context.Context, job *exq.Job, g Greet) error {
-		done <- fmt.Sprintf("Quickstart.Greet    jid=%s  hello, %s", job.JID, g.Name)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 
 	for _, name := range []string{"Ada", "Grace", "Linus"} {
 		if _, err := exq.EnqueueArgs(ctx, e, Greet{Name: name}); err != nil {

@@ -27,8 +27,11 @@ for i = 1, (#ARGV - 2) / 2 do
   local got = {redis.call('LLEN', dst)}
   if redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
     for _ = 1, tonumber(ARGV[2*i + 2]) do
-      local job = redis.call('RPOPLPUSH', src, dst)
+      -- RPOP, then LPUSH, not RPOPLPUSH: the first write is a removal, so the fetch runs when
+      -- Redis is out of memory (scripts.go). (LLEN above failed if dst is not a list.)
+      local job = redis.call('RPOP', src)
       if not job then break end
+      redis.call('LPUSH', dst, job)
       got[#got + 1] = job
     end
     if #got > 1 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end

@@ -1,6 +1,6 @@
--- fetch_limited: fetch.lua for a poll where some queue has a cluster-wide limit or leases to
--- release: take up to n jobs from each of several queues into this node's backup lists, in one
--- round trip (the poll loop's only Redis call), within the queues' cluster-wide limits.
+-- fetch_limited: fetch.lua for a poll where some queue has a cluster-wide limit: take up to n
+-- jobs from each of several queues into this node's backup lists, in one round trip (the poll
+-- loop's only Redis call), within the queues' cluster-wide limits.
 --
 -- A queue named in the paused set gives nothing: reading the set here, in the same script,
 -- means no fetch that starts after PauseQueue returned can take a job of that queue, on any
@@ -9,7 +9,18 @@
 -- A queue with a global limit gives a job only with a lease: a member of its leases set scored
 -- by when it expires. Expired leases (a node killed without releasing them) are dropped first,
 -- so the count of live leases is the count of jobs running, and cannot drift. The node releases
--- a lease when its job ends by naming it in a later fetch.
+-- a lease as soon as its job ends, in a call of its own, so every node sees the slot free at
+-- its next poll; its own next fetch names the lease too (the call may not have arrived yet),
+-- so that it does not count the lease as its own.
+--
+-- Slots are shared: while other nodes wait for one (their last fetch of the queue was held
+-- back by the limit, the queue had jobs, and they will ask again within the patience they
+-- gave), a node takes a slot only while it holds no more leases than the waiting node that
+-- holds fewest. So no node holds more than its share, ceil(limit / the nodes waiting, itself
+-- included), and when the limit does not divide evenly no waiting node is left with none. A
+-- node alone, or among nodes that got what they asked for, takes every free slot. So no node
+-- keeps the slots it frees for itself (a node behind a slow link held the whole limit that
+-- way), and the nodes that ask more often cannot starve one that asks less often.
 --
 -- A queue with a rate gives a job only while (a) fewer than N jobs started in the last window
 -- (its starts set: a log, so "at most N in any window" holds exactly, at period edges too),
@@ -22,11 +33,12 @@
 --
 -- KEYS[1] P paused   KEYS[2] P heartbeats   KEYS[3] P heartbeat_epochs
 -- KEYS[4] P backup_queues:<node>
--- KEYS[5i..5i+4] for queue i: P queue:<q>, P queue:backup::<node>::<q>, P leases:<q>,
---                  P starts:<q>, P rate_pace:<q>
+-- KEYS[6i-1..6i+4] for queue i: P queue:<q>, P queue:backup::<node>::<q>, P leases:<q>,
+--                  P starts:<q>, P rate_pace:<q>, P lease_waiters:<q>
 -- ARGV[1] node   ARGV[2] lease lifetime in seconds (the node's heartbeat window)
--- ARGV[3] its incarnation token ('' for a node without heartbeats: no check)
--- ARGV[7i-3..7i+3] for queue i: name, most jobs to take, global limit (0: none), rate N (0:
+-- ARGV[3] patience in seconds: how long this node counts as waiting after a fetch held back
+-- ARGV[4] its incarnation token ('' for a node without heartbeats: no check)
+-- ARGV[7i-2..7i+4] for queue i: name, most jobs to take, global limit (0: none), rate N (0:
 --                  none), rate window in seconds, the first number for new lease and start
 --                  members ("<node>:<number>", numbered in the order the jobs are taken),
 --                  how many leases to release; then, after every queue's seven, the leases to
@@ -36,19 +48,20 @@
 -- earlier fetch whose reply was lost, e.g. when a client library sent this script again after
 -- the connection broke. wait is -1 unless a limit held jobs back that the queue still has: then
 -- the milliseconds until the rate allows the next start, or 0 when the node cannot know (every
--- lease is taken, or the queue is paused).
+-- lease or its share is taken, or the queue is paused).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local node, ttl = ARGV[1], tonumber(ARGV[2])
-if ARGV[3] ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET', KEYS[3], node) ~= ARGV[3]) then
+local node, ttl, patience = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if ARGV[4] ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET', KEYS[3], node) ~= ARGV[4]) then
   return redis.error_reply('BURIED this node was taken for dead and its jobs were rescued')
 end
-local nq = (#KEYS - 4) / 5
-local rel = 4 + 7 * nq -- the next lease to release
+local nq = (#KEYS - 4) / 6
+local rel = 5 + 7 * nq -- the next lease to release
 local out = {}
 for i = 1, nq do
-  local k, a = 5 * i, 7 * i - 3
+  local k, a = 6 * i - 1, 7 * i - 2
   local src, dst, leases, starts, pace = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local waiters = KEYS[k + 5]
   local want, limit = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local rate, per, first = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local releases = tonumber(ARGV[a + 6])
@@ -61,11 +74,28 @@ for i = 1, nq do
   if n > 0 and redis.call('SISMEMBER', KEYS[1], ARGV[a]) == 1 then
     n, wait = 0, 0
   end
+  local capped = false -- the global limit, or this node's share of it, held jobs back
   if n > 0 and limit > 0 then
     redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
     local room = limit - redis.call('ZCARD', leases)
+    redis.call('ZREMRANGEBYSCORE', waiters, '-inf', now)
+    local waiting = redis.call('ZRANGE', waiters, 0, -1)
+    if room > 0 and #waiting > 0 then
+      -- The leases held by this node and by each waiting one ("<node>:<number>").
+      local held = {[node] = 0}
+      for _, w in ipairs(waiting) do held[w] = 0 end
+      for _, m in ipairs(redis.call('ZRANGE', leases, 0, -1)) do
+        local owner = string.match(m, '^(.*):%d+$')
+        if owner and held[owner] then held[owner] = held[owner] + 1 end
+      end
+      local least
+      for w, h in pairs(held) do
+        if w ~= node and (not least or h < least) then least = h end
+      end
+      if least then room = math.min(room, least + 1 - held[node]) end
+    end
     if room < n then
-      n, wait = math.max(room, 0), 0
+      n, wait, capped = math.max(room, 0), 0, true
     end
   end
   local tat, spacing
@@ -84,11 +114,12 @@ for i = 1, nq do
     end
   end
   for j = 1, n do
-    local job = redis.call('RPOPLPUSH', src, dst)
+    local job = redis.call('RPOP', src) -- then LPUSH: a removal first (see fetch.lua)
     if not job then
       wait = -1 -- the queue ran out: nothing is held back
       break
     end
+    redis.call('LPUSH', dst, job)
     got[#got + 1] = job
     local member = node .. ':' .. string.format('%d', first + j - 1)
     if limit > 0 then
@@ -105,6 +136,14 @@ for i = 1, nq do
   end
   if limit > 0 and took > 0 then
     redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
+  end
+  if limit > 0 and want > 0 then
+    if capped and took == n and redis.call('LLEN', src) > 0 then
+      redis.call('ZADD', waiters, now + patience, node)
+      redis.call('PEXPIRE', waiters, math.ceil(patience * 1000) + 1000)
+    else
+      redis.call('ZREM', waiters, node)
+    end
   end
   if rate > 0 and took > 0 then
     redis.call('SET', pace, string.format('%.6f', tat), 'PX', math.ceil((tat - now + per) * 1000) + 1000)

@@ -1,6 +1,23 @@
 // Package scripts holds exq's Lua scripts. Each .lua file starts with a comment naming its
 // KEYS, ARGV and reply. They run with EVALSHA and fall back to EVAL on NOSCRIPT (go-redis
 // Script.Run), so a Redis restart or SCRIPT FLUSH costs one extra round trip, never an error.
+//
+// # Out of memory
+//
+// When Redis is out of memory (maxmemory reached under noeviction), what brings new data into
+// Redis is refused and what the running nodes do with the jobs already there goes on: the
+// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue), CronSave,
+// CronStatus, StatsFlush and a node's join (Beat with "join") are refused and write nothing;
+// every other script runs (beats, fetches, acknowledgements, retries, rescues, the scheduler's
+// moves, removals). So a full Redis makes producers fail clearly while the queues drain, which
+// is what frees memory, and no live node is taken for dead for want of a beat.
+//
+// The scripts carry no shebang ("#!lua flags=allow-oom"): Redis 6 cannot compile one, and
+// Redis 7 treats a script without one by the rule Redis 6 has: out of memory when the script
+// starts, its first write that may need memory (SET, LPUSH, ZADD… but not DEL, LREM, RPOP,
+// ZREM…) is refused, and once it has written, nothing more is. So a script's first write
+// decides: the ones that must run start with a removal (Beat its deadline, Fetch RPOP then
+// LPUSH), the refused ones with an addition. scripts_oom_test.go pins every script's side.
 package scripts
 
 import (
@@ -34,6 +51,8 @@ var (
 	deadSrc string
 	//go:embed requeue.lua
 	requeueSrc string
+	//go:embed put_back.lua
+	putBackSrc string
 	//go:embed recover.lua
 	recoverSrc string
 	//go:embed schedule.lua
@@ -82,6 +101,7 @@ var (
 	Retry       = redis.NewScript(retrySrc)
 	Dead        = redis.NewScript(deadSrc)
 	Requeue     = redis.NewScript(requeueSrc)
+	PutBack     = redis.NewScript(putBackSrc)
 	Recover     = redis.NewScript(recoverSrc)
 	Schedule    = redis.NewScript(scheduleSrc)
 	EnqueueAt   = redis.NewScript(enqueueAtSrc)

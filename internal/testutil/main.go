@@ -78,22 +78,39 @@ func finish(code int, w io.Writer) int {
 	return code
 }
 
-// goCommandStderr opens the standard error of the go command that runs this test binary, or
-// returns nil when the parent is something else (a shell running the binary directly, whose
-// stderr is ours), when that stderr is a regular file, or when it cannot be opened.
+// goCommandStderr returns the standard error of the go command that runs this test binary,
+// or nil when the parent is something else (a shell running the binary directly, whose stderr
+// is ours) or it cannot be reached. go test keeps a passing package's output to itself, so
+// this is where the banner must go to be seen, a terminal, a pipe or a file
+// (go test ./interop > out 2> err) alike.
 func goCommandStderr() *os.File {
 	ppid := os.Getppid()
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
 	if err != nil || filepath.Base(exe) != "go" {
 		return nil
 	}
-	path := fmt.Sprintf("/proc/%d/fd/2", ppid)
-	// A terminal or a pipe only: opening a regular file again gives a write offset of our own,
-	// and the go command's next lines would overwrite the banner.
-	if info, err := os.Stat(path); err != nil || info.Mode().IsRegular() {
+	return stderrOf(ppid)
+}
+
+// stderrOf returns process pid's standard error, or nil. Best: the very file description it
+// writes to (stderrShared, Linux pidfd_getfd), whose offset it shares, so that what the
+// process writes later goes after the banner. Else /proc/<pid>/fd/2 opened anew: for a
+// regular file with O_APPEND (the banner lands at the end; a later write of the process, at
+// its own offset, could overwrite part of it, which is better than no banner at all).
+func stderrOf(pid int) *os.File {
+	if f := stderrShared(pid); f != nil {
+		return f
+	}
+	path := fmt.Sprintf("/proc/%d/fd/2", pid)
+	info, err := os.Stat(path)
+	if err != nil {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	flags := os.O_WRONLY
+	if info.Mode().IsRegular() {
+		flags |= os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
 		return nil
 	}
@@ -153,6 +170,6 @@ func reportSkips(w io.Writer) {
 	for _, r := range reasons {
 		fmt.Fprintf(&b, "!!!   %d skipped: %s\n", skips.reason[r], r)
 	}
-	fmt.Fprintf(&b, "!!! Install redis-server (and ruby-sidekiq ruby-redis-namespace for interop/) or set %s.\n%s\n\n", RedisURLEnv, bar)
+	fmt.Fprintf(&b, "!!! Install what each line names (CI=true makes a missing dependency fail the run).\n%s\n\n", bar)
 	_, _ = io.WriteString(w, b.String())
 }

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"math/rand"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,8 @@ type Proxy struct {
 	mu      sync.Mutex
 	target  string
 	latency time.Duration
+	jitter  time.Duration // each reply waits latency plus up to this much more
+	rnd     *rand.Rand
 	frozen  chan struct{} // closed while traffic flows; open while frozen
 	ln      net.Listener
 	conns   map[net.Conn]struct{}
@@ -138,6 +141,9 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, replies bool) {
 		if n > 0 {
 			p.mu.Lock()
 			latency, frozen := p.latency, p.frozen
+			if replies && p.jitter > 0 {
+				latency += time.Duration(p.rnd.Int63n(int64(p.jitter) + 1))
+			}
 			if !replies && p.cuts > 0 && containsAny(buf[:n], p.markers) {
 				p.cuts--
 				l.dropReply.Store(true)
@@ -203,9 +209,16 @@ func (p *Proxy) CutReplyTo(n int, markers ...string) <-chan struct{} {
 
 // SetLatency delays every reply from Redis by d, so each round trip takes d longer (0 turns it
 // off).
-func (p *Proxy) SetLatency(d time.Duration) {
+func (p *Proxy) SetLatency(d time.Duration) { p.SetJitter(d, d) }
+
+// SetJitter delays every reply from Redis by a random time between lo and hi, drawn anew for
+// each read of a reply; the replies of a connection keep their order (a slow, uneven link).
+func (p *Proxy) SetJitter(lo, hi time.Duration) {
 	p.mu.Lock()
-	p.latency = d
+	p.latency, p.jitter = lo, max(hi-lo, 0)
+	if p.rnd == nil {
+		p.rnd = rand.New(rand.NewSource(time.Now().UnixNano()))
+	}
 	p.mu.Unlock()
 }
 

@@ -22,7 +22,10 @@ type NewJob struct {
 	JID        string
 	EnqueuedAt time.Time
 	CreatedAt  time.Time
-	Retry      int
+	// Unit is how enqueued_at and created_at are written: Seconds (Exq, Sidekiq 6 and 7) or
+	// Millis (Sidekiq 8). unlocks_at, Exq's own field, stays in seconds.
+	Unit  TimeUnit
+	Retry int
 	// Unique is set for unique jobs; it adds Exq's four unique fields.
 	Unique *Unique
 	// Meta are extra top-level string fields (trace context such as "traceparent"), written
@@ -63,9 +66,9 @@ func (j NewJob) Encode() string {
 	b = append(b, `,"jid":`...)
 	b = AppendQuote(b, j.JID)
 	b = append(b, `,"enqueued_at":`...)
-	b = AppendTime(b, j.EnqueuedAt)
+	b = AppendStamp(b, j.EnqueuedAt, j.Unit)
 	b = append(b, `,"created_at":`...)
-	b = AppendTime(b, j.CreatedAt)
+	b = AppendStamp(b, j.CreatedAt, j.Unit)
 	b = append(b, `,"retry":`...)
 	b = strconv.AppendInt(b, int64(j.Retry), 10)
 	if u := j.Unique; u != nil {
@@ -141,11 +144,25 @@ type Header struct {
 }
 
 // Number is a numeric field of a job: OK is false when the field is absent or not a number.
-// (A value rather than a pointer: DecodeHeader runs for every job, and each pointer was an
-// allocation.)
+// Int is set when the literal had neither fraction nor exponent: for a timestamp, that makes it
+// integer milliseconds (Sidekiq 8) rather than float seconds (StampUnitOf). (A value rather
+// than a pointer: DecodeHeader runs for every job, and each pointer was an allocation.)
 type Number struct {
-	V  float64
-	OK bool
+	V   float64
+	OK  bool
+	Int bool
+}
+
+// Stamp reads the number as a job timestamp: integer milliseconds or float seconds, as Sidekiq
+// 8 tells them apart. Absent, zero or non-finite gives the zero time.
+func (n Number) Stamp() time.Time {
+	switch {
+	case !n.OK:
+		return time.Time{}
+	case n.Int && !math.IsInf(n.V, 0):
+		return time.UnixMilli(int64(n.V))
+	}
+	return ParseTime(n.V)
 }
 
 // ErrPoison is wrapped by DecodeHeader for documents that can never run.
@@ -287,7 +304,7 @@ func numberOf(v string) Number {
 	if err != nil {
 		return Number{}
 	}
-	return Number{f, true}
+	return Number{V: f, OK: true, Int: StampUnitOf(v) == Millis}
 }
 
 // MaxRetries interprets the retry field: an integer is the limit, true means nodeMax, and
@@ -317,7 +334,7 @@ func countOf(v string) Number {
 	if err != nil && !math.IsInf(f, 0) {
 		return Number{}
 	}
-	return Number{f, true}
+	return Number{V: f, OK: true, Int: StampUnitOf(v) == Millis}
 }
 
 // MaxCount is the largest retry count Count reports: one more failure still fits in an int.
@@ -423,6 +440,30 @@ func (o *Object) SetInt(k string, n int) { o.set(k, json.RawMessage(strconv.Itoa
 
 // SetTime sets field k to t in float epoch seconds.
 func (o *Object) SetTime(k string, t time.Time) { o.set(k, json.RawMessage(FormatTime(t))) }
+
+// SetStamp sets job timestamp field k to t in unit u.
+func (o *Object) SetStamp(k string, t time.Time, u TimeUnit) {
+	o.set(k, json.RawMessage(FormatStamp(t, u)))
+}
+
+// stampFields are the job timestamps, in the order StampUnit consults them.
+var stampFields = [...]string{"enqueued_at", "created_at", "failed_at", "retried_at"}
+
+// StampUnit is the unit the document's timestamps are written in, so that a rewrite adds
+// failed_at and retried_at in that unit and never gives one job mixed units: that of the first
+// numeric field among enqueued_at, created_at, failed_at and retried_at (the enqueue times
+// first: a Sidekiq 8 node that retried a Sidekiq 7 job wrote its enqueued_at anew in
+// milliseconds). def when the document has none.
+func (o *Object) StampUnit(def TimeUnit) TimeUnit {
+	for _, k := range stampFields {
+		if v, ok := o.vals[k]; ok {
+			if _, u, ok := ParseStamp(string(v)); ok {
+				return u
+			}
+		}
+	}
+	return def
+}
 
 // String renders the object with its fields in their original order, new fields last.
 func (o *Object) String() string {

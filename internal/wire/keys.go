@@ -96,8 +96,13 @@ func (k Keys) Processes() string { return k.Prefix + "processes" }
 // Node is the hash describing node id (info, busy, beat, quiet, rtt_us, rss).
 func (k Keys) Node(id string) string { return k.Prefix + id }
 
-// Workers is the hash of the jobs node id is running.
+// Workers is the hash of the jobs node id is running, as Exq and Sidekiq 6 name it.
 func (k Keys) Workers(id string) string { return k.Prefix + id + ":workers" }
+
+// Work is the same hash as Sidekiq 7 and 8 name it (launcher.rb writes, api.rb's WorkSet
+// reads "<identity>:work"). exq writes both names with the same fields and values, and reads
+// both, so the running jobs of every runtime show everywhere.
+func (k Keys) Work(id string) string { return k.Prefix + id + ":work" }
 
 // Signals is the list through which UIs and the API send signals to node id.
 func (k Keys) Signals(id string) string { return k.Prefix + id + "-signals" }
@@ -129,6 +134,11 @@ func (k Keys) Paused() string { return k.Prefix + "paused" }
 // theirs with every heartbeat and remove them as jobs end, so a killed node's leases lapse
 // within its heartbeat window.
 func (k Keys) Leases(q string) string { return k.Prefix + "leases:" + q }
+
+// LeaseWaiters is exq's own sorted set of the nodes waiting for a lease of queue q (their last
+// fetch was held back by its GlobalLimit), scored by when they stop counting as waiting by the
+// Redis server's clock: while others wait, a node takes no more than its share of the slots.
+func (k Keys) LeaseWaiters(q string) string { return k.Prefix + "lease_waiters:" + q }
 
 // Starts is exq's own sorted set of the job starts of queue q within its rate window
 // (Queue.Rate): one member "<node>:<n>" per start, scored by the Redis server's clock.
@@ -166,6 +176,11 @@ func (k Keys) CronEnqueued(name string) string { return k.CronJob(name) + ":enqu
 // CronHistory is the list of the last enqueues of periodic job name, newest first:
 // {"jid":…,"enqueued":"2006-01-02 15:04:05 +0000"}.
 func (k Keys) CronHistory(name string) string { return k.CronJob(name) + ":jid_history" }
+
+// CronClaim marks, for a while, that the periodic enqueue with claim id (a random id the
+// enqueuing node picks per tick) claimed its tick (exq's own key, with a TTL): a node whose
+// reply was lost sends the call again and learns from it whether the tick is its own.
+func (k Keys) CronClaim(id string) string { return k.Prefix + "cron_claim:" + id }
 
 // StatFlush holds the id of the last batch of counters node applied (exq's own key, with a
 // TTL), so that a batch sent again after a lost reply is not counted twice.

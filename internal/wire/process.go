@@ -8,8 +8,10 @@ import (
 )
 
 // NodeInfo is the "info" field of a node's hash (WIRE.md §3): the union of what Exq's UI and
-// Sidekiq 6's Web UI read. Tag and Labels are what Sidekiq's Busy page shows next to a process
-// (Sidekiq writes its -g tag and its labels there).
+// Sidekiq 6, 7 and 8's Web UIs read. Tag and Labels are what Sidekiq's Busy page shows next to a
+// process (Sidekiq writes its -g tag and its labels there). Version, Weights and Embedded are
+// what Sidekiq 7 and 8 add (launcher.rb to_data); Sidekiq 8.1.2 and later no longer write
+// concurrency here but in the node hash's own "concurrency" field.
 type NodeInfo struct {
 	Hostname    string   `json:"hostname"`
 	Identity    string   `json:"identity"`
@@ -21,6 +23,47 @@ type NodeInfo struct {
 	Concurrency int      `json:"concurrency"`
 	Busy        int      `json:"busy"`
 	Quiet       bool     `json:"quiet"`
+	Version     string   `json:"version"`
+	// Weights is Sidekiq 7's list of capsule weights, one {"queue": weight} object per capsule
+	// (weight 0: strict order); Encode writes one capsule, WeightsOf(Queues).
+	Weights  json.RawMessage `json:"weights,omitempty"`
+	Embedded bool            `json:"embedded"`
+	// Capsules is Sidekiq 8's {"name": {"concurrency": n, "mode": …, "weights": {…}}}; exq
+	// reads it (a Sidekiq 8.0 or 8.1 node's concurrency) and writes none.
+	Capsules map[string]Capsule `json:"capsules,omitempty"`
+}
+
+// Capsule is one of a Sidekiq 8 process' capsules, as its info field lists them.
+type Capsule struct {
+	Concurrency int `json:"concurrency"`
+}
+
+// WeightsOf renders Sidekiq 7's weights for one capsule serving queues in this order, each
+// with weight 0 (no weighting; exq gives each queue its own concurrency instead):
+// [{"critical":0,"default":0}]. Sidekiq's Busy page lists them as the process' queues.
+func WeightsOf(queues []string) json.RawMessage {
+	b := []byte("[{")
+	for i, q := range queues {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendQuote(b, q)
+		b = append(b, ":0"...)
+	}
+	return append(b, "}]"...)
+}
+
+// TotalConcurrency is the process' concurrency from its info alone: the info's concurrency,
+// or for a Sidekiq 8 node, which writes none there, the sum over its capsules.
+func (n NodeInfo) TotalConcurrency() int {
+	if n.Concurrency > 0 || len(n.Capsules) == 0 {
+		return n.Concurrency
+	}
+	total := 0
+	for _, c := range n.Capsules {
+		total += c.Concurrency
+	}
+	return total
 }
 
 // Encode renders the info JSON.
@@ -30,6 +73,9 @@ func (n NodeInfo) Encode() string {
 	}
 	if n.Queues == nil {
 		n.Queues = []string{}
+	}
+	if n.Weights == nil {
+		n.Weights = WeightsOf(n.Queues)
 	}
 	b, _ := json.Marshal(n) // strings, numbers and bools always encode
 	return string(b)

@@ -22,8 +22,8 @@ end
 require_relative "sidekiq_env"
 require "sidekiq-cron" # sidekiq/cron/launcher.rb prepends the poller to Sidekiq::Launcher
 
-Sidekiq.options[:cron_poll_interval] = Float(ENV["CRON_POLL"]) if ENV["CRON_POLL"]
-Sidekiq.options[:poll_interval_average] = Float(ENV["POLL_INTERVAL"]) if ENV["POLL_INTERVAL"]
+InteropEnv.set_option(:cron_poll_interval, Float(ENV["CRON_POLL"])) if ENV["CRON_POLL"]
+InteropEnv.set_option(:poll_interval_average, Float(ENV["POLL_INTERVAL"])) if ENV["POLL_INTERVAL"]
 
 # Observes each poll without changing it: Sidekiq::Cron::Poller#enqueue (Job.all, then
 # test_and_enque_for_time! on each valid job) runs as is, then the poll is logged.

@@ -10,7 +10,7 @@ require "json"
 require_relative "sidekiq_env"
 
 RECORD_FILE = ENV.fetch("RECORD_FILE") { abort "sidekiq_jobs.rb: RECORD_FILE is not set" }
-Sidekiq.options[:poll_interval_average] = Float(ENV["POLL_INTERVAL"]) if ENV["POLL_INTERVAL"]
+InteropEnv.set_option(:poll_interval_average, Float(ENV["POLL_INTERVAL"])) if ENV["POLL_INTERVAL"]
 
 # Records every execution, successful or not; an exception is recorded and raised again, so
 # Sidekiq retries the job as usual.
