@@ -52,7 +52,8 @@ func (h *heartbeat) called(at float64) {
 	h.callMu.Unlock()
 }
 
-// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow).
+// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow) or took
+// longer than its period.
 func (h *heartbeat) callFailed() {
 	h.callMu.Lock()
 	h.failed = true
@@ -95,8 +96,12 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 			return
 		case <-t.C:
 		}
+		began := time.Now()
 		err := f(ctx)
-		if err != nil {
+		if err != nil || time.Since(began) > period {
+			// Failed, or held up for longer than the period (a stall of Redis, or of this
+			// process): other nodes' beats may have been held up as well, even before they
+			// were sent (waiting for a connection).
 			h.callFailed()
 		}
 		switch {
@@ -168,8 +173,8 @@ func (h *heartbeat) heldLeases() map[string][]string {
 }
 
 // rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
-// past it already at this node's previous call, and, if a call of this node failed, not
-// before a whole window of the dead node has passed since its calls succeed again.
+// past it already at this node's previous call, and, if a call of this node failed or was held
+// up, not before a whole window of the dead node has passed since its calls succeed again.
 //
 // The last two conditions are what keep a stall of Redis from killing live nodes. While the
 // server is blocked (another client's long script, DEBUG SLEEP), the beats the nodes send wait
@@ -177,8 +182,10 @@ func (h *heartbeat) heldLeases() map[string][]string {
 // node sent this check only after its previous call came back, so if that call ran after a
 // node's deadline, any beat the node had sent by then has run before this check looks. When
 // the server refuses calls instead (a script past the busy threshold answers BUSY) or they
-// time out, the beats fail and are sent again at the nodes' next ticks: this node, which saw
-// its own calls fail, gives every node a full window from when they succeed again.
+// time out, the beats fail and are sent again at the nodes' next ticks; and a beat may not
+// have been sent at all (its node's connections all waiting on the stall): this node, which
+// saw its own calls fail or take longer than their period, gives every node a full window
+// from when they succeed again.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous, since := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)

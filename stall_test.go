@@ -29,18 +29,19 @@ return 1`)
 // and none runs twice.
 func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
 	const interval = 500 * time.Millisecond
-	same := []nodeBeat{{interval, 1}, {interval, 1}}
-	// Both with a window of 1 s; one beats (and checks) five times as often as the other, so it
-	// looks again soon after Redis is free, before the other's next beat.
-	mixed := []nodeBeat{{interval, 1}, {interval / 5, 9}}
+	// Windows of 1.5 s, so that a loaded machine's late beats alone take no node for dead.
+	same := []nodeBeat{{interval, 2}, {interval, 2}}
+	// One beats (and checks) five times as often as the other, so it looks again soon after
+	// Redis is free, before the other's next beat.
+	mixed := []nodeBeat{{interval, 2}, {interval / 5, 14}}
 	busy := []string{"--busy-reply-threshold", "500"}
 	debug := []string{"--enable-debug-command", "yes"}
 	cases := []stallCase{
-		{"calls wait for the script", nil, same, 2500 * time.Millisecond, false},
-		{"calls wait for the script, nodes beating at different rates", nil, mixed, 2500 * time.Millisecond, false},
-		{"calls get BUSY", busy, same, 2500 * time.Millisecond, false},
-		{"calls get BUSY, nodes beating at different rates", busy, mixed, 2500 * time.Millisecond, false},
-		{"DEBUG SLEEP", debug, same, 2500 * time.Millisecond, true},
+		{"calls wait for the script", nil, same, 3 * time.Second, false},
+		{"calls wait for the script, nodes beating at different rates", nil, mixed, 3 * time.Second, false},
+		{"calls get BUSY", busy, same, 3 * time.Second, false},
+		{"calls get BUSY, nodes beating at different rates", busy, mixed, 3 * time.Second, false},
+		{"DEBUG SLEEP", debug, same, 3 * time.Second, true},
 	}
 	if testutil.Long() {
 		// Longer than the nodes' RedisTimeout (5 s): their calls time out, and are sent again.
@@ -67,7 +68,7 @@ type nodeBeat struct {
 	missed   int
 }
 
-// stallFleet runs 24 jobs on nodes beating as tc says (each with a window of 1 s) against a
+// stallFleet runs 24 jobs on nodes beating as tc says (each with a window of 1.5 s) against a
 // redis-server of its own, stalls it while they run, and counts the runs.
 func stallFleet(t *testing.T, tc stallCase) {
 	srv := testutil.StartServer(t, testutil.ServerOptions{Args: tc.args})
@@ -149,8 +150,8 @@ func stallFleet(t *testing.T, tc stallCase) {
 		}
 		assert.Equal(t, 1, ran[jid], "job %s runs once", jid)
 	}
-	t.Logf("fed %d jobs, all in flight; Redis stalled %s with a window of %s: %d ran twice",
-		jobs, stall, interval*2, twice)
+	t.Logf("fed %d jobs, all in flight; Redis stalled %s with windows of %s: %d ran twice",
+		jobs, stall, interval*3, twice)
 }
 
 // queueKey is the key of queue q in namespace ns.
