@@ -53,7 +53,7 @@ func (h *heartbeat) called(at float64) {
 }
 
 // callFailed records that a beat or check failed (Redis unreachable, busy, or too slow) or took
-// longer than its period.
+// longer than half of this node's window.
 func (h *heartbeat) callFailed() {
 	h.callMu.Lock()
 	h.failed = true
@@ -98,10 +98,11 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 		}
 		began := time.Now()
 		err := f(ctx)
-		if err != nil || time.Since(began) > period {
-			// Failed, or held up for longer than the period (a stall of Redis, or of this
-			// process): other nodes' beats may have been held up as well, even before they
-			// were sent (waiting for a connection).
+		if err != nil || time.Since(began) > h.window()/2 {
+			// Failed, or held up for half a window (a stall of Redis, or of this process):
+			// other nodes' beats may have been held up as well, even before they were sent
+			// (waiting for a connection). A shorter hold-up leaves a node that beats more than
+			// once per window (MissedHeartbeatsAllowed ≥ 1) time enough.
 			h.callFailed()
 		}
 		switch {
@@ -184,7 +185,7 @@ func (h *heartbeat) heldLeases() map[string][]string {
 // the server refuses calls instead (a script past the busy threshold answers BUSY) or they
 // time out, the beats fail and are sent again at the nodes' next ticks; and a beat may not
 // have been sent at all (its node's connections all waiting on the stall): this node, which
-// saw its own calls fail or take longer than their period, gives every node a full window
+// saw its own calls fail or take half a window, gives every node a full window
 // from when they succeed again.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous, since := h.previousCall() // read before the check is sent
