@@ -33,9 +33,10 @@ type acker struct {
 	stopped  bool           // run has ended: submit writes directly
 }
 
-// ackReq is a finished job to remove from its backup list (raw), or the lease of an ended job
-// to remove from its queue's leases set (lease; raw is empty).
-type ackReq struct{ queue, raw, lease string }
+// ackReq is a finished job to remove from its backup list (raw), with the incarnation of this
+// node its run belongs to (epoch), or the lease of an ended job to remove from its queue's
+// leases set (lease; raw is empty).
+type ackReq struct{ queue, raw, lease, epoch string }
 
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
@@ -45,9 +46,11 @@ func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 		perQueue: map[string]int{}}
 }
 
-// submit hands a finished job over. After the acker has stopped (a worker that outlived
-// Stop), it tries the LREM itself.
-func (a *acker) submit(queue, raw string) { a.hand(ackReq{queue: queue, raw: raw}) }
+// submit hands a finished job over, with the incarnation its run belongs to. After the acker
+// has stopped (a worker that outlived Stop), it tries the LREM itself.
+func (a *acker) submit(queue, raw, epoch string) {
+	a.hand(ackReq{queue: queue, raw: raw, epoch: epoch})
+}
 
 // release hands over the lease of a job that ended, whatever its outcome, so that the slot is
 // free for every node as soon as Redis has the ZREM (a lease never released lapses within the
@@ -260,7 +263,7 @@ func (a *acker) direct(reqs []ackReq) {
 		if r.lease != "" {
 			err = a.jq.releaseLease(ctx, r.queue, r.lease)
 		} else {
-			err = a.jq.ack(ctx, r.queue, r.raw, "", "")
+			_, err = a.jq.ackMany(ctx, []ackReq{r})
 		}
 		cancel()
 		a.written([]ackReq{r}, nil)

@@ -239,7 +239,7 @@ func BenchmarkComplete(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				oldest := queue[0]
 				st.record(true, time.Now())
-				if err := jq.ack(ctx, "default", oldest, "", ""); err != nil {
+				if err := jq.ack(ctx, "default", oldest, "", "", ""); err != nil {
 					b.Fatal(err)
 				}
 				// Keep inFlight jobs in the list: a new one comes in as the oldest leaves.

@@ -246,6 +246,12 @@ func (t *TimeoutError) ErrorClass() string { return "exq.Timeout" }
 // not written.
 var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 
+// errBuried is the cause of the contexts of a node's runs from before it was taken for dead
+// (paused, or cut off, past its heartbeat window) and buried: their jobs were rescued and may
+// run elsewhere, so their outcomes are not written. A fetch of such a node fails with it until
+// the node has joined the heartbeats again.
+var errBuried = errors.New("exq: this node was taken for dead and its in-flight jobs were rescued")
+
 // errCanceled is the cause of a job context cancelled by a CANCEL signal. Such a job goes to
 // the dead set with error_message "Canceled", whatever its retries.
 var errCanceled = errors.New("exq: job canceled by a CANCEL signal")

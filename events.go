@@ -24,7 +24,9 @@ const (
 	JobDied
 	// JobSnoozed: the worker asked to run the job again at At.
 	JobSnoozed
-	// JobHandedBack: Stop put the unfinished job back at the front of its queue.
+	// JobHandedBack: Stop put the unfinished job back at the front of its queue; or this node
+	// was taken for dead while the job ran (it could not beat past its window), another node
+	// put the job back, and the run's outcome was not written.
 	JobHandedBack
 	// JobNotStored: the job's outcome could not be written (Redis did not answer); the job stays
 	// in this node's backup list and runs again after a rescue.
@@ -128,7 +130,7 @@ func (ls listeners) call(l Listener, ev Event) {
 // outcomeEvents maps a stored outcome to its event.
 var outcomeEvents = map[string]EventKind{
 	"done": JobSucceeded, "retry": JobRetried, "dead": JobDied, "snoozed": JobSnoozed,
-	"handed back": JobHandedBack, "left in backup": JobNotStored,
+	"handed back": JobHandedBack, "rescued": JobHandedBack, "left in backup": JobNotStored,
 }
 
 // jobOutcome reports the outcome of a run that took d.

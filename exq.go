@@ -181,7 +181,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
 		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
-			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, events: e.events, log: e.log}
+			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, orphan: e.mgr.orphanAll,
+			events: e.events, log: e.log}
 		if err := e.hb.join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
@@ -517,9 +518,15 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	if err := e.pinger.unregister(ctx); err != nil {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
-	if e.hb != nil && empty != nil {
+	switch {
+	case e.hb != nil && empty != nil:
 		if err := e.jq.forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
+		}
+	case empty != nil:
+		// No heartbeat to leave, but the set of backup queues would outlive the node.
+		if err := e.jq.dropBackupQueues(ctx); err != nil {
+			e.log.Warn("exq: stop: could not remove this node's set of backup queues", "error", err)
 		}
 	}
 }

@@ -3,7 +3,10 @@ package exq
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
@@ -26,73 +29,179 @@ type heartbeat struct {
 	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
 	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
 	leases   func() map[string][]string // the leases of this node's running jobs, per queue
+	orphan   func() int                 // drops the runs from before a burial (manager.orphanAll)
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
+	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
+	// What this node saw of the server, by the server's clock (see rescueDead): lastCall is
+	// the time of its last beat or check that succeeded, since the time of the first one that
+	// succeeded after one failed (0 while none failed), failed whether the last one failed.
+	callMu   sync.Mutex
+	lastCall float64
+	since    float64
+	failed   bool
+}
+
+// called records the server's time of a call that succeeded.
+func (h *heartbeat) called(at float64) {
+	h.callMu.Lock()
+	h.lastCall = max(h.lastCall, at)
+	if h.failed {
+		h.since, h.failed = at, false
+	}
+	h.callMu.Unlock()
+}
+
+// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow) or took
+// longer than half of this node's window.
+func (h *heartbeat) callFailed() {
+	h.callMu.Lock()
+	h.failed = true
+	h.callMu.Unlock()
+}
+
+// previousCall is the server's time of the latest call whose reply has come back, and of the
+// first one of the run of successes it belongs to, if one failed before (0 if none did).
+func (h *heartbeat) previousCall() (last, since float64) {
+	h.callMu.Lock()
+	defer h.callMu.Unlock()
+	return h.lastCall, h.since
 }
 
 // window is how long this node may go without a beat before others count it as dead.
 func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
-// within its window plus half of this node's interval.
+// within its window plus half of this node's interval. Beats and checks run on goroutines of
+// their own: a check held up (Redis stalled) must not keep this node's beat from waiting in
+// the server, where it runs as soon as the server is free (see rescueDead).
 func (h *heartbeat) run(ctx context.Context) {
-	beat := time.NewTicker(h.interval)
-	defer beat.Stop()
-	check := time.NewTicker(h.interval / 2)
-	defer check.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.every(ctx, h.interval, "beat", h.beat)
+	}()
+	h.every(ctx, h.interval/2, "rescue of dead nodes", h.rescueDead)
+	<-done
+}
+
+// every calls f every period until ctx ends, logging its failures once per spell.
+func (h *heartbeat) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) {
+	t := time.NewTicker(period)
+	defer t.Stop()
 	failing := false
-	report := func(what string, err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		began := time.Now()
+		err := f(ctx)
+		if err != nil || time.Since(began) > h.window()/2 {
+			// Failed, or held up for half a window (a stall of Redis, or of this process):
+			// other nodes' beats may have been held up as well, even before they were sent
+			// (waiting for a connection). A shorter hold-up leaves a node that beats more than
+			// once per window (MissedHeartbeatsAllowed ≥ 1) time enough.
+			h.callFailed()
+		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			h.log.Info("exq: heartbeat works again")
+			h.log.Info("exq: heartbeat: " + what + " works again")
 			failing = false
 		}
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-beat.C:
-			report("beat", h.beat(ctx))
-		case <-check.C:
-			report("rescue of dead nodes", h.rescueDead(ctx))
-		}
-	}
 }
 
-func (h *heartbeat) beat(ctx context.Context) error { return h.write(ctx, false) }
+// beat is one beat of the loop. When it finds that this node's incarnation was buried (see
+// beat.lua), it drops the runs from before and joins again.
+func (h *heartbeat) beat(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	if h.epoch == "" {
+		return h.enter(cctx)
+	}
+	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
+	if err != nil {
+		return err
+	}
+	if alive {
+		h.called(at)
+		return nil
+	}
+	// Buried while it could not beat (a pause, a stall of this process, a cut-off link) past
+	// its window: its in-flight jobs went back to their queues and may run elsewhere, or here
+	// again. Drop those runs before joining again, so that none of their outcomes is written.
+	n := 0
+	if h.orphan != nil {
+		n = h.orphan()
+	}
+	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
+	return h.enter(cctx)
+}
 
 // join is the first beat, at Start: unlike the later ones, Redis refuses it when it is out of
 // memory (scripts/beat.lua), so that no node joins a fleet then.
-func (h *heartbeat) join(ctx context.Context) error { return h.write(ctx, true) }
-
-func (h *heartbeat) write(ctx context.Context, join bool) error {
+func (h *heartbeat) join(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	var leases map[string][]string
-	if h.leases != nil {
-		leases = h.leases()
-	}
-	if join {
-		return h.jq.join(cctx, h.window(), leases)
-	}
-	return h.jq.beat(cctx, h.window(), leases)
+	return h.enter(cctx)
 }
 
-// rescueDead rescues every node that counts as dead.
+// enter joins the heartbeats as a new incarnation of this node: at start, and after a burial.
+// Fetches and acknowledgements carry the token from then on.
+func (h *heartbeat) enter(ctx context.Context) error {
+	epoch := uuid.NewString()
+	at, err := h.jq.join(ctx, h.window(), h.heldLeases(), epoch)
+	if err != nil {
+		return err
+	}
+	h.called(at)
+	h.epoch = epoch
+	h.jq.epoch.Store(&epoch)
+	return nil
+}
+
+func (h *heartbeat) heldLeases() map[string][]string {
+	if h.leases == nil {
+		return nil
+	}
+	return h.leases()
+}
+
+// rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
+// past it already at this node's previous call, and, if a call of this node failed or was held
+// up, not before a whole window of the dead node has passed since its calls succeed again.
+//
+// The last two conditions are what keep a stall of Redis from killing live nodes. While the
+// server is blocked (another client's long script, DEBUG SLEEP), the beats the nodes send wait
+// in it and run as soon as it is free, but perhaps after a check that was waiting too. This
+// node sent this check only after its previous call came back, so if that call ran after a
+// node's deadline, any beat the node had sent by then has run before this check looks. When
+// the server refuses calls instead (a script past the busy threshold answers BUSY) or they
+// time out, the beats fail and are sent again at the nodes' next ticks; and a beat may not
+// have been sent at all (its node's connections all waiting on the stall): this node, which
+// saw its own calls fail or take half a window, gives every node a full window
+// from when they succeed again.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
+	previous, since := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, err := h.jq.staleNodes(cctx, h.foreignWindow())
+	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow())
 	cancel()
 	if err != nil {
 		return err
 	}
+	h.called(now)
 	for _, n := range stale {
 		if n.node == h.jq.node {
 			continue // we are alive; our own beat is just late
+		}
+		if n.deadline >= previous || now-since < n.deadline-n.beat {
+			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {
 			return err
@@ -113,13 +222,24 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 	for _, q := range h.queues() {
 		queues = append(queues, q.Name)
 	}
+	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
+	// never adds them.
+	cctx, cancel = context.WithTimeout(ctx, h.timeout)
+	more, err := h.jq.backupQueuesOf(cctx, n.node)
+	cancel()
+	if err != nil {
+		return err
+	}
+	queues = append(queues, more...)
 	seen := map[string]bool{}
 	total := 0
+	distinct := queues[:0]
 	for _, q := range queues {
 		if seen[q] {
 			continue
 		}
 		seen[q] = true
+		distinct = append(distinct, q)
 		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if moved > 0 && h.events.has() {
@@ -130,10 +250,15 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		}
 	}
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	buried, err := h.jq.bury(cctx, n)
+	res, err := h.jq.bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
+	}
+	buried := res == buryDone
+	if res == buryJobsLeft {
+		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
+			"node", n.node)
 	}
 	if buried || total > 0 {
 		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating", "node", n.node, "jobs", total, "buried", buried)

@@ -166,7 +166,7 @@ func (v *env) staleBackup(node, q string, n int) staleNode {
 	}
 	require.NoError(v.t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: 1700000000.123456, Member: node}).Err())
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
-	stale, err := jq.staleNodes(ctx, time.Minute)
+	stale, _, err := jq.staleNodes(ctx, time.Minute)
 	require.NoError(v.t, err)
 	for _, s := range stale {
 		if s.node == node {
@@ -183,13 +183,14 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 	stale := v.staleBackup("sleepy", "default", 5)
 	// The node beats again before the monitor acts.
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
-	require.NoError(t, jq.beat(ctx, time.Minute, nil))
+	_, err := jq.join(ctx, time.Minute, nil, "e1")
+	require.NoError(t, err)
 	moved, err := jq.rescueBackup(ctx, stale, "default", time.Second)
 	require.NoError(t, err)
 	assert.Zero(t, moved)
-	buried, err := jq.bury(ctx, stale)
+	buried, err := jq.bury(ctx, stale, []string{"default"})
 	require.NoError(t, err)
-	assert.False(t, buried)
+	assert.Equal(t, buryBeatAgain, buried)
 	assert.Len(t, v.list(v.keys.Backup("sleepy", "default")), 5)
 	_, err = v.rdb.ZScore(ctx, v.keys.Heartbeats(), "sleepy").Result()
 	assert.NoError(t, err, "its heartbeat entry stays")
@@ -257,10 +258,11 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
 	v.take("other", "live")
-	require.NoError(t, live.beat(ctx, time.Minute, nil))
+	_, err := live.join(ctx, time.Minute, nil, "e1")
+	require.NoError(t, err)
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
 	assert.ElementsMatch(t, []string{"crashed-0", "crashed-1", "crashed-2"}, rec.jids(), "each of the crashed node's jobs ran once")
 	assert.Len(t, v.list(v.keys.Backup("live", "other")), 1)
-	_, err := v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
+	_, err = v.rdb.ZScore(ctx, v.keys.Heartbeats(), e.NodeID()).Result()
 	assert.NoError(t, err)
 }

@@ -244,7 +244,7 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 	for i, at := range []time.Time{base, base.Add(-time.Second), base.Add(time.Second)} {
 		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"r%d"}`, i)
 		require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
-		written, err := jq.retry(ctx, "q", raw, raw, at)
+		written, err := jq.retry(ctx, "q", raw, raw, at, "")
 		require.NoError(t, err)
 		require.True(t, written)
 	}

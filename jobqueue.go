@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +27,28 @@ type jobQueue struct {
 	// wait, when set (Options.WaitReplicas), makes enqueues and outcome writes WAIT for
 	// replicas on their own connection (replication.go).
 	wait *replicaWait
+	// epoch is the token of this node's current incarnation in the heartbeats (see
+	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
+	epoch atomic.Pointer[string]
+}
+
+// incarnation is the token the fetch and acknowledgement scripts check: "" checks nothing.
+func (jq *jobQueue) incarnation() string {
+	if e := jq.epoch.Load(); e != nil {
+		return *e
+	}
+	return ""
+}
+
+// buriedReply is how the fetch scripts refuse a node whose incarnation was buried.
+const buriedReply = "BURIED"
+
+// asBuried turns the fetch scripts' BURIED error into errBuried.
+func asBuried(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), buriedReply) {
+		return fmt.Errorf("%w (%v)", errBuried, err)
+	}
+	return err
 }
 
 // pageSize bounds the work of one recovery script call, so a huge backup list never blocks
@@ -189,6 +213,7 @@ type fetchRes struct {
 	jobs      [][]string
 	backupLen []int
 	wait      []time.Duration
+	epoch     string // the incarnation the fetch ran as
 }
 
 // strays reports whether a backup list held more entries than this node holds jobs of that
@@ -235,13 +260,15 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patien
 	}
 	var res []any
 	var err error
+	epoch := jq.incarnation()
 	if limited {
-		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, patience)
+		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, patience, epoch)
 	} else {
 		// No limit: the script and the arguments of a node without limits, nothing more.
-		keys := make([]string, 1, 1+2*len(reqs))
-		keys[0] = jq.keys.Paused()
-		args := make([]any, 0, 2*len(reqs))
+		keys := make([]string, 4, 4+2*len(reqs))
+		keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
+		args := make([]any, 2, 2+2*len(reqs))
+		args[0], args[1] = jq.node, epoch
 		for _, r := range reqs {
 			keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
 			args = append(args, r.queue, r.n)
@@ -249,12 +276,12 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patien
 		res, err = scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
 	}
 	if err != nil {
-		return fetchRes{}, err
+		return fetchRes{}, asBuried(err)
 	}
 	if len(res) != len(reqs) {
 		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res))}
+	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res)), epoch: epoch}
 	head := 1 // fetch.lua: {backup length, jobs…}; fetch_limited.lua: {backup length, wait, jobs…}
 	if limited {
 		head = 2
@@ -281,11 +308,11 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patien
 }
 
 // fetchLimited runs fetch_limited.lua for reqs.
-func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration) ([]any, error) {
-	keys := make([]string, 1, 1+6*len(reqs))
-	keys[0] = jq.keys.Paused()
-	args := make([]any, 3, 3+7*len(reqs))
-	args[0], args[1], args[2] = jq.node, leaseTTL.Seconds(), patience.Seconds()
+func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration, epoch string) ([]any, error) {
+	keys := make([]string, 4, 4+6*len(reqs))
+	keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
+	args := make([]any, 4, 4+7*len(reqs))
+	args[0], args[1], args[2], args[3] = jq.node, leaseTTL.Seconds(), patience.Seconds(), epoch
 	var release []any
 	for _, r := range reqs {
 		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
@@ -308,75 +335,76 @@ func (jq *jobQueue) releaseLease(ctx context.Context, q, lease string) error {
 func (jq *jobQueue) leaseMember(n uint64) string { return jq.node + ":" + strconv.FormatUint(n, 10) }
 
 // ack removes a finished job from the backup list and, with a token, releases the job's
-// unique lock if it still holds it.
-func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid string) error {
-	backup := jq.keys.Backup(jq.node, q)
+// unique lock if it still holds it; unless the run (of incarnation epoch) is from before this
+// node was buried.
+func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid, epoch string) error {
 	if token == "" {
-		if jq.wait != nil {
-			replErr, err := jq.wait.pipeline(ctx, jq.rdb, backup, func(p redis.Pipeliner) []redis.Cmder {
-				return []redis.Cmder{p.LRem(ctx, backup, -1, raw)}
-			})
-			jq.wait.shortfall("ack", replErr)
-			return err
-		}
-		return jq.rdb.LRem(ctx, backup, -1, raw).Err()
+		_, err := jq.ackMany(ctx, []ackReq{{queue: q, raw: raw, epoch: epoch}})
+		return err
 	}
-	cmd, replErr := jq.evalScript(ctx, scripts.Ack, []string{backup, jq.keys.Unique(token)}, raw, jid)
+	cmd, replErr := jq.evalScript(ctx, scripts.Ack,
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Unique(token), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()},
+		raw, jid, jq.node, epoch)
 	jq.wait.shortfall("ack", replErr)
 	return cmd.Err()
 }
 
-// ackMany removes finished jobs from their backup lists in one pipeline of LREMs (safe to
-// repeat: each removes one exact string), and the leases of ended jobs (requests with a lease)
-// with ZREMs. On an error, failed tells which did not happen.
+// ackMany removes finished jobs from their backup lists, and the leases of ended jobs
+// (requests with a lease) from their leases sets, in one script call (ack_batch.lua: safe to
+// repeat, each request removes one exact member), skipping the jobs whose run belongs to an
+// incarnation of this node that was buried. On an error, failed tells which did not happen
+// (all of them: the batch is one call).
 func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
-	cmds := make([]redis.Cmder, len(batch))
-	lrems := func(p redis.Pipeliner) []redis.Cmder {
-		// The commands are built here rather than with p.LRem, which boxes the key and the
-		// count again and allocates an argument list for every job of the batch: here the
-		// lists share one allocation.
-		args := make([]any, 4*len(batch))
-		var q string
-		var backup any
-		for i, r := range batch {
-			if r.lease != "" {
-				cmds[i] = redis.NewIntCmd(ctx, "zrem", jq.keys.Leases(r.queue), r.lease)
-				_ = p.Process(ctx, cmds[i])
-				continue
-			}
-			if backup == nil || r.queue != q {
-				q, backup = r.queue, jq.keys.Backup(jq.node, r.queue)
-			}
-			a := args[4*i : 4*i+4 : 4*i+4]
-			a[0], a[1], a[2], a[3] = "lrem", backup, lremFromTail, r.raw
-			cmds[i] = redis.NewIntCmd(ctx, a...)
-			_ = p.Process(ctx, cmds[i])
+	keys := make([]string, 2, 3)
+	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
+	args := make([]any, 1, 1+4*len(batch))
+	args[0] = jq.node
+	var lastQueue string
+	lastKind := byte(0)
+	for _, r := range batch {
+		kind, member := byte('a'), r.raw
+		if r.lease != "" {
+			kind, member = 'l', r.lease
 		}
-		return cmds
+		if kind != lastKind || r.queue != lastQueue {
+			lastKind, lastQueue = kind, r.queue
+			if kind == 'l' {
+				keys = append(keys, jq.keys.Leases(r.queue))
+			} else {
+				keys = append(keys, jq.keys.Backup(jq.node, r.queue))
+			}
+		}
+		op := ackOp
+		if kind == 'l' {
+			op = releaseOp
+		}
+		args = append(args, op, len(keys)-2, r.epoch, member)
 	}
 	if jq.wait == nil {
-		_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			lrems(p)
-			return nil
-		})
+		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
 	} else {
 		var replErr error
-		replErr, err = jq.wait.pipeline(ctx, jq.rdb, jq.keys.Backup(jq.node, batch[0].queue), lrems)
+		replErr, err = jq.wait.pipeline(ctx, jq.rdb, keys[2], func(p redis.Pipeliner) []redis.Cmder {
+			// EVAL, not EVALSHA: in a pipeline a NOSCRIPT could not fall back.
+			return []redis.Cmder{scripts.AckBatch.Eval(ctx, p, keys, args...)}
+		})
 		jq.wait.shortfall("ack", replErr)
 	}
 	if err == nil {
 		return nil, nil
 	}
 	failed = make([]bool, len(batch))
-	for i, c := range cmds {
-		failed[i] = c.Err() != nil
+	for i := range failed {
+		failed[i] = true
 	}
 	return failed, err
 }
 
-// lremFromTail is LREM's count for an acknowledgement, boxed once: remove one match, searching
-// from the tail, where RPOPLPUSH left the oldest jobs, which are the first to finish.
-var lremFromTail any = int64(-1)
+// What ack_batch.lua does with a request, boxed once.
+var (
+	ackOp     any = "a" // take a finished job off its backup list
+	releaseOp any = "l" // remove a lease
+)
 
 // counter is one step of a stats flush, with its key's TTL (0: none): an increment n of a
 // counter key, or, with kind 'h', the field increments of a metrics hash, or with kind 'b'
@@ -411,11 +439,12 @@ func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.D
 }
 
 // retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
-// backup list, atomically. It reports false when the job was no longer in the backup list.
-func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time) (bool, error) {
+// backup list, atomically. It reports false when the job was no longer in the backup list, or
+// its run (of incarnation epoch) is from before this node was buried.
+func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time, epoch string) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.Retry,
-		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q)},
-		wire.FormatTime(at), rewritten, raw, jq.keys.Wake())
+		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()},
+		wire.FormatTime(at), rewritten, raw, jq.keys.Wake(), jq.node, epoch)
 	jq.wait.shortfall("retry", replErr)
 	n, err := cmd.Int()
 	return n == 1, err
@@ -423,10 +452,11 @@ func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time
 
 // dead stores the rewritten job in the dead set, trims it, and removes the raw job from the
 // backup list, atomically.
-// With a token, the job's unique lock is released too, if the job still holds it.
-func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid string) (bool, error) {
-	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q)}
-	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax}
+// With a token, the job's unique lock is released too, if the job still holds it. Nothing is
+// written for a run (of incarnation epoch) from before this node was buried.
+func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid, epoch string) (bool, error) {
+	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()}
+	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax, jq.node, epoch}
 	if token != "" {
 		keys = append(keys, jq.keys.Unique(token))
 		args = append(args, jid)
@@ -584,20 +614,23 @@ func jobQueueName(raw string) (string, bool) {
 }
 
 // beat records that this node is alive (server clock) and when it counts as dead, and renews
-// the leases of its running jobs, per queue, to that time. It works when Redis is out of
-// memory too, so that no live node is taken for dead then.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string) error {
-	return jq.beatAs(ctx, "beat", window, leases)
+// the leases of its running jobs, per queue, to that time, as incarnation epoch. It reports
+// false when that incarnation was buried: then it wrote nothing. at is the server's time of the
+// beat. It works when Redis is out of memory too, so that no live node is taken for dead then.
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
+	return jq.beatAs(ctx, "beat", window, leases, epoch)
 }
 
-// join is the first beat of a node (Start): Redis refuses it when it is out of memory.
-func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string) error {
-	return jq.beatAs(ctx, "join", window, leases)
+// join is the first beat of a node's incarnation epoch (at Start, and after a burial): Redis
+// refuses it when it is out of memory.
+func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (at float64, err error) {
+	_, at, err = jq.beatAs(ctx, "join", window, leases, epoch)
+	return at, err
 }
 
-func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string) error {
-	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()}
-	args := []any{jq.node, window.Seconds(), mode}
+func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
+	args := []any{jq.node, window.Seconds(), mode, epoch}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))
@@ -605,7 +638,15 @@ func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duratio
 			args = append(args, l)
 		}
 	}
-	return scripts.Beat.Run(ctx, jq.rdb, keys, args...).Err()
+	res, err := scripts.Beat.Run(ctx, jq.rdb, keys, args...).Text()
+	if err != nil {
+		return false, 0, err
+	}
+	at, err = strconv.ParseFloat(res, 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("beat: unexpected reply %q", res)
+	}
+	return at != 0, at, nil
 }
 
 // forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
@@ -613,29 +654,54 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, jq.keys.Heartbeats(), jq.node)
 		p.ZRem(ctx, jq.keys.HeartbeatDeadlines(), jq.node)
+		p.HDel(ctx, jq.keys.HeartbeatEpochs(), jq.node)
+		p.Del(ctx, jq.keys.BackupQueues(jq.node))
 		return nil
 	})
 	return err
 }
 
-// staleNode is a node whose last beat is too old, with the score seen.
+// dropBackupQueues deletes this node's set of backup queues (a clean stop without heartbeats).
+func (jq *jobQueue) dropBackupQueues(ctx context.Context) error {
+	return jq.rdb.Del(ctx, jq.keys.BackupQueues(jq.node)).Err()
+}
+
+// staleNode is a node whose last beat is too old, with the score seen and the server time at
+// which it counts as dead.
 type staleNode struct {
 	node, score string
+	beat        float64 // score, parsed
+	deadline    float64
 }
 
 // staleNodes lists the nodes that count as dead (server clock): past the deadline they
 // publish, or, for nodes that publish none, with a beat older than foreignWindow.
-func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) ([]staleNode, error) {
+// now is the server's time of the call.
+func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) (stale []staleNode, now float64, err error) {
 	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
 		foreignWindow.Seconds()).StringSlice()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]staleNode, 0, len(res)/2)
-	for i := 0; i+1 < len(res); i += 2 {
-		out = append(out, staleNode{node: res[i], score: res[i+1]})
+	if len(res)%3 != 1 {
+		return nil, 0, fmt.Errorf("stale: unexpected reply %v", res)
 	}
-	return out, nil
+	if now, err = strconv.ParseFloat(res[0], 64); err != nil {
+		return nil, 0, fmt.Errorf("stale: unexpected server time %q", res[0])
+	}
+	stale = make([]staleNode, 0, len(res)/3)
+	for i := 1; i+2 < len(res); i += 3 {
+		b, err := strconv.ParseFloat(res[i+1], 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stale: unexpected heartbeat %q of node %q", res[i+1], res[i])
+		}
+		d, err := strconv.ParseFloat(res[i+2], 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stale: unexpected deadline %q of node %q", res[i+2], res[i])
+		}
+		stale = append(stale, staleNode{node: res[i], score: res[i+1], beat: b, deadline: d})
+	}
+	return stale, now, nil
 }
 
 // rescueBackup moves the backup list of dead node n for queue q back to q, a page per call,
@@ -668,14 +734,63 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 	return int(res[0]), int(res[1]), nil
 }
 
-// bury forgets dead node n (busy list and heartbeat) unless it beat again.
-func (jq *jobQueue) bury(ctx context.Context, n staleNode) (bool, error) {
-	r, err := scripts.Bury.Run(ctx, jq.rdb,
-		[]string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines()}, n.node, n.score).Int()
-	if r == 1 && err == nil {
+// Replies of bury.lua.
+const (
+	buryBeatAgain = 0
+	buryDone      = 1
+	buryJobsLeft  = 2
+)
+
+// bury forgets dead node n (busy list, heartbeat, incarnation, set of backup queues) unless it
+// beat again or a backup list of queues, or one of a queue they do not name, holds jobs. It
+// returns bury.lua's reply.
+func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int, error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines(),
+		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.node)}
+	args := []any{n.node, n.score}
+	for _, q := range queues {
+		keys = append(keys, jq.keys.Backup(n.node, q))
+		args = append(args, q)
+	}
+	r, err := scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
+	if r == buryDone && err == nil {
 		// The busy list under its Sidekiq 7 name too; it is only what the UIs show (and
 		// expires within a minute anyway), so it need not go in the script's step.
 		err = jq.rdb.Del(ctx, jq.keys.Work(n.node)).Err()
 	}
-	return r == 1, err
+	return r, err
+}
+
+// backupQueuesOf lists the queues in which node may have backup lists: those its fetches
+// recorded (exq nodes), and those a SCAN of the namespace finds (any node, Exq's too).
+func (jq *jobQueue) backupQueuesOf(ctx context.Context, node string) ([]string, error) {
+	queues, err := jq.rdb.SMembers(ctx, jq.keys.BackupQueues(node)).Result()
+	if err != nil {
+		return nil, err
+	}
+	// On a Redis Cluster every key of the namespace lives in one slot (its hash tag): SCAN
+	// the master that holds it.
+	var scanner redis.Cmdable = jq.rdb
+	if cc, ok := jq.rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, jq.keys.BackupQueues(node))
+		if err != nil {
+			return nil, err
+		}
+		scanner = m
+	}
+	var cursor uint64
+	for {
+		found, next, err := scanner.ScanType(ctx, cursor, jq.keys.BackupPattern(node), 1000, "list").Result()
+		if err != nil {
+			return nil, fmt.Errorf("scan for backup lists: %w", err)
+		}
+		for _, key := range found {
+			if q, ok := jq.keys.BackupQueue(node, key); ok {
+				queues = append(queues, q)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return queues, nil
+		}
+	}
 }

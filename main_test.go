@@ -15,6 +15,10 @@ func TestMain(m *testing.M) {
 		runChildNode() // this process is a node that a test kills
 		return
 	}
+	if os.Getenv(runNodeEnv) != "" {
+		runRunNode() // this process is a node a test kills or pauses
+		return
+	}
 	if os.Getenv(fleetNodeEnv) != "" {
 		runFleetNode() // this process is one node of a fleet a test starts
 		return

@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -23,6 +24,7 @@ const (
 	stateRunning
 	stateFinishing
 	stateHandedBack
+	stateOrphaned // fetched before this node was buried: its job was rescued, its outcome is not ours
 )
 
 // run is one job this node has taken from a queue.
@@ -33,6 +35,7 @@ type run struct {
 	started time.Time
 	jid     string // set once decoded, under manager.mu
 	lease   string // the job's lease on a slot of its queue's GlobalLimit, or ""
+	epoch   string // the incarnation of this node the fetch ran as
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	state   atomic.Int32
@@ -47,6 +50,15 @@ func (r *run) begin() bool { return r.state.CompareAndSwap(stateWaiting, stateRu
 
 // claim makes the worker the one who writes the job's outcome.
 func (r *run) claim() bool { return r.state.CompareAndSwap(stateRunning, stateFinishing) }
+
+// orphan makes the job's outcome no one's: the node was buried, and the job rescued, while it
+// was waiting or running.
+func (r *run) orphan() bool {
+	return r.state.CompareAndSwap(stateWaiting, stateOrphaned) || r.state.CompareAndSwap(stateRunning, stateOrphaned)
+}
+
+// orphaned reports whether the job was fetched before this node was buried.
+func (r *run) orphaned() bool { return r.state.Load() == stateOrphaned }
 
 // handBack makes the shutdown the one that ends the job, whether or not its worker started.
 func (r *run) handBack() bool {
@@ -356,6 +368,15 @@ func (m *manager) run(ctx context.Context) {
 		began := time.Now()
 		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL, m.patience())
 		cancel()
+		if errors.Is(err, errBuried) {
+			// Taken for dead while it could not beat: the fetch took nothing, and fetches
+			// nothing until the heartbeat has dropped the runs from before and joined again.
+			m.unsent(reqs, func(int) int { return 0 })
+			if !sleepCtx(ctx, m.pollTimeout) {
+				return
+			}
+			continue
+		}
 		if err == nil {
 			m.rtt = max(time.Since(began), m.rtt*7/8)
 		}
@@ -391,7 +412,7 @@ func (m *manager) run(ctx context.Context) {
 			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
 		}
 		m.idle.arm(reqs, res)
-		if m.dispatch(reqs, res.jobs) > 0 {
+		if m.dispatch(reqs, res) > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)
 			continue
@@ -423,7 +444,9 @@ func (m *manager) reconcile(ctx context.Context) error {
 	m.mu.Lock()
 	held := map[string]int{}
 	for r := range m.running {
-		held[r.raw]++
+		if !r.orphaned() { // its entry was rescued; another run's may be there
+			held[r.raw]++
+		}
 	}
 	queues := m.askedQueues()
 	m.mu.Unlock()
@@ -494,8 +517,9 @@ func (m *manager) gather(ctx context.Context) {
 }
 
 // dispatch starts a worker goroutine for every fetched job.
-func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
+func (m *manager) dispatch(reqs []fetchReq, fetched fetchRes) int {
 	n := 0
+	res := fetched.jobs
 	m.mu.Lock()
 	var runs []*run
 	for i, jobs := range res {
@@ -504,7 +528,7 @@ func (m *manager) dispatch(reqs []fetchReq, res [][]string) int {
 		for j, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.jobsCtx)
-			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel}
+			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.epoch}
 			if reqs[i].limits.global > 0 {
 				r.lease = m.jq.leaseMember(reqs[i].first + uint64(j))
 			}
@@ -594,18 +618,38 @@ func (m *manager) release(r *run) {
 	m.mu.Lock()
 	m.busy[r.queue]--
 	delete(m.running, r)
-	if r.lease != "" {
-		m.ended[r.queue] = append(m.ended[r.queue], r.lease)
+	lease := r.lease // under mu: orphanAll clears it
+	if lease != "" {
+		m.ended[r.queue] = append(m.ended[r.queue], lease)
 	}
 	m.mu.Unlock()
-	if r.lease != "" {
-		m.acker.release(r.queue, r.lease)
+	if lease != "" {
+		m.acker.release(r.queue, lease)
 	}
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)
 	}
 	signal(m.slotFreed)
 	m.jobs.Done()
+}
+
+// orphanAll is what a node does when its heartbeat finds it was buried: every job it runs or
+// has yet to start was rescued, and may run (or runs) elsewhere. Each is marked so that its
+// outcome is not written (its backup entry is gone; another run's may be there), its context
+// is cancelled with errBuried, and its lease is dropped: the lease lapsed with the node's
+// window, and the slot may be another run's now. It returns how many jobs it dropped.
+func (m *manager) orphanAll() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for r := range m.running {
+		if r.orphan() {
+			r.lease = ""
+			r.cancel(errBuried)
+			n++
+		}
+	}
+	return n
 }
 
 // setJID records the decoded jid of a run, so that a CANCEL signal can find it.

@@ -41,7 +41,8 @@ func LogArgs() LogOption { return logArgs{} }
 // LogJobs returns a Middleware that writes one line per job once its outcome is stored, with
 // its class, queue, jid, how long the run took, and what was written: the outcome ("done";
 // "retry" with the time it runs again; "dead"; "snoozed" with the time; "handed back" to its
-// queue by a stopping node; "left in backup" when a stopping node could not store it), and the
+// queue by a stopping node; "rescued" when the node had been taken for dead while the job ran
+// and another node put it back; "left in backup" when a stopping node could not store it), and the
 // job's retry_count, error and error_class as stored. Failures log at Warn, the rest at Info.
 // A nil logger means slog.Default().
 //
@@ -92,7 +93,7 @@ func LogJobs(logger *slog.Logger, opts ...LogOption) Middleware {
 // outcome is what the engine stored for one run of a job, reported to the functions that
 // middleware registered with Job.onOutcome (LogJobs).
 type outcome struct {
-	name       string    // done, retry, dead, snoozed, handed back, left in backup
+	name       string    // done, retry, dead, snoozed, handed back, rescued, left in backup
 	retryCount int       // the job's retry_count as stored
 	at         time.Time // when it runs again (retry, snoozed)
 	err        error     // the failure (retry, dead, left in backup); nil otherwise

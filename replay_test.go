@@ -291,7 +291,7 @@ func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
 	fail := func(context.Context, *Job) error { return errors.New("boom") }
 	for _, tc := range []outcome{
 		{"success", `{"class":"W","args":[],"queue":"default","jid":"ok"}`,
-			func(*cutter) string { return "lrem" }, ok,
+			script(scripts.AckBatch), ok,
 			func(t *testing.T, c *cutter) {}},
 		{"unique success", `{"class":"W","args":[],"queue":"default","jid":"uok","unique_token":"tok","unique_until":"success"}`,
 			script(scripts.Ack), ok,
@@ -477,14 +477,15 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 		run    func(t *testing.T, c *cutter, jq *jobQueue)
 	}{
 		{"beat", script(scripts.Beat), func(t *testing.T, c *cutter, jq *jobQueue) {
-			require.NoError(t, jq.beat(ctx, time.Minute, nil))
+			_, err := jq.join(ctx, time.Minute, nil, "e1")
+			require.NoError(t, err)
 			beat := score(c, c.keys.Heartbeats(), jq.node)
 			assert.InDelta(t, beat+60, score(c, c.keys.HeartbeatDeadlines(), jq.node), 0.001, "deadline = beat + window")
 		}},
 		{"stale nodes", script(scripts.Stale), func(t *testing.T, c *cutter, jq *jobQueue) {
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Heartbeats(), redis.Z{Score: 1, Member: "dead"}).Err())
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "gone"}).Err())
-			stale, err := jq.staleNodes(ctx, time.Minute)
+			stale, _, err := jq.staleNodes(ctx, time.Minute)
 			require.NoError(t, err)
 			require.Len(t, stale, 1)
 			assert.Equal(t, "dead", stale[0].node)
@@ -495,7 +496,7 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 			require.NoError(t, c.rdb.HSet(ctx, c.keys.Workers("dead"), "w1", "{}").Err())
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "dead"}).Err())
 			// A repeat finds the node gone and answers "not buried", which only the log reads.
-			_, err := jq.bury(ctx, dead)
+			_, err := jq.bury(ctx, dead, []string{"q"})
 			require.NoError(t, err)
 			assert.Zero(t, c.zcard(c.keys.Heartbeats()))
 			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()))
@@ -512,7 +513,8 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 			assert.Equal(t, "j2", c.get(c.keys.Unique("theirs")), "another job's lock stays")
 		}},
 		{"sign-off transaction", func(*cutter) string { return "multi" }, func(t *testing.T, c *cutter, jq *jobQueue) {
-			require.NoError(t, jq.beat(ctx, time.Minute, nil))
+			_, err := jq.join(ctx, time.Minute, nil, "e1")
+			require.NoError(t, err)
 			// go-redis does not send a MULTI again: Stop sees the error and logs it; Redis ran it.
 			assert.Error(t, jq.forget(ctx), "the broken connection is reported")
 			assert.Zero(t, c.zcard(c.keys.Heartbeats()))

@@ -71,6 +71,12 @@ func (e *Exq) process(r *run) {
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.
 		out := outcome{name: "handed back", retryCount: job.RetryCount}
+		if r.orphaned() {
+			// This node was buried while the job ran, and the job rescued: it runs again.
+			out.name = "rescued"
+			e.log.Warn("exq: a job ended on a node that had been taken for dead; its outcome is not written, the rescued job runs again",
+				"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
+		}
 		e.reportOutcome(job, out)
 		if e.events.has() {
 			e.events.jobOutcome(job, out, time.Since(began))
@@ -95,11 +101,11 @@ func (e *Exq) process(r *run) {
 			token = job.uniqueToken
 		}
 		if token == "" {
-			e.acker.submit(r.queue, r.raw)
+			e.acker.submit(r.queue, r.raw, r.epoch)
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID) // releases the lock in the same script
+			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:

@@ -7,20 +7,31 @@
 -- cannot bring its lease back.
 -- Out of memory (scripts.go), a beat runs: it starts with a removal (the deadline, written
 -- again below), so the nodes keep beating and none takes another for dead. A join (the first
--- beat, at Start) starts with an addition, so Redis refuses it and no node joins then.
--- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[2+i] P leases:<q_i>
+-- beat, at Start, and the first after a burial) starts with an addition, so Redis refuses it
+-- and no node joins then.
+-- A node beats as the incarnation it joined with (ARGV[4]); if that incarnation was buried
+-- meanwhile (its heartbeat or its token gone: it was taken for dead while it could not beat,
+-- and its jobs were rescued), the beat writes nothing and returns '0', so that the node first
+-- drops its runs from before, then joins again with a new token.
+-- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[3] P heartbeat_epochs
+-- KEYS[3+i] P leases:<q_i>
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
--- ARGV[3] "beat" or "join"
--- ARGV[4..] for each leases set in order: how many leases, then the leases
--- Returns 1.
+-- ARGV[3] "beat" or "join" (with the token ARGV[4])   ARGV[4] its incarnation token
+-- ARGV[5..] for each leases set in order: how many leases, then the leases
+-- Returns the server time with six decimals (monitors compare it with deadlines, see
+-- stale.lua), or '0' when the incarnation was buried.
+if ARGV[3] ~= 'join' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[4]) then
+  return '0'
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local window = tonumber(ARGV[2])
 if ARGV[3] ~= 'join' then redis.call('ZREM', KEYS[2], ARGV[1]) end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZADD', KEYS[2], now + window, ARGV[1])
-local a = 4
-for i = 3, #KEYS do
+if ARGV[3] == 'join' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end
+local a = 5
+for i = 4, #KEYS do
   local n = tonumber(ARGV[a])
   local args = {'XX'}
   for j = a + 1, a + n do
@@ -33,4 +44,4 @@ for i = 3, #KEYS do
   end
   a = a + n + 1
 end
-return 1
+return string.format('%.6f', now)

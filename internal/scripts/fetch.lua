@@ -3,19 +3,30 @@
 -- (fetch_limited.lua does that, with a reply of its own). A queue named in the paused set
 -- gives nothing: reading the set here, in the same script, means no fetch that starts after PauseQueue
 -- returned can take a job of that queue, on any node, with no poll of the set and no window.
--- KEYS[1] P paused (set of paused queue names)
--- KEYS[2i] P queue:<q_i>          KEYS[2i+1] P queue:backup::<node>::<q_i>
--- ARGV[2i-1] q_i (its name, for the paused set)   ARGV[2i] the most jobs to take from q_i
+-- A node that beats gives the token of its incarnation: if it is no longer in the heartbeats
+-- with that token (it was buried while paused, and its jobs rescued), the fetch takes nothing
+-- and fails with BURIED, since a job taken now would sit in the backup list of a node nobody
+-- watches. Each queue a job is taken from is added to the node's set of backup queues, where a
+-- rescue finds it even if the queue is in no queues set.
+-- KEYS[1] P paused (set of paused queue names)   KEYS[2] P heartbeats
+-- KEYS[3] P heartbeat_epochs                      KEYS[4] P backup_queues:<node>
+-- KEYS[2i+3] P queue:<q_i>          KEYS[2i+4] P queue:backup::<node>::<q_i>
+-- ARGV[1] node   ARGV[2] its incarnation token ('' for a node without heartbeats: no check)
+-- ARGV[2i+1] q_i (its name, for the paused set)   ARGV[2i+2] the most jobs to take from q_i
 -- Returns, for each queue in order, {length of the backup list before this call, raw jobs
 -- taken, oldest first…}. The length lets the node see entries it does not hold: jobs of an
 -- earlier fetch whose reply was lost, e.g. when a client library sent this script again after
 -- the connection broke (the first run's jobs would otherwise sit there until the node dies).
+local node, epoch = ARGV[1], ARGV[2]
+if epoch ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET', KEYS[3], node) ~= epoch) then
+  return redis.error_reply('BURIED this node was taken for dead and its jobs were rescued')
+end
 local out = {}
-for i = 1, #ARGV / 2 do
-  local src, dst = KEYS[2*i], KEYS[2*i + 1]
+for i = 1, (#ARGV - 2) / 2 do
+  local src, dst = KEYS[2*i + 3], KEYS[2*i + 4]
   local got = {redis.call('LLEN', dst)}
-  if redis.call('SISMEMBER', KEYS[1], ARGV[2*i - 1]) == 0 then
-    for _ = 1, tonumber(ARGV[2*i]) do
+  if redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
+    for _ = 1, tonumber(ARGV[2*i + 2]) do
       -- RPOP, then LPUSH, not RPOPLPUSH: the first write is a removal, so the fetch runs when
       -- Redis is out of memory (scripts.go). (LLEN above failed if dst is not a list.)
       local job = redis.call('RPOP', src)
@@ -23,6 +34,7 @@ for i = 1, #ARGV / 2 do
       redis.call('LPUSH', dst, job)
       got[#got + 1] = job
     end
+    if #got > 1 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end
   end
   out[i] = got
 end

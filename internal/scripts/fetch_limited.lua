@@ -29,12 +29,16 @@
 --
 -- Every time is the Redis server's clock, so client clock skew does not matter.
 --
--- KEYS[1] P paused
--- KEYS[6i-4..6i+1] for queue i: P queue:<q>, P queue:backup::<node>::<q>, P leases:<q>,
+-- The node's incarnation and its set of backup queues are checked and kept as in fetch.lua.
+--
+-- KEYS[1] P paused   KEYS[2] P heartbeats   KEYS[3] P heartbeat_epochs
+-- KEYS[4] P backup_queues:<node>
+-- KEYS[6i-1..6i+4] for queue i: P queue:<q>, P queue:backup::<node>::<q>, P leases:<q>,
 --                  P starts:<q>, P rate_pace:<q>, P lease_waiters:<q>
 -- ARGV[1] node   ARGV[2] lease lifetime in seconds (the node's heartbeat window)
 -- ARGV[3] patience in seconds: how long this node counts as waiting after a fetch held back
--- ARGV[7i-3..7i+3] for queue i: name, most jobs to take, global limit (0: none), rate N (0:
+-- ARGV[4] its incarnation token ('' for a node without heartbeats: no check)
+-- ARGV[7i-2..7i+4] for queue i: name, most jobs to take, global limit (0: none), rate N (0:
 --                  none), rate window in seconds, the first number for new lease and start
 --                  members ("<node>:<number>", numbered in the order the jobs are taken),
 --                  how many leases to release; then, after every queue's seven, the leases to
@@ -48,11 +52,14 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local node, ttl, patience = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local nq = (#KEYS - 1) / 6
-local rel = 4 + 7 * nq -- the next lease to release
+if ARGV[4] ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET', KEYS[3], node) ~= ARGV[4]) then
+  return redis.error_reply('BURIED this node was taken for dead and its jobs were rescued')
+end
+local nq = (#KEYS - 4) / 6
+local rel = 5 + 7 * nq -- the next lease to release
 local out = {}
 for i = 1, nq do
-  local k, a = 6 * i - 4, 7 * i - 3
+  local k, a = 6 * i - 1, 7 * i - 2
   local src, dst, leases, starts, pace = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local waiters = KEYS[k + 5]
   local want, limit = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
@@ -124,6 +131,9 @@ for i = 1, nq do
     end
   end
   local took = #got - 2
+  if took > 0 then
+    redis.call('SADD', KEYS[4], ARGV[a])
+  end
   if limit > 0 and took > 0 then
     redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
   end

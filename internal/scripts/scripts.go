@@ -35,6 +35,8 @@ var (
 	enqueueGroupSrc string
 	//go:embed fetch.lua
 	fetchSrc string
+	//go:embed ack_batch.lua
+	ackBatchSrc string
 	//go:embed fetch_limited.lua
 	fetchLimitedSrc string
 	//go:embed cron_save.lua
@@ -88,6 +90,8 @@ var (
 	// EnqueueGroup writes the enqueues that concurrent callers share (groupcommit.go).
 	EnqueueGroup = redis.NewScript(enqueueGroupSrc)
 	Fetch        = redis.NewScript(fetchSrc)
+	// AckBatch takes a batch of finished jobs off the backup lists (acker.go).
+	AckBatch = redis.NewScript(ackBatchSrc)
 	// FetchLimited is Fetch for polls where a queue has a cluster-wide limit or leases to release.
 	FetchLimited = redis.NewScript(fetchLimitedSrc)
 	// CronSave and CronEnqueue keep periodic jobs in sidekiq-cron 1.x's layout.

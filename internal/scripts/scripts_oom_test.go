@@ -94,36 +94,60 @@ func oomCases() []oomCase {
 		{name: "stats", file: "stats_flush.lua", script: StatsFlush,
 			keys: func(k wire.Keys) []string { return []string{k.StatFlush(node), k.Stat("processed")} }, args: []any{"b1", 3600, "c", 0, 5}},
 		{name: "join", file: "beat.lua", script: Beat,
-			keys: func(k wire.Keys) []string { return []string{k.Heartbeats(), k.HeartbeatDeadlines()} }, args: []any{node, 1, "join"}},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs()}
+			},
+			args: []any{node, 1, "join", "tok"}},
 
 		// Runs: what the nodes do with the jobs already in Redis.
 		{name: "beat", file: "beat.lua", script: Beat, runs: true,
-			setup: zadd(func(k wire.Keys) string { return k.Leases("q") }, 1e12, node+":1"),
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.ZAdd(ctx, k.Leases("q"), redis.Z{Score: 1e12, Member: node + ":1"})
+				c.ZAdd(ctx, k.Heartbeats(), redis.Z{Score: 5, Member: node})
+				c.HSet(ctx, k.HeartbeatEpochs(), node, "tok")
+			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.Leases("q")}
-			}, args: []any{node, 1, "beat", 1, node + ":1"}},
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.Leases("q")}
+			}, args: []any{node, 1, "beat", "tok", 1, node + ":1"}},
 		{name: "fetch", file: "fetch.lua", script: Fetch, runs: true, setup: push(func(k wire.Keys) string { return k.Queue("q") }, job),
-			keys: func(k wire.Keys) []string { return []string{k.Paused(), k.Queue("q"), backup(k)} }, args: []any{"q", 1}},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), k.Queue("q"), backup(k)}
+			}, args: []any{node, "", "q", 1}},
 		{name: "limited fetch, unlimited queue first", file: "fetch_limited.lua", script: FetchLimited, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.RPush(ctx, k.Queue("a"), job)
 				c.RPush(ctx, k.Queue("b"), job)
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Paused(), k.Queue("a"), k.Backup(node, "a"), k.Leases("a"), k.Starts("a"), k.RatePace("a"), k.LeaseWaiters("a"),
+				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+					k.Queue("a"), k.Backup(node, "a"), k.Leases("a"), k.Starts("a"), k.RatePace("a"), k.LeaseWaiters("a"),
 					k.Queue("b"), k.Backup(node, "b"), k.Leases("b"), k.Starts("b"), k.RatePace("b"), k.LeaseWaiters("b")}
 			},
-			args: []any{node, 5, 1, "a", 1, 0, 0, 0, 1, 0, "b", 1, 2, 10, 1, 2, 0}},
+			args: []any{node, 5, 1, "", "a", 1, 0, 0, 0, 1, 0, "b", 1, 2, 10, 1, 2, 0}},
 		{name: "ack", file: "ack.lua", script: Ack, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.RPush(ctx, backup(k), job)
 				c.Set(ctx, k.Unique("tok"), "j1", 0)
 			},
-			keys: func(k wire.Keys) []string { return []string{backup(k), k.Unique("tok")} }, args: []any{job, "j1"}},
+			keys: func(k wire.Keys) []string {
+				return []string{backup(k), k.Unique("tok"), k.Heartbeats(), k.HeartbeatEpochs()}
+			},
+			args: []any{job, "j1", node, ""}},
+		{name: "ack batch", file: "ack_batch.lua", script: AckBatch, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), job)
+				c.ZAdd(ctx, k.Leases("q"), redis.Z{Score: 1e12, Member: node + ":1"})
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatEpochs(), backup(k), k.Leases("q")}
+			},
+			args: []any{node, "a", 1, "", job, "l", 2, "", node + ":1"}},
 		{name: "retry", file: "retry.lua", script: Retry, runs: true, setup: push(backup, job),
-			keys: func(k wire.Keys) []string { return []string{k.Retry(), backup(k)} }, args: []any{"1e9", job + " ", job, "wake"}},
+			keys: func(k wire.Keys) []string { return []string{k.Retry(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
+			args: []any{"1e9", job + " ", job, "wake", node, ""}},
 		{name: "dead", file: "dead.lua", script: Dead, runs: true, setup: push(backup, job),
-			keys: func(k wire.Keys) []string { return []string{k.Dead(), backup(k)} }, args: []any{"1e9", job + " ", job, 0, 100}},
+			keys: func(k wire.Keys) []string { return []string{k.Dead(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
+			args: []any{"1e9", job + " ", job, 0, 100, node, ""}},
 		{name: "requeue", file: "requeue.lua", script: Requeue, runs: true, setup: push(backup, job),
 			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
 		{name: "put back", file: "put_back.lua", script: PutBack, runs: true, setup: push(backup, job),
@@ -137,7 +161,9 @@ func oomCases() []oomCase {
 			},
 			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q"), k.Heartbeats()} }, args: []any{node, 5, 100, "wake", "q"}},
 		{name: "bury", file: "bury.lua", script: Bury, runs: true, setup: zadd(wire.Keys.Heartbeats, 5, node),
-			keys: func(k wire.Keys) []string { return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines()} }, args: []any{node, 5}},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
+			}, args: []any{node, 5}},
 		{name: "stale", file: "stale.lua", script: Stale, runs: true, setup: zadd(wire.Keys.HeartbeatDeadlines, 5, node),
 			keys: func(k wire.Keys) []string { return []string{k.Heartbeats(), k.HeartbeatDeadlines()} }, args: []any{60}},
 		{name: "schedule", file: "schedule.lua", script: Schedule, runs: true, setup: zadd(wire.Keys.Schedule, 5, job),
@@ -235,9 +261,11 @@ func TestFetchIntoABackupListThatIsNotAListLeavesTheJobInItsQueue(t *testing.T) 
 		keys   []string
 		args   []any
 	}{
-		{"fetch", Fetch, []string{k.Paused(), k.Queue("q"), k.Backup(node, "q")}, []any{"q", 2}},
-		{"limited fetch", FetchLimited, []string{k.Paused(), k.Queue("q"), k.Backup(node, "q"), k.Leases("q"), k.Starts("q"), k.RatePace("q"), k.LeaseWaiters("q")},
-			[]any{node, 5, 1, "q", 2, 3, 0, 0, 1, 0}},
+		{"fetch", Fetch, []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), k.Queue("q"), k.Backup(node, "q")},
+			[]any{node, "", "q", 2}},
+		{"limited fetch", FetchLimited, []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+			k.Queue("q"), k.Backup(node, "q"), k.Leases("q"), k.Starts("q"), k.RatePace("q"), k.LeaseWaiters("q")},
+			[]any{node, 5, 1, "", "q", 2, 3, 0, 0, 1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, c.Del(ctx, k.Queue("q"), k.Leases("q")).Err())

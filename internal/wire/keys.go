@@ -30,6 +30,49 @@ func (k Keys) Backup(node, q string) string {
 	return k.Prefix + "queue:backup::" + node + "::" + q
 }
 
+// BackupPattern is a SCAN pattern that matches every backup list of node (and, since a key
+// cannot say where the node ends, those of nodes whose identity starts with node + "::", which
+// BackupQueue tells apart).
+func (k Keys) BackupPattern(node string) string {
+	return globEscape(k.Prefix+"queue:backup::"+node+"::") + "*"
+}
+
+// BackupQueue is the queue of node's backup list key, and false when key is not one of node's
+// backup lists (another node's, or one whose queue part holds "::", which no queue name does).
+func (k Keys) BackupQueue(node, key string) (string, bool) {
+	head := k.Prefix + "queue:backup::" + node + "::"
+	if len(key) <= len(head) || key[:len(head)] != head {
+		return "", false
+	}
+	q := key[len(head):]
+	for i := 0; i+1 < len(q); i++ {
+		if q[i] == ':' && q[i+1] == ':' {
+			return "", false
+		}
+	}
+	return q, true
+}
+
+// globEscape escapes the characters a Redis glob pattern gives a meaning to.
+func globEscape(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// BackupQueues is exq's own set of the queues in which node has taken jobs into a backup list
+// (the fetch scripts add to it as they take jobs), so that a rescue finds every backup list of
+// a dead node even when its queue is in no queues set (removed while its jobs ran, or filled by
+// a producer that never adds it). Exq and Sidekiq nodes keep none: their lists are found by a
+// SCAN (BackupPattern).
+func (k Keys) BackupQueues(node string) string { return k.Prefix + "backup_queues:" + node }
+
 // Schedule is the sorted set of jobs enqueued for later.
 func (k Keys) Schedule() string { return k.Prefix + "schedule" }
 
@@ -71,6 +114,14 @@ func (k Keys) Heartbeats() string { return k.Prefix + "heartbeats" }
 // counts as dead: its last beat plus the window it publishes (its interval × (missed + 1)), so
 // that every node judges every other by that node's own window. Exq and Sidekiq write none.
 func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlines" }
+
+// HeartbeatEpochs is exq's own hash of node identity to the token of the node's current
+// incarnation: a node writes a new one each time it joins the heartbeats (at start, and again
+// after it finds it was buried while it could not beat), and a burial deletes it. The fetch and
+// acknowledgement scripts of a node compare it with theirs, so that a node that was buried
+// while paused takes no job before it knows, and no late outcome of a run from before the
+// burial touches a backup list again (another run of the same job may sit there).
+func (k Keys) HeartbeatEpochs() string { return k.Prefix + "heartbeat_epochs" }
 
 // Paused is exq's own set of the names of paused queues: the fetch script of every exq node
 // of the namespace skips them (API.PauseQueue, ResumeQueue). Exq and Sidekiq nodes do not

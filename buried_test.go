@@ -1,0 +1,172 @@
+package exq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// A node paused (SIGSTOP, a long GC, a VM migration) past its heartbeat window is taken for
+// dead: its in-flight jobs go back to their queue. When it resumes, it must find out at its next
+// beat, drop those runs (cancelled, outcomes not written, leases not renewed) and join again,
+// and no late outcome of theirs may remove the backup entry of a run it fetched since: killed
+// then, the new runs must come back too.
+func TestFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	const interval = 200 * time.Millisecond
+	const long, short = 3000, 400 // ms
+	fed := append(v.enqueueRuns("q", 1, long), v.enqueueRuns("q", 1, short)...)
+	jidLong := fed[0]
+	node := v.startRunNode(runNodeConfig{Heartbeat: interval, Queues: []Queue{{Name: "q", Concurrency: 3, GlobalLimit: 3}}})
+	testutil.WaitFor(t, "the node runs both jobs", func() bool { return v.runs().runsOn(node.id) == 2 })
+	began := time.Now()
+	node.pause()
+	// A live node working on another queue only buries the paused one.
+	v.start(Options{HeartbeatInterval: interval, Queues: []Queue{{Name: "other", Concurrency: 1}},
+		Workers: map[string]Worker{"Run": runJob(v.rdb, v.ns, "rescuer")}})
+	testutil.WaitFor(t, "the paused node is buried and its jobs are back in their queue", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), node.id).Err() == redis.Nil && len(v.list(v.keys.Queue("q"))) == 2
+	})
+	for time.Since(began) < short*time.Millisecond+100*time.Millisecond {
+		time.Sleep(10 * time.Millisecond) // the short run's time is up while the node is stopped
+	}
+	node.resume()
+	testutil.WaitFor(t, "the resumed node beats again and runs both jobs again", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), node.id).Err() == nil && v.runs().runsOn(node.id) == 4
+	})
+	// Wait past the end of the long job's first run: had it completed, its acknowledgement
+	// would have been written by now.
+	for time.Since(began) < long*time.Millisecond+500*time.Millisecond {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runs := v.runs()
+	require.Len(t, runs.started[jidLong], 2, "the long job's second run is still running")
+	// Its first run, left to go on, would have completed by now, beside the second.
+	oldDone := len(runs.done[jidLong])
+	backup := v.list(v.keys.Backup(node.id, "q"))
+	leases := v.zcard(v.keys.Leases("q"))
+	node.kill()
+
+	// A node that works on the queue runs what came back.
+	v.start(Options{HeartbeatInterval: interval, Queues: []Queue{{Name: "q", Concurrency: 3}},
+		Workers: map[string]Worker{"Run": runJob(v.rdb, v.ns, "finisher")}})
+	// The jobs that ran on the killed node when it died must run again.
+	var killedRuns []string
+	for _, jid := range fed {
+		if len(runs.started[jid]) > len(runs.done[jid]) {
+			killedRuns = append(killedRuns, jid)
+		}
+	}
+	settled := testutil.Within(func() bool { return v.runs().runsOn("finisher") >= len(killedRuns) })
+	runs = v.runs()
+	missing := 0
+	for _, jid := range killedRuns {
+		if last := runs.started[jid]; last[len(last)-1] != "finisher" {
+			missing++
+		}
+	}
+	t.Logf("fed 2 jobs to a node, paused it past its window, resumed it, killed it 3.5 s later: "+
+		"its backup list held %d entries for its 2 runs since the resume (leases held %d), the long job's run from before the pause completed %d times, "+
+		"%d of the %d jobs running at the kill did not run again (settled: %v); runs by jid: %v",
+		len(backup), leases, oldDone, missing, len(killedRuns), settled, runs.started)
+	assert.Len(t, backup, 1, "the long job's new run keeps its backup entry (the short one's ended)")
+	assert.Zero(t, missing, "every job running on the killed node runs again")
+	assert.Zero(t, oldDone, "a run from before the burial is cancelled at the node's first beat after the resume")
+	assert.LessOrEqual(t, leases, 1, "only the new run's lease counts against the limit")
+}
+
+// Every outcome of a run carries the incarnation of the node it ran on: once that incarnation
+// is gone (the node joined again after a burial, or another runtime's monitor removed its
+// heartbeat), none of them touches the backup list, where another run of the same job may
+// sit; the fetch and the beat of the old incarnation are refused too.
+func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
+	raw := `{"class":"W","args":[],"queue":"q","jid":"j1","unique_token":"tok","unique_until":"success"}`
+	outcomes := []struct {
+		name  string
+		write func(jq *jobQueue, epoch string) error
+	}{
+		{"ack", func(jq *jobQueue, epoch string) error {
+			_, err := jq.ackMany(context.Background(), []ackReq{{queue: "q", raw: raw, epoch: epoch}})
+			return err
+		}},
+		{"unique ack", func(jq *jobQueue, epoch string) error {
+			return jq.ack(context.Background(), "q", raw, "tok", "j1", epoch)
+		}},
+		{"retry", func(jq *jobQueue, epoch string) error {
+			_, err := jq.retry(context.Background(), "q", raw, raw, time.Now().Add(time.Hour), epoch)
+			return err
+		}},
+		{"dead", func(jq *jobQueue, epoch string) error {
+			_, err := jq.dead(context.Background(), "q", raw, raw, time.Now(), time.Hour, 10, "tok", "j1", epoch)
+			return err
+		}},
+	}
+	for _, how := range []string{"joined again", "heartbeat removed"} {
+		for _, o := range outcomes {
+			t.Run(how+", "+o.name, func(t *testing.T) {
+				v := newEnv(t)
+				ctx := context.Background()
+				jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+				_, err := jq.join(ctx, time.Minute, nil, "old")
+				require.NoError(t, err)
+				require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
+				require.NoError(t, v.rdb.Set(ctx, v.keys.Unique("tok"), "j1", time.Hour).Err())
+				current := "old"
+				if how == "joined again" {
+					current = "new"
+					_, err = jq.join(ctx, time.Minute, nil, current)
+					require.NoError(t, err)
+				} else {
+					require.NoError(t, v.rdb.ZRem(ctx, v.keys.Heartbeats(), "n").Err())
+				}
+				require.NoError(t, o.write(jq, "old"))
+				assert.Equal(t, []string{raw}, v.list(v.keys.Backup("n", "q")), "the entry stays")
+				assert.Zero(t, v.zcard(v.keys.Retry())+v.zcard(v.keys.Dead()), "no outcome written")
+				assert.Equal(t, "j1", v.rdb.Get(ctx, v.keys.Unique("tok")).Val(), "the lock stays")
+				alive, _, err := jq.beat(ctx, time.Minute, nil, "old")
+				require.NoError(t, err)
+				assert.False(t, alive, "the old incarnation's beat is refused")
+				jq.epoch.Store(&current)
+				if how == "joined again" {
+					require.NoError(t, v.rdb.LPush(ctx, v.keys.Queue("q"), raw).Err())
+					old := "old"
+					jq.epoch.Store(&old)
+					_, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: 1}}, time.Minute, 0)
+					assert.ErrorIs(t, err, errBuried, "the old incarnation fetches nothing")
+					assert.Len(t, v.list(v.keys.Queue("q")), 1)
+					require.NoError(t, o.write(jq, current))
+					assert.Empty(t, v.list(v.keys.Backup("n", "q")), "the current incarnation's outcome is written")
+				}
+			})
+		}
+	}
+}
+
+// A node is never buried while one of its backup lists holds a job, or while its set of
+// backup queues names a queue the rescue did not cover.
+func TestBuryRefusesANodeWithJobsLeft(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	stale := v.staleBackup("dead", "seen", 1)
+	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "monitor"}
+	res, err := jq.bury(ctx, stale, []string{"seen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryJobsLeft, res, "a list holds a job")
+	_, err = jq.rescueBackup(ctx, stale, "seen", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, v.rdb.SAdd(ctx, v.keys.BackupQueues("dead"), "seen", "unseen").Err())
+	res, err = jq.bury(ctx, stale, []string{"seen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryJobsLeft, res, "the set names a queue the rescue did not look at")
+	res, err = jq.bury(ctx, stale, []string{"seen", "unseen"})
+	require.NoError(t, err)
+	assert.Equal(t, buryDone, res)
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.BackupQueues("dead")).Val(), "its set goes with it")
+}

@@ -1,0 +1,158 @@
+package exq
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// busyScript keeps Redis busy for ARGV[1] microseconds, as another client's long script does:
+// no other command runs meanwhile (it stays under the busy-script threshold, so nobody gets
+// BUSY errors either).
+var busyScript = redis.NewScript(`
+local t0 = redis.call('TIME')
+repeat
+  local t = redis.call('TIME')
+until (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) >= tonumber(ARGV[1])
+return 1`)
+
+// Redis stalled for longer than the nodes' heartbeat window is no reason to take a node for
+// dead, whether their beats wait in the server meanwhile (a script under the busy threshold,
+// DEBUG SLEEP) or are refused with BUSY (a script past it): no job in flight may be rescued,
+// and none runs twice.
+func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	// Windows of 1.5 s, so that a loaded machine's late beats alone take no node for dead.
+	same := []nodeBeat{{interval, 2}, {interval, 2}}
+	// One beats (and checks) five times as often as the other, so it looks again soon after
+	// Redis is free, before the other's next beat.
+	mixed := []nodeBeat{{interval, 2}, {interval / 5, 14}}
+	busy := []string{"--busy-reply-threshold", "500"}
+	debug := []string{"--enable-debug-command", "yes"}
+	cases := []stallCase{
+		{"calls wait for the script", nil, same, 3 * time.Second, false},
+		{"calls wait for the script, nodes beating at different rates", nil, mixed, 3 * time.Second, false},
+		{"calls get BUSY", busy, same, 3 * time.Second, false},
+		{"calls get BUSY, nodes beating at different rates", busy, mixed, 3 * time.Second, false},
+		{"DEBUG SLEEP", debug, same, 3 * time.Second, true},
+	}
+	if testutil.Long() {
+		// Longer than the nodes' RedisTimeout (5 s): their calls time out, and are sent again.
+		cases = append(cases, stallCase{"DEBUG SLEEP past the calls' timeout", debug, same, 8 * time.Second, true},
+			stallCase{"calls get BUSY for 8 s", busy, same, 8 * time.Second, false})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc) })
+	}
+}
+
+// stallCase is one way of stalling Redis under a fleet.
+type stallCase struct {
+	name       string
+	args       []string   // the redis-server's
+	nodes      []nodeBeat // one per node
+	stall      time.Duration
+	debugSleep bool // DEBUG SLEEP rather than a busy script
+}
+
+// nodeBeat is one node's heartbeat settings.
+type nodeBeat struct {
+	interval time.Duration
+	missed   int
+}
+
+// stallFleet runs 24 jobs on nodes beating as tc says (each with a window of 1.5 s) against a
+// redis-server of its own, stalls it while they run, and counts the runs.
+func stallFleet(t *testing.T, tc stallCase) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{Args: tc.args})
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	ns := testutil.Namespace(t)
+	const interval = 500 * time.Millisecond
+	stall := tc.stall
+	const jobs = 24
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var started sync.WaitGroup
+	started.Add(jobs)
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		mu.Lock()
+		ran[job.JID]++
+		first := ran[job.JID] == 1
+		mu.Unlock()
+		if first {
+			started.Done()
+		}
+		time.Sleep(2*interval + stall + 3*time.Second) // well past the stall: a rescue would have time to act
+		return nil
+	})
+	cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer cl.Close()
+	var fed []string
+	for i := 0; i < jobs; i++ {
+		jid, err := cl.Enqueue(ctx, "q", "W", []any{i})
+		require.NoError(t, err)
+		fed = append(fed, jid)
+	}
+	var nodes []*Exq
+	for _, beat := range tc.nodes {
+		e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: beat.interval, MissedHeartbeatsAllowed: beat.missed,
+			PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 5 * time.Second, Logger: testLogger(),
+			Queues: []Queue{{Name: "q", Concurrency: jobs / 2}}, Workers: map[string]Worker{"W": w}})
+		require.NoError(t, err)
+		nodes = append(nodes, e)
+		time.Sleep(interval / 3) // nodes out of step, as in a real fleet
+	}
+	defer func() {
+		for _, e := range nodes {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			assert.NoError(t, e.Stop(sctx))
+			cancel()
+		}
+	}()
+	started.Wait()
+	// Let each node beat and check a few times, then stall the server.
+	time.Sleep(2 * interval)
+	// Another client, which waits for its own call as long as it takes.
+	sopts := *opts
+	sopts.ReadTimeout = stall + 5*time.Second
+	staller := redis.NewClient(&sopts)
+	defer staller.Close()
+	if tc.debugSleep {
+		require.NoError(t, staller.Do(ctx, "DEBUG", "SLEEP", stall.Seconds()).Err())
+	} else {
+		require.NoError(t, busyScript.Run(ctx, staller, nil, stall.Microseconds()).Err())
+	}
+	testutil.WaitFor(t, "every job ended", func() bool {
+		n := 0
+		for _, e := range nodes {
+			n += e.mgr.inFlight()
+		}
+		return n == 0 && rdb.LLen(ctx, queueKey(ns, "q")).Val() == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, jid := range fed {
+		if ran[jid] > 1 {
+			twice++
+		}
+		assert.Equal(t, 1, ran[jid], "job %s runs once", jid)
+	}
+	t.Logf("fed %d jobs, all in flight; Redis stalled %s with windows of %s: %d ran twice",
+		jobs, stall, interval*3, twice)
+}
+
+// queueKey is the key of queue q in namespace ns.
+func queueKey(ns, q string) string { return keysFor(ns).Queue(q) }
