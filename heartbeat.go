@@ -260,8 +260,11 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
 			"node", n.node)
 	}
-	if buried || total > 0 {
-		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating", "node", n.node, "jobs", total, "buried", buried)
+	switch {
+	case buried:
+		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.node, "jobs", total)
+	case total > 0:
+		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.node, "jobs", total)
 	}
 	return nil
 }

@@ -153,6 +153,19 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), child.node).Err() == redis.Nil &&
 			v.rdb.Exists(ctx, v.keys.Workers(child.node)).Val() == 0
 	})
+	// What operators see agrees at once, not when the process hash expires a minute after the
+	// kill: no process, and none of its rescued jobs counted as busy (exq stats' BUSY).
+	api, _ := v.api()
+	testutil.WaitFor(t, "no job counts as busy (the rescuer's own row catches up within a second)", func() bool {
+		o, err := api.Overview(ctx)
+		return err == nil && o.Busy == 0
+	})
+	procs, err := api.Processes(ctx)
+	require.NoError(t, err)
+	for _, p := range procs {
+		assert.NotEqual(t, child.node, p.Identity, "the buried node is not listed")
+	}
+	assert.False(t, v.rdb.SIsMember(ctx, v.keys.Processes(), child.node).Val(), "the buried node left the processes set")
 }
 
 // staleBackup prepares a dead node with n jobs in its backup list for queue q and returns

@@ -754,9 +754,16 @@ func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int
 	}
 	r, err := scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
 	if r == buryDone && err == nil {
-		// The busy list under its Sidekiq 7 name too; it is only what the UIs show (and
-		// expires within a minute anyway), so it need not go in the script's step.
-		err = jq.rdb.Del(ctx, jq.keys.Work(n.node)).Err()
+		// What the UIs show of the node goes too: the busy list under its Sidekiq 7 name, and
+		// its process hash and membership, which would otherwise count its rescued jobs as
+		// busy until the hash expired (up to a minute after the kill). It need not go in the
+		// script's step: a node that beats again writes them anew.
+		_, err = jq.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			pl.Del(ctx, jq.keys.Work(n.node))
+			pl.Del(ctx, jq.keys.Node(n.node))
+			pl.SRem(ctx, jq.keys.Processes(), n.node)
+			return nil
+		})
 	}
 	return r, err
 }
