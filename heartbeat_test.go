@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -124,8 +125,10 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 
 	// The rescuer runs the queue too, with a worker that completes.
 	rec := &recorder{}
+	logs := &logLines{}
 	v.start(Options{HeartbeatInterval: interval, MissedHeartbeatsAllowed: missed,
-		Queues: []Queue{{Name: "rescue", Concurrency: 50}}, Workers: map[string]Worker{"Slow": rec}})
+		Queues: []Queue{{Name: "rescue", Concurrency: 50}}, Workers: map[string]Worker{"Slow": rec},
+		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 
 	child.kill()
 	killedAt := time.Now()
@@ -166,6 +169,24 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 		assert.NotEqual(t, child.node, p.Identity, "the buried node is not listed")
 	}
 	assert.False(t, v.rdb.SIsMember(ctx, v.keys.Processes(), child.node).Val(), "the buried node left the processes set")
+
+	// The rescue's log line says what happened in words: the node, how many jobs, and whether
+	// the node was forgotten; no field a reader has to guess at.
+	var rescued []map[string]any
+	for _, r := range logs.records(t) {
+		if strings.HasPrefix(fmt.Sprint(r["msg"]), "exq: rescued") {
+			rescued = append(rescued, r)
+		}
+	}
+	require.NotEmpty(t, rescued, "the rescue is logged")
+	last := rescued[len(rescued)-1]
+	assert.Equal(t, "exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", last["msg"])
+	assert.Equal(t, child.node, last["node"])
+	for _, r := range rescued {
+		for k := range r {
+			assert.Contains(t, []string{"time", "level", "msg", "node", "jobs"}, k, "field %q of the rescue line", k)
+		}
+	}
 }
 
 // staleBackup prepares a dead node with n jobs in its backup list for queue q and returns
