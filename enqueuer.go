@@ -28,6 +28,9 @@ type enqueueConfig struct {
 	jid        string
 	unique     *UniqueOpts
 	meta       [][2]string
+	// flow holds the batch and workflow fields of a job of a batch or a workflow (set by
+	// batch.go and workflow.go, never by an option a caller can pass).
+	flow *wire.NewJob
 }
 
 type optionFunc struct {
@@ -303,6 +306,9 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Retry = *cfg.maxRetries
 	}
 	j.Meta = cfg.meta
+	if f := cfg.flow; f != nil {
+		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
+	}
 	b := built{jid: j.JID, at: at}
 	if u := cfg.unique; u != nil {
 		token := u.Token

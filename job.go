@@ -43,6 +43,10 @@ type Job struct {
 	setMeta      [][2]string     // fields set by SetMeta, written with a retry, snooze or death
 	uniqueToken  string
 	uniqueUntil  UniqueUntilMode
+	// bid, wf and wfJob are the job's batch, workflow and name there ("" for none); node is
+	// the node running it (nil outside a node), for AddToBatch and SetResult.
+	bid, wf, wfJob string
+	node           *Exq
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.
@@ -78,6 +82,7 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 		raw:        raw,
 	}
 	j.uniqueToken, j.uniqueUntil = string(h.UniqueToken), UniqueUntilMode(h.UniqueUntil)
+	j.bid, j.wf, j.wfJob = h.Bid, h.Workflow, h.WorkflowJob
 	j.EnqueuedAt = h.EnqueuedAt.Stamp()
 	j.CreatedAt = h.CreatedAt.Stamp()
 	j.FailedAt = h.FailedAt.Stamp()

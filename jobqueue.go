@@ -30,6 +30,8 @@ type jobQueue struct {
 	// epoch is the token of this node's current incarnation in the heartbeats (see
 	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
 	epoch atomic.Pointer[string]
+	// flows caches the queues of batches and workflows (jobqueue_batch.go).
+	flows flowQueues
 }
 
 // incarnation is the token the fetch and acknowledgement scripts check: "" checks nothing.

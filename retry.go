@@ -82,7 +82,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
-		ok := e.persist(r, "retry", func(ctx context.Context) error {
+		ok := e.settle(r, job, runFailed) && e.persist(r, "retry", func(ctx context.Context) error {
 			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 			return err
 		})
@@ -99,6 +99,9 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 	token := ""
 	if job.uniqueUntil == UntilSuccess {
 		token = job.uniqueToken
+	}
+	if !e.settle(r, job, runDied) { // its batch or workflow first (flows.go)
+		return false
 	}
 	return e.persist(r, "dead-letter", func(ctx context.Context) error {
 		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID, r.epoch)

@@ -40,6 +40,7 @@ func (e *Exq) process(r *run) {
 		return
 	}
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
+	job.node = e
 	e.mgr.setJID(r, job.JID)
 	job.worker, _ = e.registry.lookup(job.Class)
 	if job.worker == nil && e.registry.registering() && e.awaitWorker(r, job) {
@@ -96,6 +97,10 @@ func (e *Exq) process(r *run) {
 	case err == nil:
 		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
+		if !e.settle(r, job, runSucceeded) { // its batch or workflow first (flows.go)
+			out = out.storedIf(false, job.RetryCount)
+			break
+		}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken

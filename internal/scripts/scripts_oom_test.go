@@ -98,6 +98,17 @@ func oomCases() []oomCase {
 				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs()}
 			},
 			args: []any{node, 1, "join", "tok"}},
+		{name: "batch create", file: "batch_add.lua", script: BatchAdd,
+			keys: func(k wire.Keys) []string {
+				return []string{k.Batch("b"), k.BatchJobs("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"),
+					k.Batches(), k.Queues(), k.Queue("q")}
+			},
+			args: []any{"b", "create", "tok", 100, 3600, "wake", 1, 1, 1, "q", "queues", "", "j1", 1, job}},
+		{name: "workflow create", file: "workflow_create.lua", script: WorkflowCreate,
+			keys: func(k wire.Keys) []string {
+				return []string{k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Workflows(), k.Queues(), k.Queue("q")}
+			},
+			args: []any{"w", "tok", 100, 3600, "wake", 1, 1, 1, 1, 1, "q", "total", 2, "s:b", "waiting", "b", job, 1, job}},
 
 		// Runs: what the nodes do with the jobs already in Redis.
 		{name: "beat", file: "beat.lua", script: Beat, runs: true,
@@ -178,6 +189,38 @@ func oomCases() []oomCase {
 		{name: "unlock", file: "unlock.lua", script: Unlock, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) { c.Set(ctx, k.Unique("tok"), "j1", 0) },
 			keys:  func(k wire.Keys) []string { return []string{k.Unique("tok")} }, args: []any{"j1"}},
+		{name: "batch job succeeded", file: "batch_settle.lua", script: BatchSettle, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:success", job, "cbq:success", "q")
+				c.SAdd(ctx, k.BatchPending("b"), "j1")
+				c.SAdd(ctx, k.BatchFresh("b"), "j1")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"), k.BatchJobs("b"),
+					k.Queues(), k.Queue("q")}
+			},
+			args: []any{"j1", "succeeded", 100, "wake", "q", "q"}},
+		{name: "batch job died", file: "batch_settle.lua", script: BatchSettle, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:death", job, "cbq:death", "q")
+				c.SAdd(ctx, k.BatchPending("b"), "j1", "j2")
+				c.SAdd(ctx, k.BatchFresh("b"), "j1", "j2")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"), k.BatchJobs("b"),
+					k.Queues(), k.Queue("q")}
+			},
+			args: []any{"j1", "died", 100, "wake", "q", "q"}},
+		{name: "workflow job succeeded", file: "workflow_settle.lua", script: WorkflowSettle, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)
+				c.HSet(ctx, k.WorkflowGraph("w"), "s:a", "queued", "c:a", "b", "s:b", "waiting", "w:b", 1, "q:b", "q")
+				c.HSet(ctx, k.WorkflowJobs("w"), "b", job)
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues(), k.Queue("q")}
+			},
+			args: []any{"a", "succeeded", 100, "wake", "q", "q"}},
 		{name: "signals done", file: "signals_done.lua", script: SignalsDone, runs: true,
 			setup: push(func(k wire.Keys) string { return k.Signals(node) }, "TSTP"),
 			keys:  func(k wire.Keys) []string { return []string{k.Signals(node)} }, args: []any{"TSTP"}},

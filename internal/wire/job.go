@@ -31,6 +31,15 @@ type NewJob struct {
 	// Meta are extra top-level string fields (trace context such as "traceparent"), written
 	// last, in order. Exq and Sidekiq keep fields they do not know.
 	Meta [][2]string
+	// Bid is the batch the job belongs to ("bid", Sidekiq Pro's field), "" for none.
+	Bid string
+	// Workflow is the workflow the job belongs to ("wfid", exq's own), "" for none; WorkflowJob
+	// is its name there ("wf_job") and WorkflowParents the names and jids of the jobs it waits
+	// for ("wf_parents": {"name": "jid", …}), so that it can read their results.
+	Workflow, WorkflowJob string
+	WorkflowParents       [][2]string
+	// CallbackOf is, for a batch's callback job, the batch ("callback_bid", exq's own).
+	CallbackOf string
 }
 
 // reserved are the top-level fields Exq, Sidekiq or exq give a meaning: not metadata.
@@ -39,7 +48,8 @@ var reserved = map[string]bool{
 	"retry_count": true, "error_message": true, "error_class": true, "failed_at": true, "retried_at": true,
 	"error_backtrace": true, "backtrace": true, "unique_for": true, "unique_until": true, "unique_token": true,
 	"unlocks_at": true, "at": true, "wrapped": true, "dead": true, "retry_queue": true, "bid": true, "tags": true,
-	"processor": true, "finished_at": true, "discarded_at": true,
+	"processor": true, "finished_at": true, "discarded_at": true, "wfid": true, "wf_job": true, "wf_parents": true,
+	"callback_bid": true,
 }
 
 // Reserved reports whether a top-level field of a job has a meaning to Exq, Sidekiq or exq.
@@ -80,6 +90,32 @@ func (j NewJob) Encode() string {
 		b = AppendQuote(b, u.Token)
 		b = append(b, `,"unlocks_at":`...)
 		b = AppendTime(b, u.UnlocksAt)
+	}
+	if j.Bid != "" {
+		b = append(b, `,"bid":`...)
+		b = AppendQuote(b, j.Bid)
+	}
+	if j.CallbackOf != "" {
+		b = append(b, `,"callback_bid":`...)
+		b = AppendQuote(b, j.CallbackOf)
+	}
+	if j.Workflow != "" {
+		b = append(b, `,"wfid":`...)
+		b = AppendQuote(b, j.Workflow)
+		b = append(b, `,"wf_job":`...)
+		b = AppendQuote(b, j.WorkflowJob)
+		if len(j.WorkflowParents) > 0 {
+			b = append(b, `,"wf_parents":{`...)
+			for i, p := range j.WorkflowParents {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = AppendQuote(b, p[0])
+				b = append(b, ':')
+				b = AppendQuote(b, p[1])
+			}
+			b = append(b, '}')
+		}
 	}
 	for _, m := range j.Meta {
 		b = append(b, ',')
@@ -141,6 +177,9 @@ type Header struct {
 	ErrorClass   *string
 	UniqueUntil  string
 	UniqueToken  string
+	// Bid is the job's batch ("bid"), Workflow and WorkflowJob its workflow and name there
+	// ("wfid", "wf_job"); "" when absent or not strings.
+	Bid, Workflow, WorkflowJob string
 }
 
 // Number is a numeric field of a job: OK is false when the field is absent or not a number.
@@ -233,6 +272,12 @@ func DecodeHeader(raw string) (Header, error) {
 				h.UniqueUntil = stringOf(v)
 			case "unique_token":
 				h.UniqueToken = stringOf(v)
+			case "bid":
+				h.Bid = stringOf(v)
+			case "wfid":
+				h.Workflow = stringOf(v)
+			case "wf_job":
+				h.WorkflowJob = stringOf(v)
 			}
 			if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {
 				i = skipWS(raw, i+1)

@@ -198,3 +198,53 @@ func (k Keys) StatDay(kind string, t time.Time) string {
 func (k Keys) StatSecond(kind string, t time.Time) string {
 	return k.Prefix + "stat:" + kind + "_rt:" + t.UTC().Format("2006-01-02 15:04:05") + "Z"
 }
+
+// Batches is exq's own sorted set of batch ids scored by their creation time (seconds), for
+// listings. A member whose Batch hash has expired is skipped by readers and trimmed by them.
+func (k Keys) Batches() string { return k.Prefix + "batches" }
+
+// Batch is exq's own hash describing batch bid: created_at, description, the callbacks' job
+// documents and the times each fired, and the TTL its data keeps once the batch has ended.
+// Every key of a batch is built from the namespace's prefix, so under a hash-tagged namespace
+// ("{ns}") all of them share the namespace's Redis Cluster slot with the queues.
+func (k Keys) Batch(bid string) string { return k.Prefix + "batch:" + bid }
+
+// BatchJobs is the set of every jid ever added to batch bid (its total). Adding a jid already
+// in it is a no-op, which makes an add sent twice (a lost reply) harmless.
+func (k Keys) BatchJobs(bid string) string { return k.Prefix + "batch:" + bid + ":jobs" }
+
+// BatchPending is the set of batch bid's jids that have not succeeded. The outcome script
+// removes a jid once (SREM answers 1 once), which is what makes a success count exactly once.
+func (k Keys) BatchPending(bid string) string { return k.Prefix + "batch:" + bid + ":pending" }
+
+// BatchFresh is the set of batch bid's jids that have not yet ended a run (succeeded, failed
+// or died). Empty means every job has run at least once: the complete callback's condition.
+func (k Keys) BatchFresh(bid string) string { return k.Prefix + "batch:" + bid + ":fresh" }
+
+// BatchDead is the set of batch bid's jids that died (moved to the dead set).
+func (k Keys) BatchDead(bid string) string { return k.Prefix + "batch:" + bid + ":dead" }
+
+// Workflows is exq's own sorted set of workflow ids scored by their creation time (seconds).
+func (k Keys) Workflows() string { return k.Prefix + "workflows" }
+
+// Workflow is exq's own hash describing workflow id: created_at, total, the counts of its
+// jobs by outcome (succeeded, dead, canceled), finished_at, the queues its jobs use and the
+// TTL of its data once it has finished.
+func (k Keys) Workflow(id string) string { return k.Prefix + "wf:" + id }
+
+// WorkflowGraph is the hash of workflow id's graph and states, fields per job name n:
+// "s:n" state (waiting, queued, succeeded, dead, canceled), "w:n" parents not yet finished,
+// "c:n" children and "p:n" parents (names joined by "\n"), "q:n" queue, "j:n" jid,
+// "r:n" present when n runs even if a parent dies, "why:n" why n was canceled.
+func (k Keys) WorkflowGraph(id string) string { return k.Prefix + "wf:" + id + ":graph" }
+
+// WorkflowJobs is the hash of workflow id's job documents not yet pushed, by job name: a job is
+// removed from it as it is pushed to its queue.
+func (k Keys) WorkflowJobs(id string) string { return k.Prefix + "wf:" + id + ":jobs" }
+
+// Result holds the result job jid stored (Job results), with the TTL the storing node set.
+func (k Keys) Result(jid string) string { return k.Prefix + "result:" + jid }
+
+// ResultReady is the pub/sub channel on which the storing of job jid's result is announced, so
+// that a client waiting for it wakes at once. A channel, not a key: nothing is stored under it.
+func (k Keys) ResultReady(jid string) string { return k.Prefix + "result_ready:" + jid }

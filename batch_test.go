@@ -1,0 +1,299 @@
+package exq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// runCounter counts runs by jid.
+type runCounter struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func newRunCounter() *runCounter { return &runCounter{runs: map[string]int{}} }
+
+func (c *runCounter) inc(jid string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs[jid]++
+	return c.runs[jid]
+}
+
+func (c *runCounter) get(jid string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[jid]
+}
+
+func (c *runCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.runs {
+		n += v
+	}
+	return n
+}
+
+// flowOptions are a node's options for the batch and workflow tests: queue "q" and "cb",
+// retries at once.
+func flowOptions() Options {
+	return Options{Queues: []Queue{{Name: "q", Concurrency: 10}, {Name: "cb", Concurrency: 5}},
+		Backoff: func(int, *Job) time.Duration { return 0 }}
+}
+
+func batchSpecs(n int, class string) []JobSpec {
+	specs := make([]JobSpec, n)
+	for i := range specs {
+		specs[i] = JobSpec{Queue: "q", Class: class, Args: []any{i}}
+	}
+	return specs
+}
+
+func callbackSpecs() BatchOptions {
+	return BatchOptions{Description: "test",
+		OnSuccess:  &JobSpec{Queue: "cb", Class: "Callback", Args: []any{"success"}},
+		OnComplete: &JobSpec{Queue: "cb", Class: "Callback", Args: []any{"complete"}},
+		OnDeath:    &JobSpec{Queue: "cb", Class: "Callback", Args: []any{"death"}}}
+}
+
+// callbackRecorder registers a Callback worker that counts runs by jid and checks, at each
+// run, that its batch's condition holds.
+func callbackRecorder(t *testing.T, e *Exq, runs *runCounter) {
+	api := e.API()
+	require.NoError(t, e.Register("Callback", WorkerFunc(func(ctx context.Context, job *Job) error {
+		var event string
+		if err := job.Bind(&event); err != nil {
+			return err
+		}
+		st, err := api.Batch(ctx, job.CallbackOf())
+		if err != nil {
+			return err
+		}
+		switch event {
+		case "success":
+			assert.Zero(t, st.Pending, "success runs only when every job succeeded")
+		case "complete":
+			assert.False(t, st.CompletedAt.IsZero())
+		case "death":
+			assert.NotZero(t, st.Dead)
+		}
+		runs.inc(job.JID)
+		return nil
+	})))
+}
+
+func TestBatchFiresSuccessAndCompleteOnceWhenEveryJobSucceeds(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(flowOptions())
+	cbs := newRunCounter()
+	callbackRecorder(t, e, cbs)
+	runs := newRunCounter()
+	require.NoError(t, e.Register("Work", WorkerFunc(func(ctx context.Context, job *Job) error {
+		runs.inc(job.JID)
+		return nil
+	})))
+	ctx := context.Background()
+	bid, jids, err := e.NewBatch(ctx, callbackSpecs(), batchSpecs(50, "Work"))
+	require.NoError(t, err)
+	require.Len(t, jids, 50)
+	testutil.WaitFor(t, "both callbacks ran", func() bool { return cbs.total() >= 2 })
+	st, err := e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.Equal(t, 50, st.Total)
+	assert.Zero(t, st.Pending)
+	assert.Zero(t, st.Failed)
+	assert.Zero(t, st.Dead)
+	assert.False(t, st.SucceededAt.IsZero())
+	assert.False(t, st.CompletedAt.IsZero())
+	assert.True(t, st.DiedAt.IsZero())
+	for _, jid := range jids {
+		assert.Equal(t, 1, runs.get(jid), jid)
+	}
+	assert.Equal(t, 1, cbs.get(st.Callbacks["success"]))
+	assert.Equal(t, 1, cbs.get(st.Callbacks["complete"]))
+	assert.Zero(t, cbs.get(st.Callbacks["death"]))
+	ttl := v.rdb.TTL(ctx, v.keys.Batch(bid)).Val()
+	assert.True(t, ttl > 0 && ttl <= DefaultBatchTTL, "a succeeded batch's data lives TTL: %s", ttl)
+}
+
+func TestBatchWithFailingAndDyingJobsFiresDeathAndCompleteOnceAndNeverSuccess(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(flowOptions())
+	cbs := newRunCounter()
+	callbackRecorder(t, e, cbs)
+	runs := newRunCounter()
+	// Jobs 0-9 fail once then succeed; jobs 10-12 die at their first failure.
+	require.NoError(t, e.Register("Work", WorkerFunc(func(ctx context.Context, job *Job) error {
+		var i int
+		if err := job.Bind(&i); err != nil {
+			return err
+		}
+		n := runs.inc(job.JID)
+		switch {
+		case i >= 10 && i < 13:
+			return errors.New("dies")
+		case i < 10 && n == 1:
+			return errors.New("fails once")
+		}
+		return nil
+	})))
+	specs := batchSpecs(40, "Work")
+	for i := 10; i < 13; i++ {
+		specs[i].Options = []EnqueueOption{MaxRetries(0)}
+	}
+	ctx := context.Background()
+	bid, jids, err := e.NewBatch(ctx, callbackSpecs(), specs)
+	require.NoError(t, err)
+	testutil.WaitFor(t, "every job ran to its end", func() bool {
+		st, err := e.API().Batch(ctx, bid)
+		return err == nil && st.Pending == 3 && cbs.total() >= 2
+	})
+	st, err := e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.Dead)
+	assert.Equal(t, 3, st.Failed, "the dead jobs have failed and not succeeded")
+	assert.True(t, st.SucceededAt.IsZero())
+	assert.Equal(t, 1, cbs.get(st.Callbacks["death"]))
+	assert.Equal(t, 1, cbs.get(st.Callbacks["complete"]))
+	assert.Zero(t, cbs.get(st.Callbacks["success"]))
+	for i, jid := range jids {
+		want := 1
+		if i < 10 {
+			want = 2
+		}
+		assert.Equal(t, want, runs.get(jid), "job %d", i)
+	}
+}
+
+func TestBatchOutcomeSentAgainChangesNothing(t *testing.T) {
+	v := newEnv(t)
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	bid, jids, err := c.NewBatch(ctx, callbackSpecs(), batchSpecs(3, "Work"))
+	require.NoError(t, err)
+	jq := c.enq.jq
+	now := time.Now()
+	type step struct {
+		jid, out string
+		changed  bool
+		fired    []string
+	}
+	for i, s := range []step{
+		{jids[0], runFailed, true, nil},
+		{jids[0], runFailed, false, nil}, // a second failure: it has run already
+		{jids[0], runSucceeded, true, nil},
+		{jids[0], runSucceeded, false, nil}, // sent again
+		{jids[0], runDied, false, nil},      // a late run of a job that succeeded
+		{jids[1], runDied, true, []string{"death"}},
+		{jids[1], runDied, false, nil},
+		{jids[2], runSucceeded, true, []string{"complete"}},
+		{jids[2], runSucceeded, false, nil},
+		{jids[1], runSucceeded, true, []string{"success"}}, // the dead job, retried by hand
+		{jids[1], runSucceeded, false, nil},
+	} {
+		changed, fired, err := jq.batchSettle(ctx, bid, s.jid, s.out, now)
+		require.NoError(t, err, "step %d", i)
+		assert.Equal(t, s.changed, changed, "step %d", i)
+		assert.Equal(t, s.fired, fired, "step %d", i)
+	}
+	assert.Equal(t, int64(3), v.rdb.LLen(ctx, v.keys.Queue("cb")).Val(), "each callback pushed once")
+}
+
+func TestAddToBatchFromARunningJobKeepsTheBatchPendingUntilTheChildrenSucceed(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(flowOptions())
+	cbs := newRunCounter()
+	callbackRecorder(t, e, cbs)
+	runs := newRunCounter()
+	release := make(chan struct{})
+	require.NoError(t, e.Register("Parent", WorkerFunc(func(ctx context.Context, job *Job) error {
+		runs.inc(job.JID)
+		jids, err := AddToBatch(ctx, batchSpecs(5, "Child"))
+		if err != nil {
+			return err
+		}
+		if len(jids) != 5 {
+			return fmt.Errorf("added %d", len(jids))
+		}
+		return nil
+	})))
+	require.NoError(t, e.Register("Child", WorkerFunc(func(ctx context.Context, job *Job) error {
+		<-release
+		runs.inc(job.JID)
+		return nil
+	})))
+	ctx := context.Background()
+	bid, _, err := e.NewBatch(ctx, callbackSpecs(), batchSpecs(2, "Parent"))
+	require.NoError(t, err)
+	testutil.WaitFor(t, "the parents added their children", func() bool {
+		st, err := e.API().Batch(ctx, bid)
+		return err == nil && st.Total == 12 && st.Pending == 10
+	})
+	st, err := e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.True(t, st.SucceededAt.IsZero(), "not before the children ran")
+	assert.Zero(t, cbs.total())
+	close(release)
+	testutil.WaitFor(t, "the callbacks ran", func() bool { return cbs.total() == 2 })
+	st, err = e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.Equal(t, 12, runs.total())
+	assert.Equal(t, 1, cbs.get(st.Callbacks["success"]))
+}
+
+func TestAddToBatchOutsideABatchJobIsRefused(t *testing.T) {
+	_, err := AddToBatch(context.Background(), batchSpecs(1, "X"))
+	assert.ErrorIs(t, err, ErrNotInBatch)
+}
+
+func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
+	v := newEnv(t)
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	unique := batchSpecs(1, "X")
+	unique[0].Options = []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour})}
+	for _, tc := range []struct {
+		name  string
+		o     BatchOptions
+		specs []JobSpec
+		want  error
+		text  string
+	}{
+		{"no jobs", BatchOptions{}, nil, ErrInvalidBatch, "no jobs"},
+		{"a scheduled job", BatchOptions{}, []JobSpec{{Queue: "q", Class: "X", In: time.Hour}}, ErrInvalidBatch, "scheduled"},
+		{"a unique job", BatchOptions{}, unique, ErrInvalidBatch, "unique"},
+		{"a bad job", BatchOptions{}, []JobSpec{{Queue: "q"}}, ErrInvalidJob, "class is empty"},
+		{"a bad callback", BatchOptions{OnSuccess: &JobSpec{Queue: "bad::q", Class: "X"}}, batchSpecs(1, "X"), ErrInvalidJob, "callback success"},
+		{"a bad id", BatchOptions{ID: "a:b"}, batchSpecs(1, "X"), ErrInvalidBatch, "ID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := c.NewBatch(ctx, tc.o, tc.specs)
+			require.ErrorIs(t, err, tc.want)
+			assert.Contains(t, err.Error(), tc.text)
+			keys, err := v.rdb.Keys(ctx, v.ns+":*").Result()
+			require.NoError(t, err)
+			assert.Empty(t, keys, "Redis unchanged")
+		})
+	}
+	_, _, err = c.NewBatch(ctx, BatchOptions{ID: "b1"}, batchSpecs(1, "X"))
+	require.NoError(t, err)
+	_, _, err = c.NewBatch(ctx, BatchOptions{ID: "b1"}, batchSpecs(1, "X"))
+	assert.ErrorIs(t, err, ErrBatchExists)
+	assert.Equal(t, int64(1), v.rdb.LLen(ctx, v.keys.Queue("q")).Val())
+}
+

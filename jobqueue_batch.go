@@ -1,0 +1,225 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// flowJob is one job a batch add or a workflow creation pushes: its jid, queue, class and
+// document.
+type flowJob struct{ jid, queue, class, doc string }
+
+// flowQueues caches, per batch and per workflow, the queues its settle script may push to (a
+// batch's callback queues, a workflow's job queues): the script must be given those queues'
+// keys (Redis Cluster and ACL key patterns need every key declared), and they never change
+// once the batch or workflow is written. The script checks the list it is given against the
+// stored one, so a stale entry costs one more call, never a wrong push.
+type flowQueues struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxFlowQueues bounds the cache: past it, it starts again empty.
+const maxFlowQueues = 4096
+
+func (c *flowQueues) get(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+func (c *flowQueues) put(id, queues string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxFlowQueues {
+		c.m = map[string]string{}
+	}
+	c.m[id] = queues
+}
+
+// splitQueues is the list of a stored "queues" field ("\n"-joined; "" for none).
+func splitQueues(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// flowQueueNumbers numbers the distinct queues of jobs from 1, in order of first use.
+func flowQueueNumbers(jobs []flowJob) (names []string, no map[string]int) {
+	no = map[string]int{}
+	for _, j := range jobs {
+		if _, ok := no[j.queue]; !ok {
+			names = append(names, j.queue)
+			no[j.queue] = len(names)
+		}
+	}
+	return names, no
+}
+
+// Replies of batch_add.lua.
+const (
+	batchOK        = "ok"
+	batchReplay    = "replay"
+	batchExists    = "exists"
+	batchGone      = "gone"
+	batchNotMember = "not_member"
+	batchDone      = "done"
+)
+
+// batchWrite creates batch bid (mode "create", by the call with token who) with the hash fields
+// given and jobs, or adds jobs to it (mode "add", who being the adding job's jid). It returns
+// batch_add.lua's status and how many jobs were new to the batch.
+func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who string, now time.Time, live time.Duration, fields [][2]string, jobs []flowJob) (string, int, error) {
+	queues, no := flowQueueNumbers(jobs)
+	keys := make([]string, 0, 7+len(queues))
+	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchJobs(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid),
+		jq.keys.BatchDead(bid), jq.keys.Batches(), jq.keys.Queues())
+	args := make([]any, 0, 9+len(queues)+2*len(fields)+3*len(jobs))
+	args = append(args, bid, mode, who, wire.FormatTime(now), max(int64(live/time.Second), 1), jq.keys.Wake(),
+		len(queues), len(jobs), len(fields))
+	for _, q := range queues {
+		keys = append(keys, jq.keys.Queue(q))
+		args = append(args, q)
+	}
+	for _, f := range fields {
+		args = append(args, f[0], f[1])
+	}
+	for _, j := range jobs {
+		args = append(args, j.jid, no[j.queue], j.doc)
+	}
+	cmd, replErr := jq.evalScript(ctx, scripts.BatchAdd, keys, args...)
+	res, err := cmd.Slice()
+	if err != nil {
+		return "", 0, err
+	}
+	if len(res) != 2 {
+		return "", 0, fmt.Errorf("batch add: unexpected reply %v", res)
+	}
+	status, _ := res[0].(string)
+	added, _ := res[1].(int64)
+	return status, int(added), replErr
+}
+
+// Outcomes of a run of a batch's job, as batch_settle.lua names them.
+const (
+	runSucceeded = "succeeded"
+	runFailed    = "failed"
+	runDied      = "died"
+)
+
+// batchSettle records how a run of job jid of batch bid ended (runSucceeded, runFailed or
+// runDied) and enqueues the callbacks whose condition first holds. changed is false when the
+// call changed nothing (an outcome already recorded, or a batch that no longer exists).
+func (jq *jobQueue) batchSettle(ctx context.Context, bid, jid, out string, now time.Time) (changed bool, fired []string, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		queues := jq.flows.get("b:" + bid)
+		names := splitQueues(queues)
+		keys := make([]string, 0, 6+len(names))
+		keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid), jq.keys.BatchDead(bid),
+			jq.keys.BatchJobs(bid), jq.keys.Queues())
+		args := make([]any, 0, 5+len(names))
+		args = append(args, jid, out, wire.FormatTime(now), jq.keys.Wake(), queues)
+		for _, q := range names {
+			keys = append(keys, jq.keys.Queue(q))
+			args = append(args, q)
+		}
+		cmd, replErr := jq.evalScript(ctx, scripts.BatchSettle, keys, args...)
+		jq.wait.shortfall("batch outcome", replErr)
+		res, err := cmd.Slice()
+		if err != nil {
+			return false, nil, err
+		}
+		if n, _ := res[0].(int64); n == -1 && len(res) == 2 {
+			stored, _ := res[1].(string)
+			jq.flows.put("b:"+bid, stored)
+			continue
+		}
+		for _, f := range res[1:] {
+			s, _ := f.(string)
+			fired = append(fired, s)
+		}
+		n, _ := res[0].(int64)
+		return n == 1, fired, nil
+	}
+	return false, nil, fmt.Errorf("batch outcome: the callback queues of batch %s keep changing", bid)
+}
+
+// batchState is what Redis holds about one batch: its hash and the sizes of its sets.
+type batchState struct {
+	fields                      map[string]string
+	total, pending, fresh, dead int64
+}
+
+// batchRead reads batch bid; a zero fields map means there is no such batch.
+func (jq *jobQueue) batchRead(ctx context.Context, bid string) (batchState, error) {
+	p := jq.rdb.Pipeline()
+	h := p.HGetAll(ctx, jq.keys.Batch(bid))
+	total := p.SCard(ctx, jq.keys.BatchJobs(bid))
+	pending := p.SCard(ctx, jq.keys.BatchPending(bid))
+	fresh := p.SCard(ctx, jq.keys.BatchFresh(bid))
+	dead := p.SCard(ctx, jq.keys.BatchDead(bid))
+	if _, err := p.Exec(ctx); err != nil {
+		return batchState{}, err
+	}
+	return batchState{fields: h.Val(), total: total.Val(), pending: pending.Val(), fresh: fresh.Val(), dead: dead.Val()}, nil
+}
+
+// batchIDs lists up to count batch ids, newest first, from offset.
+func (jq *jobQueue) batchIDs(ctx context.Context, offset, count int64) ([]string, error) {
+	return jq.rdb.ZRevRange(ctx, jq.keys.Batches(), offset, offset+count-1).Result()
+}
+
+// forgetBatches removes ids whose data has expired from the listing.
+func (jq *jobQueue) forgetBatches(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make([]any, len(ids))
+	for i, id := range ids {
+		m[i] = id
+	}
+	return jq.rdb.ZRem(ctx, jq.keys.Batches(), m...).Err()
+}
+
+// batchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
+func (jq *jobQueue) batchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
+	key := jq.keys.BatchJobs(bid)
+	switch set {
+	case "pending":
+		key = jq.keys.BatchPending(bid)
+	case "dead":
+		key = jq.keys.BatchDead(bid)
+	}
+	var out []string
+	var cursor uint64
+	for {
+		page, next, err := jq.rdb.SScan(ctx, key, cursor, "", 100).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if int64(len(out)) >= limit {
+			return out[:limit], nil
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
+}
+
+// secondsField reads a stored "<seconds>" field as a time; zero when absent or not a number.
+func secondsField(m map[string]string, f string) time.Time {
+	v, err := strconv.ParseFloat(m[f], 64)
+	if err != nil || v <= 0 {
+		return time.Time{}
+	}
+	return wire.ParseTime(v)
+}
