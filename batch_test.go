@@ -296,4 +296,3 @@ func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBatchExists)
 	assert.Equal(t, int64(1), v.rdb.LLen(ctx, v.keys.Queue("q")).Val())
 }
-
