@@ -284,6 +284,12 @@ type Options struct {
 	DeadMaxJobs int
 	// DeadTimeout is how long a dead job is kept. Default 180 days.
 	DeadTimeout time.Duration
+	// ResultTTL is how long a result stored by a job of this node (SetResult, TypedResult) is
+	// kept. Default (0) DefaultResultTTL.
+	ResultTTL time.Duration
+	// ResultMaxBytes is the largest result, as JSON, a job of this node may store; a larger
+	// one is refused with ErrResultTooLarge. Default (0) DefaultResultMaxBytes.
+	ResultMaxBytes int
 
 	// JobTimeout bounds how long a job may run: when it passes, the job's context is cancelled
 	// and, once the worker returns, the job fails with error_class "exq.Timeout" and is retried
