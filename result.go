@@ -107,7 +107,9 @@ func (c *Client) store() *jobQueue { return c.enq.jq }
 
 // Result decodes into dst the result job jid stored; ErrNoResult when there is none (not yet,
 // or expired).
-func (e *Exq) Result(ctx context.Context, jid string, dst any) error { return e.readResult(ctx, jid, dst) }
+func (e *Exq) Result(ctx context.Context, jid string, dst any) error {
+	return e.readResult(ctx, jid, dst)
+}
 
 // Result decodes into dst the result job jid stored; see Exq.Result.
 func (c *Client) Result(ctx context.Context, jid string, dst any) error {
