@@ -19,6 +19,10 @@ func TestMain(m *testing.M) {
 		runRunNode() // this process is a node a test kills or pauses
 		return
 	}
+	if os.Getenv(flowNodeEnv) != "" {
+		runFlowNode() // this process is a node of the batch and workflow fault test
+		return
+	}
 	if os.Getenv(fleetNodeEnv) != "" {
 		runFleetNode() // this process is one node of a fleet a test starts
 		return
