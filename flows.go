@@ -3,6 +3,9 @@ package exq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"time"
 )
 
 // settle records the end of a run of a job of a batch or a workflow (runSucceeded, runFailed
@@ -30,18 +33,127 @@ func (e *Exq) settle(r *run, job *Job, out string) bool {
 	if job.bid == "" && (job.wf == "" || out == runFailed) {
 		return true
 	}
-	return e.persist(r, "batch or workflow outcome", func(ctx context.Context) error {
-		now := e.opts.now()
-		var err error
-		if job.bid != "" {
-			_, _, err = e.jq.batchSettle(ctx, job.bid, job.JID, out, now)
+	return e.persist(r, "batch or workflow outcome", func(context.Context) error {
+		for _, it := range settleItems(job, out) {
+			err := e.jq.settles.settle(e.jq, it, e.opts.now, e.opts.RedisTimeout)
+			if err != nil && !errors.Is(err, ErrNotReplicated) { // a shortfall is logged
+				return err
+			}
 		}
-		if job.wf != "" && out != runFailed && err == nil {
-			_, err = e.jq.workflowSettle(ctx, job.wf, job.wfJob, out, now)
-		}
-		if errors.Is(err, ErrNotReplicated) {
-			return nil // written on the master; the shortfall is logged
-		}
-		return err
+		return nil
 	})
+}
+
+// settleItems are the outcomes to record for a run of job that ended with out.
+func settleItems(job *Job, out string) []settleItem {
+	var items []settleItem
+	if job.bid != "" {
+		items = append(items, settleItem{bid: job.bid, jid: job.JID, out: out})
+	}
+	if job.wf != "" && out != runFailed {
+		items = append(items, settleItem{wf: job.wf, wfJob: job.wfJob, out: out})
+	}
+	return items
+}
+
+// settleGroup makes the concurrent outcomes of a node's batch and workflow jobs share round
+// trips, as group commit does for enqueues (groupcommit.go), with no goroutine of its own: a
+// caller that finds no write in flight records its outcome alone at once with its own script;
+// one that finds a write in flight queues and waits; when a write returns, its writer hands the
+// queued outcomes (up to maxSettleGroup) to the first of their callers, which records them all
+// in one call (scripts.SettleGroup) and answers each. Every item stays idempotent, so a group
+// whose reply is lost fails every caller, and each caller's persist loop sends its own again.
+type settleGroup struct {
+	mu     sync.Mutex
+	busy   bool
+	queued []*settleCall
+}
+
+// maxSettleGroup bounds the outcomes of one call.
+const maxSettleGroup = 256
+
+type settleCall struct {
+	item  settleItem
+	ready chan struct{} // closed when err is in, or when this call must write group
+	group []*settleCall
+	err   error
+}
+
+// settle records one outcome, alone or in a group, each write bounded by timeout.
+func (g *settleGroup) settle(jq *jobQueue, it settleItem, now func() time.Time, timeout time.Duration) error {
+	g.mu.Lock()
+	if !g.busy {
+		g.busy = true
+		g.mu.Unlock()
+		defer g.handOn()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := jq.settleOne(ctx, it, now())
+		return err
+	}
+	c := &settleCall{item: it, ready: make(chan struct{})}
+	g.queued = append(g.queued, c)
+	g.mu.Unlock()
+	<-c.ready
+	if c.group != nil {
+		defer g.handOn()
+		g.write(jq, c.group, now(), timeout)
+	}
+	return c.err
+}
+
+// handOn ends a write: the queued calls go to the first of them to write, or no write is in
+// flight any more.
+func (g *settleGroup) handOn() {
+	g.mu.Lock()
+	n := min(len(g.queued), maxSettleGroup)
+	group := g.queued[:n:n]
+	g.queued = append([]*settleCall(nil), g.queued[n:]...)
+	if n == 0 {
+		g.busy = false
+	} else {
+		group[0].group = group
+	}
+	g.mu.Unlock()
+	if n > 0 {
+		close(group[0].ready)
+	}
+}
+
+// write records group's outcomes in one call and answers every call but the first, whose
+// outcome its caller (the writer) returns.
+func (g *settleGroup) write(jq *jobQueue, group []*settleCall, now time.Time, timeout time.Duration) {
+	answered := false
+	defer func() {
+		if !answered { // a panic in the write: no caller may wait for ever
+			for _, c := range group {
+				c.err = fmt.Errorf("the group of %d batch or workflow outcomes panicked", len(group))
+			}
+			for _, c := range group[1:] {
+				close(c.ready)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if len(group) == 1 {
+		_, group[0].err = jq.settleOne(ctx, group[0].item, now)
+	} else {
+		items := make([]settleItem, len(group))
+		for i, c := range group {
+			items[i] = c.item
+		}
+		errs, err := jq.settleMany(ctx, items, now)
+		for i, c := range group {
+			if err != nil {
+				c.err = err
+			} else {
+				c.err = errs[i]
+			}
+		}
+	}
+	answered = true
+	for _, c := range group[1:] {
+		close(c.ready)
+	}
 }

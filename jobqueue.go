@@ -30,8 +30,10 @@ type jobQueue struct {
 	// epoch is the token of this node's current incarnation in the heartbeats (see
 	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
 	epoch atomic.Pointer[string]
-	// flows caches the queues of batches and workflows (jobqueue_batch.go).
-	flows flowQueues
+	// flows caches the queues of batches and workflows (jobqueue_batch.go); settles groups
+	// their jobs' concurrent outcomes into shared round trips (flows.go).
+	flows   flowQueues
+	settles settleGroup
 }
 
 // incarnation is the token the fetch and acknowledgement scripts check: "" checks nothing.

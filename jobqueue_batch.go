@@ -119,37 +119,40 @@ const (
 // runDied) and enqueues the callbacks whose condition first holds. changed is false when the
 // call changed nothing (an outcome already recorded, or a batch that no longer exists).
 func (jq *jobQueue) batchSettle(ctx context.Context, bid, jid, out string, now time.Time) (changed bool, fired []string, err error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		queues := jq.flows.get("b:" + bid)
-		names := splitQueues(queues)
-		keys := make([]string, 0, 6+len(names))
-		keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid), jq.keys.BatchDead(bid),
-			jq.keys.BatchJobs(bid), jq.keys.Queues())
-		args := make([]any, 0, 5+len(names))
-		args = append(args, jid, out, wire.FormatTime(now), jq.keys.Wake(), queues)
-		for _, q := range names {
-			keys = append(keys, jq.keys.Queue(q))
-			args = append(args, q)
-		}
-		cmd, replErr := jq.evalScript(ctx, scripts.BatchSettle, keys, args...)
-		jq.wait.shortfall("batch outcome", replErr)
-		res, err := cmd.Slice()
-		if err != nil {
-			return false, nil, err
-		}
-		if n, _ := res[0].(int64); n == -1 && len(res) == 2 {
-			stored, _ := res[1].(string)
-			jq.flows.put("b:"+bid, stored)
-			continue
-		}
-		for _, f := range res[1:] {
-			s, _ := f.(string)
-			fired = append(fired, s)
-		}
-		n, _ := res[0].(int64)
-		return n == 1, fired, nil
+	res, err := jq.settleOne(ctx, settleItem{bid: bid, jid: jid, out: out}, now)
+	if err != nil {
+		return false, nil, err
 	}
-	return false, nil, fmt.Errorf("batch outcome: the callback queues of batch %s keep changing", bid)
+	return batchSettled(res)
+}
+
+// batchSettleCall is batch_settle.lua's keys and arguments for one outcome.
+func (jq *jobQueue) batchSettleCall(bid, jid, out string, now time.Time) (keys []string, args []any) {
+	queues := jq.flows.get("b:" + bid)
+	names := splitQueues(queues)
+	keys = make([]string, 0, 6+len(names))
+	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid), jq.keys.BatchDead(bid),
+		jq.keys.BatchJobs(bid), jq.keys.Queues())
+	args = make([]any, 0, 5+len(names))
+	args = append(args, jid, out, wire.FormatTime(now), jq.keys.Wake(), queues)
+	for _, q := range names {
+		keys = append(keys, jq.keys.Queue(q))
+		args = append(args, q)
+	}
+	return keys, args
+}
+
+// batchSettled reads batch_settle.lua's reply (not the {-1, queues} one).
+func batchSettled(res []any) (changed bool, fired []string, err error) {
+	if len(res) == 0 {
+		return false, nil, fmt.Errorf("batch outcome: unexpected reply %v", res)
+	}
+	for _, f := range res[1:] {
+		s, _ := f.(string)
+		fired = append(fired, s)
+	}
+	n, _ := res[0].(int64)
+	return n == 1, fired, nil
 }
 
 // batchState is what Redis holds about one batch: its hash and the sizes of its sets.

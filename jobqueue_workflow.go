@@ -49,42 +49,42 @@ type settled struct {
 // workflowSettle records that job name of workflow id ended for good (runSucceeded or
 // runDied) and releases or cancels its dependents.
 func (jq *jobQueue) workflowSettle(ctx context.Context, id, name, out string, now time.Time) (settled, error) {
+	res, err := jq.settleOne(ctx, settleItem{wf: id, wfJob: name, out: out}, now)
+	if err != nil {
+		return settled{}, err
+	}
+	return workflowSettled(res)
+}
+
+// workflowSettleCall is workflow_settle.lua's keys and arguments for one outcome.
+func (jq *jobQueue) workflowSettleCall(id, name, out string, now time.Time) (keys []string, args []any) {
 	state := "succeeded"
 	if out == runDied {
 		state = "dead"
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		queues := jq.flows.get("w:" + id)
-		names := splitQueues(queues)
-		keys := make([]string, 0, 4+len(names))
-		keys = append(keys, jq.keys.Workflow(id), jq.keys.WorkflowGraph(id), jq.keys.WorkflowJobs(id), jq.keys.Queues())
-		args := make([]any, 0, 5+len(names))
-		args = append(args, name, state, wire.FormatTime(now), jq.keys.Wake(), queues)
-		for _, q := range names {
-			keys = append(keys, jq.keys.Queue(q))
-			args = append(args, q)
-		}
-		cmd, replErr := jq.evalScript(ctx, scripts.WorkflowSettle, keys, args...)
-		jq.wait.shortfall("workflow outcome", replErr)
-		res, err := cmd.Slice()
-		if err != nil {
-			return settled{}, err
-		}
-		if n, _ := res[0].(int64); n == -1 && len(res) == 2 {
-			stored, _ := res[1].(string)
-			jq.flows.put("w:"+id, stored)
-			continue
-		}
-		if len(res) != 4 {
-			return settled{}, fmt.Errorf("workflow outcome: unexpected reply %v", res)
-		}
-		n := make([]int64, 4)
-		for i := range res {
-			n[i], _ = res[i].(int64)
-		}
-		return settled{changed: n[0] == 1, released: int(n[1]), canceled: int(n[2]), finished: n[3] == 1}, nil
+	queues := jq.flows.get("w:" + id)
+	names := splitQueues(queues)
+	keys = make([]string, 0, 4+len(names))
+	keys = append(keys, jq.keys.Workflow(id), jq.keys.WorkflowGraph(id), jq.keys.WorkflowJobs(id), jq.keys.Queues())
+	args = make([]any, 0, 5+len(names))
+	args = append(args, name, state, wire.FormatTime(now), jq.keys.Wake(), queues)
+	for _, q := range names {
+		keys = append(keys, jq.keys.Queue(q))
+		args = append(args, q)
 	}
-	return settled{}, fmt.Errorf("workflow outcome: the queues of workflow %s keep changing", id)
+	return keys, args
+}
+
+// workflowSettled reads workflow_settle.lua's reply (not the {-1, queues} one).
+func workflowSettled(res []any) (settled, error) {
+	if len(res) != 4 {
+		return settled{}, fmt.Errorf("workflow outcome: unexpected reply %v", res)
+	}
+	n := make([]int64, 4)
+	for i := range res {
+		n[i], _ = res[i].(int64)
+	}
+	return settled{changed: n[0] == 1, released: int(n[1]), canceled: int(n[2]), finished: n[3] == 1}, nil
 }
 
 // workflowRead reads workflow id's hash and graph; an empty hash means there is no such

@@ -91,6 +91,8 @@ var (
 	workflowCreateSrc string
 	//go:embed workflow_settle.lua
 	workflowSettleSrc string
+	//go:embed settle_group.lua
+	settleGroupSrc string
 )
 
 // The scripts, ready to run.
@@ -137,4 +139,8 @@ var (
 	WorkflowCreate = redis.NewScript(workflowCreateSrc)
 	// WorkflowSettle records a workflow job's end and releases or cancels its dependents.
 	WorkflowSettle = redis.NewScript(workflowSettleSrc)
+	// SettleGroup records several outcomes of batch and workflow jobs in one call, each by the
+	// text of its own script, wrapped as a function that takes the item's KEYS and ARGV.
+	SettleGroup = redis.NewScript("local function batch_settle(KEYS, ARGV)\n" + batchSettleSrc + "\nend\n" +
+		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + settleGroupSrc)
 )
