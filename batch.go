@@ -173,6 +173,13 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 	if err != nil {
 		return "", nil, err
 	}
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		if seen[j.jid] {
+			return "", nil, badBatch(op, "job %d: jid %q is used twice", i, j.jid)
+		}
+		seen[j.jid] = true
+	}
 	token := wire.NewJID()
 	status, _, err := en.jq.batchWrite(ctx, bid, "create", token, now, cmpDur(o.Expiry, DefaultBatchExpiry), fields, jobs)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
@@ -288,8 +295,10 @@ func (a *API) Batch(ctx context.Context, bid string) (BatchStatus, error) {
 
 func batchStatusOf(bid string, st batchState) BatchStatus {
 	f := st.fields
+	fresh, _ := strconv.ParseInt(f["fresh"], 10, 64)
+	fresh = min(max(fresh, 0), st.pending)
 	s := BatchStatus{ID: bid, Description: f["description"], Total: int(st.total), Pending: int(st.pending),
-		Failed: int(st.pending - st.fresh), Dead: int(st.dead),
+		Failed: int(st.pending - fresh), Dead: int(st.dead),
 		CreatedAt: secondsField(f, "created_at"), CompletedAt: secondsField(f, "complete_at"),
 		SucceededAt: secondsField(f, "success_at"), DiedAt: secondsField(f, "death_at")}
 	for _, ev := range batchEvents {

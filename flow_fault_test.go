@@ -112,7 +112,7 @@ func runFlowNode() {
 		case "success":
 			early = rdb.SCard(ctx, k.BatchPending(bid)).Val() != 0
 		case "complete":
-			early = rdb.SCard(ctx, k.BatchFresh(bid)).Val() != 0
+			early = rdb.HGet(ctx, k.Batch(bid), "fresh").Val() != "0"
 		case "death":
 			early = rdb.SCard(ctx, k.BatchDead(bid)).Val() == 0
 		}

@@ -48,7 +48,7 @@ func (e *Exq) settle(r *run, job *Job, out string) bool {
 func settleItems(job *Job, out string) []settleItem {
 	var items []settleItem
 	if job.bid != "" {
-		items = append(items, settleItem{bid: job.bid, jid: job.JID, out: out})
+		items = append(items, settleItem{bid: job.bid, runs: [][2]string{{job.JID, out}}})
 	}
 	if job.wf != "" && out != runFailed {
 		items = append(items, settleItem{wf: job.wf, wfJob: job.wfJob, out: out})

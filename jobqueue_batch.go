@@ -79,9 +79,9 @@ const (
 // batch_add.lua's status and how many jobs were new to the batch.
 func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who string, now time.Time, live time.Duration, fields [][2]string, jobs []flowJob) (string, int, error) {
 	queues, no := flowQueueNumbers(jobs)
-	keys := make([]string, 0, 7+len(queues))
-	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchJobs(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid),
-		jq.keys.BatchDead(bid), jq.keys.Batches(), jq.keys.Queues())
+	keys := make([]string, 0, 6+len(queues))
+	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchJobs(bid), jq.keys.BatchPending(bid), jq.keys.BatchDead(bid),
+		jq.keys.Batches(), jq.keys.Queues())
 	args := make([]any, 0, 9+len(queues)+2*len(fields)+3*len(jobs))
 	args = append(args, bid, mode, who, wire.FormatTime(now), max(int64(live/time.Second), 1), jq.keys.Wake(),
 		len(queues), len(jobs), len(fields))
@@ -119,25 +119,29 @@ const (
 // runDied) and enqueues the callbacks whose condition first holds. changed is false when the
 // call changed nothing (an outcome already recorded, or a batch that no longer exists).
 func (jq *jobQueue) batchSettle(ctx context.Context, bid, jid, out string, now time.Time) (changed bool, fired []string, err error) {
-	res, err := jq.settleOne(ctx, settleItem{bid: bid, jid: jid, out: out}, now)
+	res, err := jq.settleOne(ctx, settleItem{bid: bid, runs: [][2]string{{jid, out}}}, now)
 	if err != nil {
 		return false, nil, err
 	}
 	return batchSettled(res)
 }
 
-// batchSettleCall is batch_settle.lua's keys and arguments for one outcome.
-func (jq *jobQueue) batchSettleCall(bid, jid, out string, now time.Time) (keys []string, args []any) {
+// batchSettleCall is batch_settle.lua's keys and arguments for the outcomes runs (jid,
+// outcome) of jobs of batch bid.
+func (jq *jobQueue) batchSettleCall(bid string, runs [][2]string, now time.Time) (keys []string, args []any) {
 	queues := jq.flows.get("b:" + bid)
 	names := splitQueues(queues)
-	keys = make([]string, 0, 6+len(names))
-	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchFresh(bid), jq.keys.BatchDead(bid),
-		jq.keys.BatchJobs(bid), jq.keys.Queues())
-	args = make([]any, 0, 5+len(names))
-	args = append(args, jid, out, wire.FormatTime(now), jq.keys.Wake(), queues)
+	keys = make([]string, 0, 5+len(names))
+	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchDead(bid), jq.keys.BatchJobs(bid),
+		jq.keys.Queues())
+	args = make([]any, 0, 4+len(names)+2*len(runs))
+	args = append(args, wire.FormatTime(now), jq.keys.Wake(), queues, len(names))
 	for _, q := range names {
 		keys = append(keys, jq.keys.Queue(q))
 		args = append(args, q)
+	}
+	for _, r := range runs {
+		args = append(args, r[0], r[1])
 	}
 	return keys, args
 }
@@ -152,13 +156,13 @@ func batchSettled(res []any) (changed bool, fired []string, err error) {
 		fired = append(fired, s)
 	}
 	n, _ := res[0].(int64)
-	return n == 1, fired, nil
+	return n > 0, fired, nil
 }
 
 // batchState is what Redis holds about one batch: its hash and the sizes of its sets.
 type batchState struct {
-	fields                      map[string]string
-	total, pending, fresh, dead int64
+	fields               map[string]string
+	total, pending, dead int64
 }
 
 // batchRead reads batch bid; a zero fields map means there is no such batch.
@@ -166,13 +170,12 @@ func (jq *jobQueue) batchRead(ctx context.Context, bid string) (batchState, erro
 	p := jq.rdb.Pipeline()
 	h := p.HGetAll(ctx, jq.keys.Batch(bid))
 	total := p.SCard(ctx, jq.keys.BatchJobs(bid))
-	pending := p.SCard(ctx, jq.keys.BatchPending(bid))
-	fresh := p.SCard(ctx, jq.keys.BatchFresh(bid))
+	pending := p.HLen(ctx, jq.keys.BatchPending(bid))
 	dead := p.SCard(ctx, jq.keys.BatchDead(bid))
 	if _, err := p.Exec(ctx); err != nil {
 		return batchState{}, err
 	}
-	return batchState{fields: h.Val(), total: total.Val(), pending: pending.Val(), fresh: fresh.Val(), dead: dead.Val()}, nil
+	return batchState{fields: h.Val(), total: total.Val(), pending: pending.Val(), dead: dead.Val()}, nil
 }
 
 // batchIDs lists up to count batch ids, newest first, from offset.
@@ -195,16 +198,24 @@ func (jq *jobQueue) forgetBatches(ctx context.Context, ids ...string) error {
 // batchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
 func (jq *jobQueue) batchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
 	key := jq.keys.BatchJobs(bid)
-	switch set {
-	case "pending":
-		key = jq.keys.BatchPending(bid)
-	case "dead":
+	if set == "dead" {
 		key = jq.keys.BatchDead(bid)
 	}
 	var out []string
 	var cursor uint64
 	for {
-		page, next, err := jq.rdb.SScan(ctx, key, cursor, "", 100).Result()
+		var page []string
+		var next uint64
+		var err error
+		if set == "pending" {
+			page, next, err = jq.rdb.HScan(ctx, jq.keys.BatchPending(bid), cursor, "", 100).Result()
+			for i := 0; i < len(page); i += 2 {
+				page[i/2] = page[i]
+			}
+			page = page[:len(page)/2]
+		} else {
+			page, next, err = jq.rdb.SScan(ctx, key, cursor, "", 100).Result()
+		}
 		if err != nil {
 			return nil, err
 		}

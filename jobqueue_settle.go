@@ -8,14 +8,19 @@ import (
 	"github.com/exqgo/exq/internal/scripts"
 )
 
-// settleItem is one outcome of a run of a job of a batch (bid, jid) or of a workflow (wf,
-// wfJob): runSucceeded, runFailed or runDied.
-type settleItem struct{ bid, jid, wf, wfJob, out string }
+// settleItem is the outcomes of runs of jobs of batch bid (runs: jid and outcome), or one
+// outcome (out) of job wfJob of workflow wf. Outcomes are runSucceeded, runFailed or runDied.
+type settleItem struct {
+	bid       string
+	runs      [][2]string
+	wf, wfJob string
+	out       string
+}
 
 // call is the item's script, keys and arguments.
 func (jq *jobQueue) settleCall(it settleItem, now time.Time) (kind string, keys []string, args []any) {
 	if it.bid != "" {
-		keys, args = jq.batchSettleCall(it.bid, it.jid, it.out, now)
+		keys, args = jq.batchSettleCall(it.bid, it.runs, now)
 		return "b", keys, args
 	}
 	keys, args = jq.workflowSettleCall(it.wf, it.wfJob, it.out, now)
@@ -68,7 +73,27 @@ func (jq *jobQueue) settleOne(ctx context.Context, it settleItem, now time.Time)
 // settleMany records several outcomes in one call (scripts.SettleGroup), each as its own
 // script would; an item whose script was given stale queues is recorded again by itself. It
 // returns one error per item, or an error for the whole call.
-func (jq *jobQueue) settleMany(ctx context.Context, items []settleItem, now time.Time) ([]error, error) {
+func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.Time) ([]error, error) {
+	// The outcomes of one batch go in one item: its script then reads and writes the batch's
+	// keys once for all of them.
+	items := make([]settleItem, 0, len(all))
+	at := make([]int, len(all)) // all[i] is in items[at[i]]
+	byBatch := map[string]int{}
+	for i, it := range all {
+		if it.bid == "" {
+			at[i] = len(items)
+			items = append(items, it)
+			continue
+		}
+		k, ok := byBatch[it.bid]
+		if !ok {
+			k = len(items)
+			byBatch[it.bid] = k
+			items = append(items, settleItem{bid: it.bid})
+		}
+		items[k].runs = append(items[k].runs, it.runs...)
+		at[i] = k
+	}
 	var keys []string
 	args := []any{len(items)}
 	for _, it := range items {
@@ -86,15 +111,19 @@ func (jq *jobQueue) settleMany(ctx context.Context, items []settleItem, now time
 	if len(res) != len(items) {
 		return nil, fmt.Errorf("batch or workflow outcomes: %d replies for %d outcomes", len(res), len(items))
 	}
-	errs := make([]error, len(items))
+	itemErrs := make([]error, len(items))
 	for i, it := range items {
 		r, _ := res[i].([]any)
 		switch {
 		case len(r) == 0:
-			errs[i] = fmt.Errorf("batch or workflow outcome: unexpected reply %v", res[i])
+			itemErrs[i] = fmt.Errorf("batch or workflow outcome: unexpected reply %v", res[i])
 		case jq.stale(it, r):
-			_, errs[i] = jq.settleOne(ctx, it, now)
+			_, itemErrs[i] = jq.settleOne(ctx, it, now)
 		}
+	}
+	errs := make([]error, len(all))
+	for i := range all {
+		errs[i] = itemErrs[at[i]]
 	}
 	return errs, nil
 }

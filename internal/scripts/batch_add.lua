@@ -2,22 +2,26 @@
 -- batch, and push the jobs to their queues, in one atomic step: a job is in its queue only if
 -- the batch counts it, so no job of a batch can end before the batch knows it.
 -- KEYS[1] P batch:<bid>   KEYS[2] P batch:<bid>:jobs   KEYS[3] P batch:<bid>:pending
--- KEYS[4] P batch:<bid>:fresh   KEYS[5] P batch:<bid>:dead   KEYS[6] P batches   KEYS[7] P queues
--- KEYS[7+q] P queue:<queue q>, for q = 1..Q
+-- KEYS[4] P batch:<bid>:dead   KEYS[5] P batches   KEYS[6] P queues
+-- KEYS[6+q] P queue:<queue q>, for q = 1..Q
 -- ARGV[1] bid   ARGV[2] mode: "create" or "add"
 -- ARGV[3] create: the call's token (a replay of this call is told apart from another creator);
 --         add: the jid of the running job that adds (it must still be pending)
 -- ARGV[4] now (seconds)   ARGV[5] how long the data lives while the batch runs (seconds)
 -- ARGV[6] wake channel    ARGV[7] Q   ARGV[8] N (jobs)   ARGV[9] F (hash fields, create only)
 -- ARGV[10..9+Q] queue names; then F field, value pairs; then three values per job: jid,
--- queue number, document.
+-- queue number, document. (A create's jids are distinct: the caller checks.)
 -- Returns {status, added}: "ok"; "replay" when this create was already applied (a resent
 -- call: nothing written); "exists" when bid was created by another call; "gone" when the batch
 -- no longer exists; "not_member" when the adder is not a job of the batch; "done" when the
 -- adder has already succeeded (a rerun after a kill: its first run's adds are in the batch, so
--- this one writes nothing). Only jids not yet in the batch are added, so an add sent twice
--- counts once. The pending count includes the running adder until its own outcome, so the
--- batch cannot succeed while a job is still adding to it.
+-- this one writes nothing). An add writes only the jids not yet in the batch, so an add sent
+-- twice counts once. The pending count includes the running adder until its own outcome, so
+-- the batch cannot succeed while a job is still adding to it.
+-- The batch: jobs is the set of every jid added (the total); pending the hash of the jids not
+-- yet succeeded, "0" until a run of the job has ended, "1" after; the batch hash's "fresh" the
+-- number of pending jids at "0" (none left: every job has run once); dead the set of jids that
+-- died.
 -- Every key is type-checked before the first write (Redis does not roll back a script that
 -- fails half-way). Out of memory the first write (an addition) is refused: nothing is written.
 local Q, N, F = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -27,9 +31,9 @@ local function expect(key, want)
     return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. want .. '; nothing was written')
   end
 end
-local err = expect(KEYS[1], 'hash') or expect(KEYS[2], 'set') or expect(KEYS[3], 'set') or expect(KEYS[4], 'set')
-  or expect(KEYS[6], 'zset') or expect(KEYS[7], 'set')
-for q = 1, Q do err = err or expect(KEYS[7 + q], 'list') end
+local err = expect(KEYS[1], 'hash') or expect(KEYS[2], 'set') or expect(KEYS[3], 'hash') or expect(KEYS[5], 'zset')
+  or expect(KEYS[6], 'set')
+for q = 1, Q do err = err or expect(KEYS[6 + q], 'list') end
 if err then return err end
 
 local exists = redis.call('EXISTS', KEYS[1]) == 1
@@ -41,47 +45,62 @@ if ARGV[2] == 'create' then
 else
   if not exists then return {'gone', 0} end
   if redis.call('SISMEMBER', KEYS[2], ARGV[3]) == 0 then return {'not_member', 0} end
-  if redis.call('SISMEMBER', KEYS[3], ARGV[3]) == 0 then return {'done', 0} end
+  if not redis.call('HGET', KEYS[3], ARGV[3]) then return {'done', 0} end
 end
 
+local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
 local fields0, jobs0 = 9 + Q, 9 + Q + 2 * F
+local lists, added = {}, 0
+local function take(i)
+  local base = jobs0 + 3 * (i - 1)
+  local q = tonumber(ARGV[base + 2])
+  local l = lists[q]
+  if not l then
+    l = {}
+    lists[q] = l
+  end
+  l[#l + 1] = ARGV[base + 3]
+  added = added + 1
+end
 if ARGV[2] == 'create' then
   local h = {}
   for f = 1, 2 * F do h[#h + 1] = ARGV[fields0 + f] end
-  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], unpack(h))
-  redis.call('ZADD', KEYS[6], ARGV[4], ARGV[1])
-end
-
-local lists, added = {}, 0
-for i = 1, N do
-  local base = jobs0 + 3 * (i - 1)
-  local jid = ARGV[base + 1]
-  if redis.call('SADD', KEYS[2], jid) == 1 then
-    redis.call('SADD', KEYS[3], jid)
-    redis.call('SADD', KEYS[4], jid)
-    added = added + 1
-    local q = tonumber(ARGV[base + 2])
-    local l = lists[q]
-    if not l then
-      l = {}
-      lists[q] = l
+  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, unpack(h))
+  redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+  for s = 1, N, chunk do
+    local ids, pend = {}, {}
+    for i = s, math.min(s + chunk - 1, N) do
+      local jid = ARGV[jobs0 + 3 * (i - 1) + 1]
+      ids[#ids + 1] = jid
+      pend[#pend + 1] = jid
+      pend[#pend + 1] = '0'
+      take(i)
     end
-    l[#l + 1] = ARGV[base + 3]
+    redis.call('SADD', KEYS[2], unpack(ids))
+    redis.call('HSET', KEYS[3], unpack(pend))
   end
+else
+  for i = 1, N do
+    local jid = ARGV[jobs0 + 3 * (i - 1) + 1]
+    if redis.call('SADD', KEYS[2], jid) == 1 then
+      redis.call('HSET', KEYS[3], jid, '0')
+      take(i)
+    end
+  end
+  if added > 0 then redis.call('HINCRBY', KEYS[1], 'fresh', added) end
 end
-local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
 for q = 1, Q do
   local l = lists[q]
   if l then
-    redis.call('SADD', KEYS[7], ARGV[9 + q])
+    redis.call('SADD', KEYS[6], ARGV[9 + q])
     for s = 1, #l, chunk do
-      redis.call('LPUSH', KEYS[7 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
+      redis.call('LPUSH', KEYS[6 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
     end
     redis.pcall('PUBLISH', ARGV[6], ARGV[9 + q])
   end
 end
 -- The data lives while the batch runs; the success sets the shorter TTL of an ended batch.
 if redis.call('HEXISTS', KEYS[1], 'success_at') == 0 then
-  for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
+  for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
 end
 return {'ok', added}

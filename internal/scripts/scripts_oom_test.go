@@ -100,7 +100,7 @@ func oomCases() []oomCase {
 			args: []any{node, 1, "join", "tok"}},
 		{name: "batch create", file: "batch_add.lua", script: BatchAdd,
 			keys: func(k wire.Keys) []string {
-				return []string{k.Batch("b"), k.BatchJobs("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"),
+				return []string{k.Batch("b"), k.BatchJobs("b"), k.BatchPending("b"), k.BatchDead("b"),
 					k.Batches(), k.Queues(), k.Queue("q")}
 			},
 			args: []any{"b", "create", "tok", 100, 3600, "wake", 1, 1, 1, "q", "queues", "", "j1", 1, job}},
@@ -191,26 +191,43 @@ func oomCases() []oomCase {
 			keys:  func(k wire.Keys) []string { return []string{k.Unique("tok")} }, args: []any{"j1"}},
 		{name: "batch job succeeded", file: "batch_settle.lua", script: BatchSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
-				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:success", job, "cbq:success", "q")
-				c.SAdd(ctx, k.BatchPending("b"), "j1")
-				c.SAdd(ctx, k.BatchFresh("b"), "j1")
+				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:success", job, "cbq:success", "q", "fresh", 1)
+				c.HSet(ctx, k.BatchPending("b"), "j1", "0")
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"), k.BatchJobs("b"),
-					k.Queues(), k.Queue("q")}
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(), k.Queue("q")}
 			},
-			args: []any{"j1", "succeeded", 100, "wake", "q", "q"}},
+			args: []any{100, "wake", "q", 1, "q", "j1", "succeeded"}},
 		{name: "batch job died", file: "batch_settle.lua", script: BatchSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
-				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:death", job, "cbq:death", "q")
-				c.SAdd(ctx, k.BatchPending("b"), "j1", "j2")
-				c.SAdd(ctx, k.BatchFresh("b"), "j1", "j2")
+				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:death", job, "cbq:death", "q", "fresh", 2)
+				c.HSet(ctx, k.BatchPending("b"), "j1", "0", "j2", "0")
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchFresh("b"), k.BatchDead("b"), k.BatchJobs("b"),
-					k.Queues(), k.Queue("q")}
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(), k.Queue("q")}
 			},
-			args: []any{"j1", "died", 100, "wake", "q", "q"}},
+			args: []any{100, "wake", "q", 1, "q", "j1", "died"}},
+		{name: "batch job failed", file: "batch_settle.lua", script: BatchSettle, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Batch("b"), "queues", "", "fresh", 2)
+				c.HSet(ctx, k.BatchPending("b"), "j1", "0", "j2", "0")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues()}
+			},
+			args: []any{100, "wake", "", 0, "j1", "failed"}},
+		{name: "group of outcomes", file: "settle_group.lua", script: SettleGroup, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Batch("b"), "queues", "", "fresh", 2)
+				c.HSet(ctx, k.BatchPending("b"), "j1", "0", "j2", "0")
+				c.HSet(ctx, k.Workflow("w"), "queues", "", "total", 1)
+				c.HSet(ctx, k.WorkflowGraph("w"), "s:a", "queued")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(),
+					k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues()}
+			},
+			args: []any{2, "b", 5, 6, 100, "wake", "", 0, "j1", "failed", "w", 4, 5, "a", "succeeded", 100, "wake", ""}},
 		{name: "workflow job succeeded", file: "workflow_settle.lua", script: WorkflowSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)

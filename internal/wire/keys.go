@@ -213,13 +213,11 @@ func (k Keys) Batch(bid string) string { return k.Prefix + "batch:" + bid }
 // in it is a no-op, which makes an add sent twice (a lost reply) harmless.
 func (k Keys) BatchJobs(bid string) string { return k.Prefix + "batch:" + bid + ":jobs" }
 
-// BatchPending is the set of batch bid's jids that have not succeeded. The outcome script
-// removes a jid once (SREM answers 1 once), which is what makes a success count exactly once.
+// BatchPending is the hash of batch bid's jids that have not succeeded: "0" until a run of
+// the job has ended (failed or died), "1" after. The outcome script removes a jid once (its
+// read of the field, in the same script, says whether it is there), which is what makes a
+// success count exactly once; the batch hash's "fresh" counts the jids at "0".
 func (k Keys) BatchPending(bid string) string { return k.Prefix + "batch:" + bid + ":pending" }
-
-// BatchFresh is the set of batch bid's jids that have not yet ended a run (succeeded, failed
-// or died). Empty means every job has run at least once: the complete callback's condition.
-func (k Keys) BatchFresh(bid string) string { return k.Prefix + "batch:" + bid + ":fresh" }
 
 // BatchDead is the set of batch bid's jids that died (moved to the dead set).
 func (k Keys) BatchDead(bid string) string { return k.Prefix + "batch:" + bid + ":dead" }
