@@ -56,7 +56,7 @@ func BenchmarkFlowJob(b *testing.B) {
 				return nil
 			})
 			e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, Logger: testLogger(), DisableScheduler: true,
-				Queues: []Queue{{Name: "default", Concurrency: 50}, {Name: "cb", Concurrency: 1}},
+				Queues:  []Queue{{Name: "default", Concurrency: 50}, {Name: "cb", Concurrency: 1}},
 				Workers: map[string]Worker{"Noop": noop, "Callback": WorkerFunc(func(context.Context, *Job) error { return nil })}})
 			if err != nil {
 				b.Fatal(err)
