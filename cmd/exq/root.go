@@ -59,7 +59,8 @@ line or input (nothing was written).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.AddGroup(&cobra.Group{ID: "look", Title: "Look:"}, &cobra.Group{ID: "act", Title: "Act:"})
 	for _, c := range []*cobra.Command{a.statsCmd(), a.queuesCmd(), a.jobsCmd(), a.setCmd(exq.RetrySet),
-		a.setCmd(exq.ScheduledSet), a.setCmd(exq.DeadSet), a.jobCmd(), a.processesCmd(), a.busyCmd(), a.cronCmd()} {
+		a.setCmd(exq.ScheduledSet), a.setCmd(exq.DeadSet), a.jobCmd(), a.processesCmd(), a.busyCmd(), a.cronCmd(),
+		a.batchCmd(), a.workflowCmd()} {
 		c.GroupID = "look"
 		root.AddCommand(c)
 	}

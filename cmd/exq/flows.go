@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
+)
+
+// batchJSON is one batch as --json prints it.
+type batchJSON struct {
+	ID          string            `json:"id"`
+	Description string            `json:"description,omitempty"`
+	Total       int               `json:"total"`
+	Pending     int               `json:"pending"`
+	Failed      int               `json:"failed"`
+	Dead        int               `json:"dead"`
+	CreatedAt   *time.Time        `json:"created_at,omitempty"`
+	CompletedAt *time.Time        `json:"completed_at,omitempty"`
+	SucceededAt *time.Time        `json:"succeeded_at,omitempty"`
+	DiedAt      *time.Time        `json:"died_at,omitempty"`
+	Callbacks   map[string]string `json:"callbacks,omitempty"`
+	PendingJIDs []string          `json:"pending_jids,omitempty"`
+}
+
+func toBatchJSON(s exq.BatchStatus) batchJSON {
+	return batchJSON{ID: s.ID, Description: s.Description, Total: s.Total, Pending: s.Pending, Failed: s.Failed,
+		Dead: s.Dead, CreatedAt: ts(s.CreatedAt), CompletedAt: ts(s.CompletedAt), SucceededAt: ts(s.SucceededAt),
+		DiedAt: ts(s.DiedAt), Callbacks: s.Callbacks}
+}
+
+// workflowJSON is one workflow as --json prints it.
+type workflowJSON struct {
+	ID          string            `json:"id"`
+	Description string            `json:"description,omitempty"`
+	Total       int               `json:"total"`
+	Succeeded   int               `json:"succeeded"`
+	Dead        int               `json:"dead"`
+	Canceled    int               `json:"canceled"`
+	CreatedAt   *time.Time        `json:"created_at,omitempty"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	Jobs        []workflowJobJSON `json:"jobs"`
+}
+
+type workflowJobJSON struct {
+	Name             string   `json:"name"`
+	JID              string   `json:"jid"`
+	Queue            string   `json:"queue"`
+	State            string   `json:"state"`
+	DependsOn        []string `json:"depends_on,omitempty"`
+	Waiting          int      `json:"waiting"`
+	RunOnParentDeath bool     `json:"run_on_parent_death"`
+	Reason           string   `json:"reason,omitempty"`
+}
+
+func (a *app) batchCmd() *cobra.Command {
+	var limit int
+	list := func(cmd *cobra.Command, _ []string) error { return a.batchList(cmd.Context(), limit) }
+	c := &cobra.Command{
+		Use:   "batch",
+		Short: "Batches: list, show",
+		Long: `Batches of jobs with callbacks (docs/workflows.md). Without a subcommand, lists the batches
+whose data is kept, newest first: counts and the times each callback fired.`,
+		Args: nArgs(0, 0, "a subcommand: list or show"),
+		RunE: list,
+	}
+	c.Flags().IntVar(&limit, "limit", 20, "how many batches to list")
+	lc := &cobra.Command{Use: "list", Short: "List the batches, newest first", Args: nArgs(0, 0, "no argument"), RunE: list}
+	lc.Flags().IntVar(&limit, "limit", 20, "how many batches to list")
+	c.AddCommand(lc, &cobra.Command{Use: "show BID", Short: "One batch: its counts, times, callbacks and pending jobs",
+		Args: nArgs(1, 1, "batch show BID"),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.batchShow(cmd.Context(), args[0]) }})
+	return c
+}
+
+func (a *app) flowOpen(ctx context.Context, what string) error {
+	if err := a.oneNamespace(what); err != nil {
+		return err
+	}
+	return a.connect(ctx, true)
+}
+
+func (a *app) batchList(ctx context.Context, limit int) error {
+	if limit <= 0 {
+		return usagef("--limit must be positive, got %d", limit)
+	}
+	if err := a.flowOpen(ctx, "batch"); err != nil {
+		return err
+	}
+	list, err := a.api.Batches(ctx, exq.ListOptions{Size: limit})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := make([]batchJSON, len(list))
+		for i, s := range list {
+			out[i] = toBatchJSON(s)
+		}
+		return a.printJSON(out)
+	}
+	rows := make([][]any, len(list))
+	for i, s := range list {
+		rows[i] = []any{s.ID, cut(s.Description, 40), s.Total, s.Pending, s.Failed, s.Dead, when(s.CreatedAt),
+			when(s.CompletedAt), when(s.SucceededAt)}
+	}
+	return a.table([]string{"BID", "DESCRIPTION", "TOTAL", "PENDING", "FAILED", "DEAD", "CREATED", "COMPLETED", "SUCCEEDED"}, rows)
+}
+
+// maxShownJIDs bounds the pending jids batch show lists.
+const maxShownJIDs = 20
+
+func (a *app) batchShow(ctx context.Context, bid string) error {
+	if err := a.flowOpen(ctx, "batch"); err != nil {
+		return err
+	}
+	s, err := a.api.Batch(ctx, bid)
+	if err != nil {
+		return err
+	}
+	pending, err := a.api.BatchJobs(ctx, bid, "pending", maxShownJIDs)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := toBatchJSON(s)
+		out.PendingJIDs = pending
+		return a.printJSON(out)
+	}
+	rows := [][]any{{"description", s.Description}, {"total", s.Total}, {"pending", s.Pending}, {"failed", s.Failed},
+		{"dead", s.Dead}, {"created", when(s.CreatedAt)}, {"completed", when(s.CompletedAt)},
+		{"succeeded", when(s.SucceededAt)}, {"first death", when(s.DiedAt)}}
+	for _, ev := range []string{"success", "complete", "death"} {
+		if jid, ok := s.Callbacks[ev]; ok {
+			rows = append(rows, []any{"on " + ev, jid})
+		}
+	}
+	if len(pending) > 0 {
+		rows = append(rows, []any{"pending jobs", strings.Join(pending, " ")})
+	}
+	return a.table([]string{"BATCH", s.ID}, rows)
+}
+
+func (a *app) workflowCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "workflow",
+		Short: "Workflows: show",
+		Long:  `Workflows of jobs that wait for other jobs (docs/workflows.md).`,
+		Args:  nArgs(0, 0, "a subcommand: show"),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	c.AddCommand(&cobra.Command{Use: "show ID", Short: "One workflow: each job's state and what it waits for",
+		Args: nArgs(1, 1, "workflow show ID"),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.workflowShow(cmd.Context(), args[0]) }})
+	return c
+}
+
+func (a *app) workflowShow(ctx context.Context, id string) error {
+	if err := a.flowOpen(ctx, "workflow"); err != nil {
+		return err
+	}
+	w, err := a.api.Workflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := workflowJSON{ID: w.ID, Description: w.Description, Total: w.Total, Succeeded: w.Succeeded, Dead: w.Dead,
+			Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt), Jobs: []workflowJobJSON{}}
+		for _, j := range w.Jobs {
+			out.Jobs = append(out.Jobs, workflowJobJSON{Name: j.Name, JID: j.JID, Queue: j.Queue, State: j.State,
+				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason})
+		}
+		return a.printJSON(out)
+	}
+	rows := make([][]any, len(w.Jobs))
+	for i, j := range w.Jobs {
+		waits := "-"
+		if len(j.DependsOn) > 0 {
+			waits = cut(strings.Join(j.DependsOn, ","), 60)
+		}
+		state := j.State
+		if j.Reason != "" {
+			state += " (" + j.Reason + ")"
+		}
+		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID}
+	}
+	if _, err := a.stdout.Write([]byte(w.ID + "  " + w.Description + "\n")); err != nil {
+		return err
+	}
+	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID"}, rows)
+}

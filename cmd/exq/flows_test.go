@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+)
+
+func TestBatchListShowAndWorkflowShow(t *testing.T) {
+	c := newCLIEnv(t)
+	ctx := context.Background()
+	cl, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer cl.Close()
+	bid, jids, err := cl.NewBatch(ctx, exq.BatchOptions{Description: "nightly \x1b[31mred",
+		OnSuccess: &exq.JobSpec{Queue: "cb", Class: "Done"}}, []exq.JobSpec{{Queue: "q", Class: "W"}, {Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	w, err := cl.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, []exq.WorkflowJob{
+		{Name: "a", Queue: "q", Class: "W"}, {Name: "b", Queue: "q", Class: "W", DependsOn: []string{"a"}}})
+	require.NoError(t, err)
+
+	code, out, errOut := c.run("batch", "list")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, bid)
+	assert.NotContains(t, out, "\x1b", "terminal escapes from Redis are neutralised")
+
+	var list []batchJSON
+	c.json(&list, "batch")
+	require.Len(t, list, 1)
+	assert.Equal(t, 2, list[0].Total)
+	assert.Equal(t, 2, list[0].Pending)
+
+	var one batchJSON
+	c.json(&one, "batch", "show", bid)
+	assert.ElementsMatch(t, jids, one.PendingJIDs)
+	assert.NotEmpty(t, one.Callbacks["success"])
+
+	var wf workflowJSON
+	c.json(&wf, "workflow", "show", w.ID)
+	require.Len(t, wf.Jobs, 2)
+	assert.Equal(t, "queued", wf.Jobs[0].State)
+	assert.Equal(t, "waiting", wf.Jobs[1].State)
+	assert.Equal(t, []string{"a"}, wf.Jobs[1].DependsOn)
+	code, out, errOut = c.run("workflow", "show", w.ID)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "waiting")
+
+	for _, args := range [][]string{{"batch"}, {"batch", "show", bid}, {"workflow", "show", w.ID}} {
+		var v any
+		c.json(&v, args...)
+		checkSchema(t, args[0], v)
+	}
+
+	code, _, errOut = c.run("batch", "show", "nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "batch not found")
+	code, _, errOut = c.run("workflow", "show", "nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "workflow not found")
+}
