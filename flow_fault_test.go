@@ -205,9 +205,8 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 
 	nodes := []*fleetNode{v.startFlowNode(), v.startFlowNode(), v.startFlowNode()}
 
-	// What must happen: callbacks by jid, and workflow jobs by jid with their expected state.
-	type expectation struct{ what, state string }
-	callbacks := map[string]expectation{}
+	// What must happen: the callbacks that must run, by jid, with what they are for.
+	callbacks := map[string]string{}
 	var bids []string
 	for b := 0; b < batches; b++ {
 		dying := b%2 == 0
@@ -226,7 +225,7 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			fired = []string{"complete", "success"}
 		}
 		for _, ev := range fired {
-			callbacks[st.fields["cbjid:"+ev]] = expectation{what: bid + " " + ev}
+			callbacks[st.fields["cbjid:"+ev]] = bid + " " + ev
 		}
 	}
 	fan := []WorkflowJob{flowStep("root")}
@@ -324,11 +323,11 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 		return n
 	}
 	fired, extra := 0, 0
-	for jid, ex := range callbacks {
-		if assert.NotEmpty(t, runs[jid], "callback %s ran", ex.what) {
+	for jid, what := range callbacks {
+		if assert.NotEmpty(t, runs[jid], "callback %s ran", what) {
 			fired++
 		}
-		assert.LessOrEqual(t, survivors(jid), 1, "callback %s ran once outside kills", ex.what)
+		assert.LessOrEqual(t, survivors(jid), 1, "callback %s ran once outside kills", what)
 		extra += len(runs[jid]) - 1
 	}
 	// No callback that must not fire did: every callback job that ran is expected.
