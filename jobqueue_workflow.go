@@ -98,3 +98,25 @@ func (jq *jobQueue) workflowRead(ctx context.Context, id string) (meta, graph ma
 	}
 	return m.Val(), g.Val(), nil
 }
+
+// workflowIDs lists up to count workflow ids, newest first, from offset.
+func (jq *jobQueue) workflowIDs(ctx context.Context, offset, count int64) ([]string, error) {
+	return jq.rdb.ZRevRange(ctx, jq.keys.Workflows(), offset, offset+count-1).Result()
+}
+
+// workflowMeta reads workflow id's hash only; empty when there is no such workflow.
+func (jq *jobQueue) workflowMeta(ctx context.Context, id string) (map[string]string, error) {
+	return jq.rdb.HGetAll(ctx, jq.keys.Workflow(id)).Result()
+}
+
+// forgetWorkflows removes ids whose data has expired from the listing.
+func (jq *jobQueue) forgetWorkflows(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make([]any, len(ids))
+	for i, id := range ids {
+		m[i] = id
+	}
+	return jq.rdb.ZRem(ctx, jq.keys.Workflows(), m...).Err()
+}

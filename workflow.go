@@ -1,6 +1,7 @@
 package exq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,8 +228,15 @@ func (en *enqueuer) enqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs
 	}
 	// The jids are chosen first, so that each job's document can name its parents' jids.
 	jids := make([]string, len(jobs))
-	for i := range jobs {
-		jids[i] = wire.NewJID()
+	for i, j := range jobs {
+		var cfg enqueueConfig // a JID option given with the job is kept
+		for _, o := range j.Options {
+			if o != nil && o.apply(&cfg) != nil {
+				cfg.jid = ""
+				break // the build below reports the bad option
+			}
+		}
+		jids[i] = cmp.Or(cfg.jid, wire.NewJID())
 	}
 	specs := make([]JobSpec, len(jobs))
 	for i, j := range jobs {
@@ -362,9 +370,7 @@ func (a *API) Workflow(ctx context.Context, id string) (WorkflowStatus, error) {
 		return WorkflowStatus{}, fmt.Errorf("exq: api: workflow %s: %w", id, ErrWorkflowNotFound)
 	}
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	st := WorkflowStatus{ID: id, Description: meta["description"], Total: atoi(meta["total"]),
-		Succeeded: atoi(meta["succeeded"]), Dead: atoi(meta["dead"]), Canceled: atoi(meta["canceled"]),
-		CreatedAt: secondsField(meta, "created_at"), FinishedAt: secondsField(meta, "finished_at")}
+	st := workflowStatusOf(id, meta)
 	for f, jid := range graph {
 		name, ok := strings.CutPrefix(f, "j:")
 		if !ok {
@@ -379,4 +385,41 @@ func (a *API) Workflow(ctx context.Context, id string) (WorkflowStatus, error) {
 	}
 	sort.Slice(st.Jobs, func(i, k int) bool { return st.Jobs[i].Name < st.Jobs[k].Name })
 	return st, nil
+}
+
+func workflowStatusOf(id string, meta map[string]string) WorkflowStatus {
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	return WorkflowStatus{ID: id, Description: meta["description"], Total: atoi(meta["total"]),
+		Succeeded: atoi(meta["succeeded"]), Dead: atoi(meta["dead"]), Canceled: atoi(meta["canceled"]),
+		CreatedAt: secondsField(meta, "created_at"), FinishedAt: secondsField(meta, "finished_at")}
+}
+
+// Workflows lists the workflows whose data is still kept, newest first, without their jobs
+// (Workflow reads one with them).
+func (a *API) Workflows(ctx context.Context, o ListOptions) ([]WorkflowStatus, error) {
+	start, stop, err := o.bounds()
+	if err != nil {
+		return nil, err
+	}
+	ids, err := a.jq.workflowIDs(ctx, start, stop-start+1)
+	if err != nil {
+		return nil, fmt.Errorf("exq: api: workflows: %w", err)
+	}
+	out := make([]WorkflowStatus, 0, len(ids))
+	var gone []string
+	for _, id := range ids {
+		meta, err := a.jq.workflowMeta(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("exq: api: workflows: %w", err)
+		}
+		if len(meta) == 0 {
+			gone = append(gone, id)
+			continue
+		}
+		out = append(out, workflowStatusOf(id, meta))
+	}
+	if err := a.jq.forgetWorkflows(ctx, gone...); err != nil {
+		a.log.Warn("exq: api: could not trim expired workflows from the listing", "error", err)
+	}
+	return out, nil
 }

@@ -31,6 +31,9 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /periodic/{name}", h.periodicJob)
 	m.HandleFunc("GET /periodic/{name}/delete", h.confirmPeriodicDelete)
 	m.HandleFunc("GET /search", h.search)
+	m.HandleFunc("GET /batches", h.batches)
+	m.HandleFunc("GET /batches/{bid}", h.batch)
+	m.HandleFunc("GET /workflows/{id}", h.workflow)
 	for _, s := range sets {
 		m.HandleFunc("GET /"+s.Path, h.setPage(s))
 		m.HandleFunc("GET /"+s.Path+"/all/{op}", h.confirmSetAll(s))

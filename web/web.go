@@ -287,7 +287,7 @@ func (h *handler) safeBack(b string) bool {
 // fail shows err: 404 for what is not there, 500 (logged) for the rest.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, exq.ErrJobNotFound), errors.Is(err, exq.ErrPeriodicNotFound):
+	case errors.Is(err, exq.ErrJobNotFound), errors.Is(err, exq.ErrPeriodicNotFound), notFoundFlow(err):
 		h.errorPage(w, r, http.StatusNotFound, "Not found: it may have run, moved or been deleted meanwhile.")
 	case errors.Is(err, exq.ErrInvalidQueue), errors.Is(err, exq.ErrInvalidPeriodic), errors.Is(err, exq.ErrUndecodableJob):
 		h.errorPage(w, r, http.StatusBadRequest, err.Error())

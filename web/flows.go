@@ -1,0 +1,185 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+
+	"github.com/exqgo/exq"
+)
+
+// flowsShown bounds the batches and workflows the list page shows.
+const flowsShown = 50
+
+type batchesData struct {
+	Batches   []exq.BatchStatus
+	Workflows []exq.WorkflowStatus
+}
+
+func (h *handler) batches(w http.ResponseWriter, r *http.Request) {
+	bs, err := h.api.Batches(r.Context(), exq.ListOptions{Size: flowsShown})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ws, err := h.api.Workflows(r.Context(), exq.ListOptions{Size: flowsShown})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "batches.html", "batches", "Batches and workflows", batchesData{Batches: bs, Workflows: ws})
+}
+
+// pendingShown bounds the pending jids the batch page lists.
+const pendingShown = 100
+
+type batchData struct {
+	B       exq.BatchStatus
+	Pending []string
+	Dead    []string
+}
+
+func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
+	bid := pathName(r, "bid")
+	b, err := h.api.Batch(r.Context(), bid)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pending, err := h.api.BatchJobs(r.Context(), bid, "pending", pendingShown)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	dead, err := h.api.BatchJobs(r.Context(), bid, "dead", pendingShown)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sort.Strings(pending)
+	sort.Strings(dead)
+	h.render(w, r, http.StatusOK, "batch.html", "batches", "Batch "+bid, batchData{B: b, Pending: pending, Dead: dead})
+}
+
+type workflowData struct {
+	W     exq.WorkflowStatus
+	Graph *graph // nil when the workflow is too large to draw
+}
+
+func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
+	id := pathName(r, "id")
+	wf, err := h.api.Workflow(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs)})
+}
+
+// notFoundFlow reports whether err is a batch or workflow that does not exist (any more).
+func notFoundFlow(err error) bool {
+	return errors.Is(err, exq.ErrBatchNotFound) || errors.Is(err, exq.ErrWorkflowNotFound)
+}
+
+// maxDrawn is the most jobs a workflow's drawing shows; a larger one is listed only.
+const maxDrawn = 300
+
+// Sizes of the drawing, in SVG units.
+const (
+	boxW, boxH   = 150, 34
+	colGap, rowG = 60, 14
+	margin       = 10
+)
+
+// graph is a workflow drawn in layers: each job in the column after its deepest parent.
+type graph struct {
+	W, H  int
+	Nodes []graphNode
+	Edges []graphEdge
+}
+
+type graphNode struct {
+	X, Y        int
+	Label, Full string // the name cut to fit, and whole (as the box's title)
+	State       string
+	Class       string // the CSS class of its state
+}
+
+type graphEdge struct{ X1, Y1, X2, Y2 int }
+
+// layoutGraph places jobs in columns by depth (the longest chain of parents before them) and
+// rows in name order; nil for more than maxDrawn jobs or a graph that is not acyclic (the
+// stored graph is read from Redis, so it is not trusted).
+func layoutGraph(jobs []exq.WorkflowJobStatus) *graph {
+	if len(jobs) == 0 || len(jobs) > maxDrawn {
+		return nil
+	}
+	index := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		index[j.Name] = i
+	}
+	depth := make([]int, len(jobs))
+	state := make([]int, len(jobs)) // 0 unseen, 1 in progress, 2 done
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		switch state[i] {
+		case 1:
+			return false
+		case 2:
+			return true
+		}
+		state[i] = 1
+		for _, p := range jobs[i].DependsOn {
+			k, ok := index[p]
+			if !ok {
+				continue
+			}
+			if !visit(k) {
+				return false
+			}
+			depth[i] = max(depth[i], depth[k]+1)
+		}
+		state[i] = 2
+		return true
+	}
+	for i := range jobs {
+		if !visit(i) {
+			return nil
+		}
+	}
+	rows := map[int]int{}
+	g := &graph{}
+	pos := make([][2]int, len(jobs))
+	for i, j := range jobs {
+		row := rows[depth[i]]
+		rows[depth[i]]++
+		x := margin + depth[i]*(boxW+colGap)
+		y := margin + row*(boxH+rowG)
+		pos[i] = [2]int{x, y}
+		label := j.Name
+		if r := []rune(label); len(r) > 20 {
+			label = string(r[:19]) + "…"
+		}
+		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, Label: label, Full: j.Name + ": " + j.State, State: j.State,
+			Class: "st-" + stateClass(j.State)})
+		g.W = max(g.W, x+boxW+margin)
+		g.H = max(g.H, y+boxH+margin)
+	}
+	for i, j := range jobs {
+		for _, p := range j.DependsOn {
+			if k, ok := index[p]; ok {
+				g.Edges = append(g.Edges, graphEdge{X1: pos[k][0] + boxW, Y1: pos[k][1] + boxH/2, X2: pos[i][0], Y2: pos[i][1] + boxH/2})
+			}
+		}
+	}
+	return g
+}
+
+// stateClass is a state as a CSS class name: one of the known states, else "other".
+func stateClass(s string) string {
+	switch s {
+	case "waiting", "queued", "succeeded", "dead", "canceled":
+		return s
+	}
+	return "other"
+}

@@ -1,0 +1,64 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+)
+
+func TestBatchAndWorkflowPagesShowTheirStateEscaped(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	const hostile = `<script>alert(1)</script>`
+	bid, jids, err := c.NewBatch(ctx, exq.BatchOptions{Description: "nightly " + hostile,
+		OnSuccess: &exq.JobSpec{Queue: "cb", Class: "Done"}}, []exq.JobSpec{{Queue: "q", Class: "W"}, {Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{Description: hostile}, []exq.WorkflowJob{
+		{Name: "extract", Queue: "q", Class: "W"},
+		{Name: hostile, Queue: "q", Class: "W", DependsOn: []string{"extract"}},
+		{Name: "load", Queue: "q", Class: "W", DependsOn: []string{"extract", hostile}}})
+	require.NoError(t, err)
+
+	list := f.page("/batches")
+	assert.Contains(t, list, "/batches/"+bid)
+	assert.Contains(t, list, "/workflows/"+w.ID)
+	one := f.page("/batches/" + bid)
+	for _, jid := range jids {
+		assert.Contains(t, one, jid, "a pending job is listed")
+	}
+	wf := f.page("/workflows/" + w.ID)
+	assert.Contains(t, wf, "<svg", "the graph is drawn")
+	assert.Equal(t, 3, strings.Count(wf, `<line `), "one edge per dependency")
+	assert.Contains(t, wf, `class="st-queued"`)
+	assert.Contains(t, wf, `class="st-waiting"`)
+	for _, page := range []string{list, one, wf} {
+		assert.NotContains(t, page, hostile, "text from Redis is escaped")
+	}
+	code, _ := f.get("/batches/nope")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = f.get("/workflows/nope")
+	assert.Equal(t, http.StatusNotFound, code)
+}
+
+func TestLayoutGraphRefusesACycleReadFromRedisAndBigGraphs(t *testing.T) {
+	cyc := []exq.WorkflowJobStatus{{Name: "a", DependsOn: []string{"b"}}, {Name: "b", DependsOn: []string{"a"}}}
+	assert.Nil(t, layoutGraph(cyc))
+	big := make([]exq.WorkflowJobStatus, maxDrawn+1)
+	for i := range big {
+		big[i].Name = strings.Repeat("x", i+1)
+	}
+	assert.Nil(t, layoutGraph(big))
+	g := layoutGraph([]exq.WorkflowJobStatus{{Name: "a"}, {Name: "b", DependsOn: []string{"a"}}})
+	require.NotNil(t, g)
+	assert.Len(t, g.Edges, 1)
+	assert.Greater(t, g.Nodes[1].X, g.Nodes[0].X, "a child is drawn right of its parent")
+}
