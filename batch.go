@@ -36,6 +36,12 @@ type BatchOptions struct {
 	OnComplete *JobSpec
 	// OnDeath is enqueued the first time a job of the batch dies (moves to the dead set).
 	OnDeath *JobSpec
+	// Parent makes this batch a child of batch Parent: it counts there as one pending member,
+	// which succeeds when this batch succeeds, has run when it completes, and dies when a job
+	// of it dies, so the parent's callbacks wait for this batch's. Create a child from a running
+	// job of the parent (its pending count then cannot reach zero first); from elsewhere, the
+	// parent must not have succeeded yet. The parent must be on the same Redis and namespace.
+	Parent string
 	// TTL is how long the batch's data stays once it has succeeded. Zero means
 	// DefaultBatchTTL.
 	TTL time.Duration
@@ -143,6 +149,14 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 	} else if err := checkFlowID(bid); err != nil {
 		return "", nil, badBatch(op, "ID: %v", err)
 	}
+	if o.Parent != "" {
+		if err := checkFlowID(o.Parent); err != nil {
+			return "", nil, badBatch(op, "Parent: %v", err)
+		}
+		if o.Parent == bid {
+			return "", nil, badBatch(op, "Parent is the batch itself")
+		}
+	}
 	now, err := en.serverNow(ctx, op)
 	if err != nil {
 		return "", nil, err
@@ -181,12 +195,19 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 		seen[j.jid] = true
 	}
 	token := wire.NewJID()
-	status, _, err := en.jq.batchWrite(ctx, bid, "create", token, now, cmpDur(o.Expiry, DefaultBatchExpiry), fields, jobs)
+	adder := ""
+	if job := JobFromContext(ctx); job != nil && o.Parent != "" && job.bid == o.Parent {
+		adder = job.JID // a child created by a running job of its parent
+	}
+	status, _, err := en.jq.batchWrite(ctx, bid, "create", token, o.Parent, adder, now, cmpDur(o.Expiry, DefaultBatchExpiry), fields, jobs)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return "", nil, fmt.Errorf("exq: %s (%d jobs): %w", op, len(specs), err)
 	}
-	if status == batchExists {
+	switch status {
+	case batchExists:
 		return "", nil, fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchExists)
+	case batchNoParent:
+		return "", nil, fmt.Errorf("exq: %s %s: parent batch %s does not exist or has succeeded: %w", op, bid, o.Parent, ErrBatchNotFound)
 	}
 	if err != nil {
 		err = fmt.Errorf("exq: %s %s: written on the master: %w", op, bid, err)
@@ -210,7 +231,7 @@ func (en *enqueuer) addToBatch(ctx context.Context, bid, adder string, specs []J
 	if err != nil {
 		return nil, err
 	}
-	status, _, err := en.jq.batchWrite(ctx, bid, "add", adder, now, DefaultBatchExpiry, nil, jobs)
+	status, _, err := en.jq.batchWrite(ctx, bid, "add", adder, "", "", now, DefaultBatchExpiry, nil, jobs)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return nil, fmt.Errorf("exq: %s %s (%d jobs): %w", op, bid, len(specs), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -295,4 +296,115 @@ func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
 	_, _, err = c.NewBatch(ctx, BatchOptions{ID: "b1"}, batchSpecs(1, "X"))
 	assert.ErrorIs(t, err, ErrBatchExists)
 	assert.Equal(t, int64(1), v.rdb.LLen(ctx, v.keys.Queue("q")).Val())
+}
+
+func TestNestedBatchesCarryTheChildsCallbacksUpToEveryAncestorOnce(t *testing.T) {
+	v := newEnv(t)
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	jq := c.enq.jq
+	now := time.Now()
+	p, pj, err := c.NewBatch(ctx, callbackSpecs(), batchSpecs(1, "W"))
+	require.NoError(t, err)
+	ch, cj, err := c.NewBatch(ctx, BatchOptions{Parent: p}, batchSpecs(1, "W"))
+	require.NoError(t, err)
+	o := callbackSpecs()
+	o.Parent = ch
+	g, gj, err := c.NewBatch(ctx, o, batchSpecs(2, "W"))
+	require.NoError(t, err)
+	st, err := (&API{jq: jq}).Batch(ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.Total, "the child counts as one member of its parent")
+
+	fired := func(bid string) []string {
+		st, err := (&API{jq: jq}).Batch(ctx, bid)
+		require.NoError(t, err)
+		var out []string
+		for ev, at := range map[string]time.Time{"complete": st.CompletedAt, "success": st.SucceededAt, "death": st.DiedAt} {
+			if !at.IsZero() {
+				out = append(out, ev)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	for i, s := range []struct {
+		bid, jid, out string
+		p, ch, g      []string // what has fired in the parent, the child, the grandchild after the step
+	}{
+		{p, pj[0], runSucceeded, nil, nil, nil},
+		{g, gj[0], runDied, []string{"death"}, []string{"death"}, []string{"death"}}, // a death climbs at once
+		{g, gj[0], runDied, []string{"death"}, []string{"death"}, []string{"death"}}, // sent again: nothing
+		{ch, cj[0], runSucceeded, []string{"death"}, []string{"death"}, []string{"death"}},
+		{g, gj[1], runSucceeded, []string{"complete", "death"}, []string{"complete", "death"}, []string{"complete", "death"}},
+		{g, gj[0], runSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}}, // retried by hand
+		{g, gj[0], runSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}},
+	} {
+		_, _, err := jq.batchSettle(ctx, s.bid, s.jid, s.out, now)
+		require.NoError(t, err, "step %d", i)
+		assert.Equal(t, s.p, fired(p), "parent after step %d", i)
+		assert.Equal(t, s.ch, fired(ch), "child after step %d", i)
+		assert.Equal(t, s.g, fired(g), "grandchild after step %d", i)
+	}
+	// The parent's and the grandchild's three callbacks, each once (the child has none).
+	assert.Equal(t, int64(6), v.rdb.LLen(ctx, v.keys.Queue("cb")).Val())
+}
+
+func TestNewBatchWithAParentThatIsGoneOrDoneIsRefused(t *testing.T) {
+	v := newEnv(t)
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	_, _, err = c.NewBatch(ctx, BatchOptions{Parent: "nope"}, batchSpecs(1, "W"))
+	assert.ErrorIs(t, err, ErrBatchNotFound)
+	p, pj, err := c.NewBatch(ctx, BatchOptions{}, batchSpecs(1, "W"))
+	require.NoError(t, err)
+	_, _, err = c.enq.jq.batchSettle(ctx, p, pj[0], runSucceeded, time.Now())
+	require.NoError(t, err)
+	_, _, err = c.NewBatch(ctx, BatchOptions{Parent: p}, batchSpecs(1, "W"))
+	assert.ErrorIs(t, err, ErrBatchNotFound, "the parent has succeeded")
+}
+
+func TestChildBatchCreatedByAParentJobHoldsTheParentsSuccess(t *testing.T) {
+	v := newEnv(t)
+	e := v.start(flowOptions())
+	cbs := newRunCounter()
+	callbackRecorder(t, e, cbs)
+	release := make(chan struct{})
+	children := make(chan string, 1)
+	require.NoError(t, e.Register("Spawner", WorkerFunc(func(ctx context.Context, job *Job) error {
+		child, _, err := e.NewBatch(ctx, BatchOptions{Parent: job.BatchID()}, batchSpecs(3, "Slow"))
+		if err == nil {
+			children <- child
+		}
+		return err
+	})))
+	require.NoError(t, e.Register("Slow", WorkerFunc(func(ctx context.Context, job *Job) error {
+		<-release
+		return nil
+	})))
+	ctx := context.Background()
+	bid, _, err := e.NewBatch(ctx, callbackSpecs(), batchSpecs(1, "Spawner"))
+	require.NoError(t, err)
+	child := <-children
+	testutil.WaitFor(t, "the spawner's success is recorded", func() bool {
+		st, err := e.API().Batch(ctx, bid)
+		return err == nil && st.Pending == 1
+	})
+	st, err := e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.Total, "the spawner and the child batch")
+	assert.True(t, st.SucceededAt.IsZero(), "not before the child's jobs")
+	close(release)
+	testutil.WaitFor(t, "the parent's callbacks ran", func() bool { return cbs.total() == 2 })
+	st, err = e.API().Batch(ctx, bid)
+	require.NoError(t, err)
+	assert.Equal(t, 1, cbs.get(st.Callbacks["success"]))
+	assert.Equal(t, 1, cbs.get(st.Callbacks["complete"]))
+	cst, err := e.API().Batch(ctx, child)
+	require.NoError(t, err)
+	assert.False(t, cst.SucceededAt.IsZero())
 }

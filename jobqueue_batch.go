@@ -16,32 +16,36 @@ import (
 // document.
 type flowJob struct{ jid, queue, class, doc string }
 
-// flowQueues caches, per batch and per workflow, the queues its settle script may push to (a
-// batch's callback queues, a workflow's job queues): the script must be given those queues'
-// keys (Redis Cluster and ACL key patterns need every key declared), and they never change
-// once the batch or workflow is written. The script checks the list it is given against the
-// stored one, so a stale entry costs one more call, never a wrong push.
+// flowQueues caches, per batch and per workflow, the route of its settle script: the queues
+// it may push to (a batch's and its ancestors' callback queues, a workflow's job queues) and,
+// for a nested batch, its ancestors. The script must be given those keys (Redis Cluster and
+// ACL key patterns need every key declared), and they never change once the batch or workflow
+// is written. The script checks what it is given against what is stored, so a stale entry
+// costs one more call, never a wrong push.
 type flowQueues struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]flowRoute
 }
+
+// flowRoute is what the settle script of one batch or workflow needs declared.
+type flowRoute struct{ queues, parents string }
 
 // maxFlowQueues bounds the cache: past it, it starts again empty.
 const maxFlowQueues = 4096
 
-func (c *flowQueues) get(id string) string {
+func (c *flowQueues) get(id string) flowRoute {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[id]
 }
 
-func (c *flowQueues) put(id, queues string) {
+func (c *flowQueues) put(id string, r flowRoute) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxFlowQueues {
-		c.m = map[string]string{}
+		c.m = map[string]flowRoute{}
 	}
-	c.m[id] = queues
+	c.m[id] = r
 }
 
 // splitQueues is the list of a stored "queues" field ("\n"-joined; "" for none).
@@ -72,19 +76,24 @@ const (
 	batchGone      = "gone"
 	batchNotMember = "not_member"
 	batchDone      = "done"
+	batchNoParent  = "parent_gone"
 )
 
 // batchWrite creates batch bid (mode "create", by the call with token who) with the hash fields
-// given and jobs, or adds jobs to it (mode "add", who being the adding job's jid). It returns
-// batch_add.lua's status and how many jobs were new to the batch.
-func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who string, now time.Time, live time.Duration, fields [][2]string, jobs []flowJob) (string, int, error) {
+// given and jobs, as a child of batch parent when it is not "" (created by the parent's running
+// job adder, or "" outside one), or adds jobs to it (mode "add", who being the adding job's
+// jid). It returns batch_add.lua's status and how many jobs were new to the batch.
+func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who, parent, adder string, now time.Time, live time.Duration, fields [][2]string, jobs []flowJob) (string, int, error) {
 	queues, no := flowQueueNumbers(jobs)
-	keys := make([]string, 0, 6+len(queues))
+	keys := make([]string, 0, 9+len(queues))
 	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchJobs(bid), jq.keys.BatchPending(bid), jq.keys.BatchDead(bid),
 		jq.keys.Batches(), jq.keys.Queues())
-	args := make([]any, 0, 9+len(queues)+2*len(fields)+3*len(jobs))
+	if parent != "" {
+		keys = append(keys, jq.keys.Batch(parent), jq.keys.BatchPending(parent), jq.keys.BatchJobs(parent))
+	}
+	args := make([]any, 0, 11+len(queues)+2*len(fields)+3*len(jobs))
 	args = append(args, bid, mode, who, wire.FormatTime(now), max(int64(live/time.Second), 1), jq.keys.Wake(),
-		len(queues), len(jobs), len(fields))
+		len(queues), len(jobs), len(fields), parent, adder)
 	for _, q := range queues {
 		keys = append(keys, jq.keys.Queue(q))
 		args = append(args, q)
@@ -129,13 +138,16 @@ func (jq *jobQueue) batchSettle(ctx context.Context, bid, jid, out string, now t
 // batchSettleCall is batch_settle.lua's keys and arguments for the outcomes runs (jid,
 // outcome) of jobs of batch bid.
 func (jq *jobQueue) batchSettleCall(bid string, runs [][2]string, now time.Time) (keys []string, args []any) {
-	queues := jq.flows.get("b:" + bid)
-	names := splitQueues(queues)
-	keys = make([]string, 0, 5+len(names))
-	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchPending(bid), jq.keys.BatchDead(bid), jq.keys.BatchJobs(bid),
-		jq.keys.Queues())
-	args = make([]any, 0, 4+len(names)+2*len(runs))
-	args = append(args, wire.FormatTime(now), jq.keys.Wake(), queues, len(names))
+	route := jq.flows.get("b:" + bid)
+	names := splitQueues(route.queues)
+	parents := splitQueues(route.parents)
+	keys = make([]string, 0, 5+4*len(parents)+len(names))
+	for _, b := range append([]string{bid}, parents...) {
+		keys = append(keys, jq.keys.Batch(b), jq.keys.BatchPending(b), jq.keys.BatchDead(b), jq.keys.BatchJobs(b))
+	}
+	keys = append(keys, jq.keys.Queues())
+	args = make([]any, 0, 6+len(names)+2*len(runs))
+	args = append(args, wire.FormatTime(now), jq.keys.Wake(), route.queues, route.parents, len(parents), len(names))
 	for _, q := range names {
 		keys = append(keys, jq.keys.Queue(q))
 		args = append(args, q)

@@ -35,14 +35,18 @@ func (it settleItem) cacheKey() string {
 	return "w:" + it.wf
 }
 
-// stale reports whether a reply is the {-1, queues} of a script given the wrong queues, and
-// caches the stored ones if so.
+// stale reports whether a reply is the {-1, queues[, parents]} of a script given a stale
+// route, and caches the stored one if so.
 func (jq *jobQueue) stale(it settleItem, res []any) bool {
-	if n, _ := res[0].(int64); n != -1 || len(res) != 2 {
+	if n, _ := res[0].(int64); n != -1 || len(res) < 2 {
 		return false
 	}
-	stored, _ := res[1].(string)
-	jq.flows.put(it.cacheKey(), stored)
+	var r flowRoute
+	r.queues, _ = res[1].(string)
+	if len(res) > 2 {
+		r.parents, _ = res[2].(string)
+	}
+	jq.flows.put(it.cacheKey(), r)
 	return true
 }
 

@@ -62,7 +62,7 @@ func (jq *jobQueue) workflowSettleCall(id, name, out string, now time.Time) (key
 	if out == runDied {
 		state = "dead"
 	}
-	queues := jq.flows.get("w:" + id)
+	queues := jq.flows.get("w:" + id).queues
 	names := splitQueues(queues)
 	keys = make([]string, 0, 4+len(names))
 	keys = append(keys, jq.keys.Workflow(id), jq.keys.WorkflowGraph(id), jq.keys.WorkflowJobs(id), jq.keys.Queues())

@@ -3,14 +3,23 @@
 -- the batch counts it, so no job of a batch can end before the batch knows it.
 -- KEYS[1] P batch:<bid>   KEYS[2] P batch:<bid>:jobs   KEYS[3] P batch:<bid>:pending
 -- KEYS[4] P batch:<bid>:dead   KEYS[5] P batches   KEYS[6] P queues
--- KEYS[6+q] P queue:<queue q>, for q = 1..Q
+-- with a parent batch (a create with ARGV[10] set): KEYS[7] P batch:<parent>,
+-- KEYS[8] P batch:<parent>:pending, KEYS[9] P batch:<parent>:jobs; then
+-- KEYS[K+q] P queue:<queue q>, for q = 1..Q, K being 6, or 9 with a parent.
 -- ARGV[1] bid   ARGV[2] mode: "create" or "add"
 -- ARGV[3] create: the call's token (a replay of this call is told apart from another creator);
 --         add: the jid of the running job that adds (it must still be pending)
 -- ARGV[4] now (seconds)   ARGV[5] how long the data lives while the batch runs (seconds)
 -- ARGV[6] wake channel    ARGV[7] Q   ARGV[8] N (jobs)   ARGV[9] F (hash fields, create only)
--- ARGV[10..9+Q] queue names; then F field, value pairs; then three values per job: jid,
+-- ARGV[10] the parent batch's id ("" for none)   ARGV[11] the running job of the parent that
+-- creates this child ("" when created outside a job of the parent)
+-- ARGV[12..11+Q] queue names; then F field, value pairs; then three values per job: jid,
 -- queue number, document. (A create's jids are distinct: the caller checks.)
+-- A child batch is one member, "batch:<bid>", of its parent's pending hash, added here with
+-- the child; its "parents" field lists its ancestors (nearest first) and its "queues" field
+-- holds its ancestors' callback queues too, so that batch_settle.lua can carry the child's
+-- callbacks up in the same script. A parent must exist, and must not have succeeded (created
+-- from a job of the parent: that job must still be pending) — else "parent_gone".
 -- Returns {status, added}: "ok"; "replay" when this create was already applied (a resent
 -- call: nothing written); "exists" when bid was created by another call; "gone" when the batch
 -- no longer exists; "not_member" when the adder is not a job of the batch; "done" when the
@@ -25,6 +34,8 @@
 -- Every key is type-checked before the first write (Redis does not roll back a script that
 -- fails half-way). Out of memory the first write (an addition) is refused: nothing is written.
 local Q, N, F = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local parent, K = ARGV[10], 6
+if parent ~= '' then K = 9 end
 local function expect(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then
@@ -33,7 +44,7 @@ local function expect(key, want)
 end
 local err = expect(KEYS[1], 'hash') or expect(KEYS[2], 'set') or expect(KEYS[3], 'hash') or expect(KEYS[5], 'zset')
   or expect(KEYS[6], 'set')
-for q = 1, Q do err = err or expect(KEYS[6 + q], 'list') end
+for q = 1, Q do err = err or expect(KEYS[K + q], 'list') end
 if err then return err end
 
 local exists = redis.call('EXISTS', KEYS[1]) == 1
@@ -42,6 +53,14 @@ if ARGV[2] == 'create' then
     if redis.call('HGET', KEYS[1], 'token') == ARGV[3] then return {'replay', 0} end
     return {'exists', 0}
   end
+  if parent ~= '' then
+    if redis.call('EXISTS', KEYS[7]) == 0 then return {'parent_gone', 0} end
+    if ARGV[11] ~= '' then
+      if not redis.call('HGET', KEYS[8], ARGV[11]) then return {'parent_gone', 0} end
+    elseif redis.call('HEXISTS', KEYS[7], 'success_at') == 1 then
+      return {'parent_gone', 0}
+    end
+  end
 else
   if not exists then return {'gone', 0} end
   if redis.call('SISMEMBER', KEYS[2], ARGV[3]) == 0 then return {'not_member', 0} end
@@ -49,7 +68,7 @@ else
 end
 
 local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
-local fields0, jobs0 = 9 + Q, 9 + Q + 2 * F
+local fields0, jobs0 = 11 + Q, 11 + Q + 2 * F
 local lists, added = {}, 0
 local function take(i)
   local base = jobs0 + 3 * (i - 1)
@@ -65,8 +84,28 @@ end
 if ARGV[2] == 'create' then
   local h = {}
   for f = 1, 2 * F do h[#h + 1] = ARGV[fields0 + f] end
-  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, unpack(h))
+  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, 'bid', ARGV[1], unpack(h))
   redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+  if parent ~= '' then
+    local up = redis.call('HMGET', KEYS[7], 'queues', 'parents')
+    local queues, seenq = {}, {}
+    for _, list in ipairs({redis.call('HGET', KEYS[1], 'queues') or '', up[1] or ''}) do
+      for q in string.gmatch(list, '[^\n]+') do
+        if not seenq[q] then
+          seenq[q] = true
+          queues[#queues + 1] = q
+        end
+      end
+    end
+    local parents = parent
+    if up[2] and up[2] ~= '' then parents = parent .. '\n' .. up[2] end
+    redis.call('HSET', KEYS[1], 'queues', table.concat(queues, '\n'), 'parents', parents, 'parent', parent)
+    local member = 'batch:' .. ARGV[1]
+    if redis.call('SADD', KEYS[9], member) == 1 then
+      redis.call('HSET', KEYS[8], member, '0')
+      redis.call('HINCRBY', KEYS[7], 'fresh', 1)
+    end
+  end
   for s = 1, N, chunk do
     local ids, pend = {}, {}
     for i = s, math.min(s + chunk - 1, N) do
@@ -92,11 +131,11 @@ end
 for q = 1, Q do
   local l = lists[q]
   if l then
-    redis.call('SADD', KEYS[6], ARGV[9 + q])
+    redis.call('SADD', KEYS[6], ARGV[11 + q])
     for s = 1, #l, chunk do
-      redis.call('LPUSH', KEYS[6 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
+      redis.call('LPUSH', KEYS[K + q], unpack(l, s, math.min(s + chunk - 1, #l)))
     end
-    redis.pcall('PUBLISH', ARGV[6], ARGV[9 + q])
+    redis.pcall('PUBLISH', ARGV[6], ARGV[11 + q])
   end
 end
 -- The data lives while the batch runs; the success sets the shorter TTL of an ended batch.

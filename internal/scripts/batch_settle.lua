@@ -6,14 +6,21 @@
 -- A node calls it before it writes a run's ordinary outcome (ack, retry or dead): dying
 -- between the two leaves the job in the backup list, its rerun calls this again (a no-op) and
 -- then writes its outcome, so no transition is lost and none counts twice.
--- KEYS[1] P batch:<bid>   KEYS[2] P batch:<bid>:pending   KEYS[3] P batch:<bid>:dead
--- KEYS[4] P batch:<bid>:jobs   KEYS[5] P queues   KEYS[5+q] P queue:<callback queue q>, q = 1..Q
--- ARGV[1] now (seconds)   ARGV[2] wake channel   ARGV[3] the callback queues as the caller
--- read them (the batch's "queues" field)   ARGV[4] Q   ARGV[5..4+Q] the queue names of
--- KEYS[5+q]; then pairs: jid, outcome ("succeeded", "failed" (will retry) or "died").
--- Returns {changed (how many jobs changed state), fired callbacks…}, or {-1, queues} (nothing
--- written) when ARGV[3] is not the batch's "queues" field: the caller declares those queues'
--- keys and calls again.
+-- Nested batches: a child batch is one member ("batch:<child bid>") of its parent's pending
+-- hash. When the child's complete, success or death callback fires, the same script records
+-- it in the parent as that member's run ended (not succeeded), success or death (which does
+-- not count as a run), and so on up its ancestors.
+-- KEYS, four per level from the batch itself (level 0) up to its last ancestor (level D):
+-- P batch:<bid>, P batch:<bid>:pending, P batch:<bid>:dead, P batch:<bid>:jobs; then
+-- KEYS[4D+5] P queues; KEYS[4D+5+q] P queue:<callback queue q>, for q = 1..Q.
+-- ARGV[1] now (seconds)   ARGV[2] wake channel   ARGV[3] the batch's "queues" field as the
+-- caller read it (every callback queue of the batch and its ancestors, "\n"-joined)
+-- ARGV[4] its "parents" field as read (its ancestors' ids, nearest first)   ARGV[5] D
+-- ARGV[6] Q   ARGV[7..6+Q] the queue names of the callback queue keys; then pairs: jid,
+-- outcome ("succeeded", "failed" (will retry) or "died").
+-- Returns {changed (how many jobs of the batch changed state), fired callbacks…}, or
+-- {-1, queues, parents} (nothing written) when ARGV[3] or ARGV[4] is not what the batch holds:
+-- the caller declares those keys and calls again.
 -- Success: the jid leaves pending; success fires when pending is empty. Failure or death: a
 -- jid still pending at "0" turns "1" (it has run) and "fresh" drops; a death also adds the jid
 -- to dead, and the death callback fires at the first. Complete fires when "fresh" reaches 0:
@@ -22,84 +29,113 @@
 -- Out of memory the script runs: its first write is a removal (HDEL of the jids from pending,
 -- a failure's put back with "1"), after which Redis refuses nothing, so a node can always
 -- record an outcome before it acknowledges the job.
-local queues = redis.call('HGET', KEYS[1], 'queues')
-if not queues then return {0} end -- no such batch (expired, or never created)
-if queues ~= ARGV[3] then return {-1, queues} end
-local Q = tonumber(ARGV[4])
-
-local ok, other, seen = {}, {}, {}
-for a = 5 + Q, #ARGV, 2 do
-  local jid, out = ARGV[a], ARGV[a + 1]
-  if not seen[jid .. ' ' .. out] then
-    seen[jid .. ' ' .. out] = true
-    if out == 'succeeded' then ok[#ok + 1] = jid else other[#other + 1] = {jid, out} end
-  end
-end
-local changed, ran, died = 0, 0, 0
--- Failures and deaths first: a success of the same job in this call then removes it.
-if #other > 0 then
-  local ids = {}
-  for i, o in ipairs(other) do ids[i] = o[1] end
-  local vals = redis.call('HMGET', KEYS[2], unpack(ids))
-  redis.call('HDEL', KEYS[2], unpack(ids))
-  local back, counted = {}, {}
-  for i, o in ipairs(other) do
-    if vals[i] then -- still pending
-      back[o[1]] = true
-      if vals[i] == '0' and not counted[o[1]] then
-        counted[o[1]] = true
-        ran = ran + 1
-        changed = changed + 1
-      end
-      if o[2] == 'died' and redis.call('SADD', KEYS[3], o[1]) == 1 then
-        died = died + 1
-        changed = changed + 1
-      end
-    end
-  end
-  local h = {}
-  for jid in pairs(back) do
-    h[#h + 1] = jid
-    h[#h + 1] = '1'
-  end
-  if #h > 0 then redis.call('HSET', KEYS[2], unpack(h)) end
-end
-if #ok > 0 then
-  local vals = redis.call('HMGET', KEYS[2], unpack(ok))
-  redis.call('HDEL', KEYS[2], unpack(ok))
-  for i, jid in ipairs(ok) do
-    if vals[i] then
-      changed = changed + 1
-      if vals[i] == '0' then ran = ran + 1 end
-    end
-  end
-end
-if changed == 0 then return {0} end
-
-local fresh
-if ran > 0 then
-  fresh = redis.call('HINCRBY', KEYS[1], 'fresh', -ran)
-else
-  fresh = tonumber(redis.call('HGET', KEYS[1], 'fresh') or '1')
-end
+local D, Q = tonumber(ARGV[5]), tonumber(ARGV[6])
+local meta = redis.call('HMGET', KEYS[1], 'queues', 'parents')
+if not meta[1] then return {0} end -- no such batch (expired, or never created)
+if meta[1] ~= ARGV[3] or (meta[2] or '') ~= ARGV[4] then return {-1, meta[1], meta[2] or ''} end
 local qkey = {}
-for q = 1, Q do qkey[ARGV[4 + q]] = KEYS[5 + q] end
-local reply = {changed}
-local function fire(name)
-  if redis.call('HSETNX', KEYS[1], name .. '_at', ARGV[1]) == 0 then return end
-  reply[#reply + 1] = name
-  local doc = redis.call('HGET', KEYS[1], 'cb:' .. name)
-  if not doc then return end
-  local q = redis.call('HGET', KEYS[1], 'cbq:' .. name)
-  redis.call('SADD', KEYS[5], q)
-  redis.call('LPUSH', qkey[q], doc)
-  redis.pcall('PUBLISH', ARGV[2], q)
+for q = 1, Q do qkey[ARGV[6 + q]] = KEYS[4 * D + 5 + q] end
+
+-- settle records runs ({jid, outcome}…) in the batch whose keys start at KEYS[k0] and returns
+-- how many jobs changed state and the callbacks it fired.
+local function settle(k0, runs)
+  local B, P, X, J = KEYS[k0], KEYS[k0 + 1], KEYS[k0 + 2], KEYS[k0 + 3]
+  local ok, other, seen = {}, {}, {}
+  for _, r in ipairs(runs) do
+    if not seen[r[1] .. ' ' .. r[2]] then
+      seen[r[1] .. ' ' .. r[2]] = true
+      if r[2] == 'succeeded' then ok[#ok + 1] = r[1] else other[#other + 1] = r end
+    end
+  end
+  local changed, ran, died = 0, 0, 0
+  -- Failures and deaths first: a success of the same job in this call then removes it.
+  if #other > 0 then
+    local ids = {}
+    for i, o in ipairs(other) do ids[i] = o[1] end
+    local vals = redis.call('HMGET', P, unpack(ids))
+    redis.call('HDEL', P, unpack(ids))
+    local back, counted = {}, {}
+    for i, o in ipairs(other) do
+      if vals[i] then -- still pending
+        -- A child batch's death ("member_died") does not mean it has run: it has when it
+        -- completes ("failed").
+        if o[2] == 'member_died' then
+          back[o[1]] = back[o[1]] or vals[i]
+        else
+          back[o[1]] = '1'
+          if vals[i] == '0' and not counted[o[1]] then
+            counted[o[1]] = true
+            ran = ran + 1
+            changed = changed + 1
+          end
+        end
+        if (o[2] == 'died' or o[2] == 'member_died') and redis.call('SADD', X, o[1]) == 1 then
+          died = died + 1
+          changed = changed + 1
+        end
+      end
+    end
+    local h = {}
+    for jid, val in pairs(back) do
+      h[#h + 1] = jid
+      h[#h + 1] = val
+    end
+    if #h > 0 then redis.call('HSET', P, unpack(h)) end
+  end
+  if #ok > 0 then
+    local vals = redis.call('HMGET', P, unpack(ok))
+    redis.call('HDEL', P, unpack(ok))
+    for i in ipairs(ok) do
+      if vals[i] then
+        changed = changed + 1
+        if vals[i] == '0' then ran = ran + 1 end
+      end
+    end
+  end
+  if changed == 0 then return 0, {} end
+  local fresh
+  if ran > 0 then
+    fresh = redis.call('HINCRBY', B, 'fresh', -ran)
+  else
+    fresh = tonumber(redis.call('HGET', B, 'fresh') or '1')
+  end
+  local fired = {}
+  local function fire(name)
+    if redis.call('HSETNX', B, name .. '_at', ARGV[1]) == 0 then return end
+    fired[#fired + 1] = name
+    local doc = redis.call('HGET', B, 'cb:' .. name)
+    if not doc then return end
+    local q = redis.call('HGET', B, 'cbq:' .. name)
+    redis.call('SADD', KEYS[4 * D + 5], q)
+    redis.call('LPUSH', qkey[q], doc)
+    redis.pcall('PUBLISH', ARGV[2], q)
+  end
+  if died > 0 then fire('death') end
+  if fresh <= 0 then fire('complete') end
+  if redis.call('HLEN', P) == 0 then
+    fire('success')
+    local ttl = tonumber(redis.call('HGET', B, 'ttl') or '86400')
+    for k = 0, 3 do redis.call('EXPIRE', KEYS[k0 + k], ttl) end
+  end
+  return changed, fired
 end
-if died > 0 then fire('death') end
-if fresh <= 0 then fire('complete') end
-if redis.call('HLEN', KEYS[2]) == 0 then
-  fire('success')
-  local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttl') or '86400')
-  for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ttl) end
+
+local runs = {}
+for a = 7 + Q, #ARGV, 2 do runs[#runs + 1] = {ARGV[a], ARGV[a + 1]} end
+local changed, fired = settle(1, runs)
+local reply = {changed}
+for _, f in ipairs(fired) do reply[#reply + 1] = f end
+-- Up the ancestors: what the batch at level L fired is its member's outcome at level L+1.
+if D > 0 and #fired > 0 then
+  local asOutcome = {death = 'member_died', complete = 'failed', success = 'succeeded'}
+  local member = 'batch:' .. (redis.call('HGET', KEYS[1], 'bid') or '')
+  for level = 1, D do
+    if #fired == 0 then break end
+    local up = {}
+    for _, f in ipairs(fired) do up[#up + 1] = {member, asOutcome[f]} end
+    local k0 = 4 * level + 1
+    fired = select(2, settle(k0, up))
+    member = 'batch:' .. (redis.call('HGET', KEYS[k0], 'bid') or '')
+  end
 end
 return reply

@@ -103,7 +103,7 @@ func oomCases() []oomCase {
 				return []string{k.Batch("b"), k.BatchJobs("b"), k.BatchPending("b"), k.BatchDead("b"),
 					k.Batches(), k.Queues(), k.Queue("q")}
 			},
-			args: []any{"b", "create", "tok", 100, 3600, "wake", 1, 1, 1, "q", "queues", "", "j1", 1, job}},
+			args: []any{"b", "create", "tok", 100, 3600, "wake", 1, 1, 1, "", "", "q", "queues", "", "j1", 1, job}},
 		{name: "workflow create", file: "workflow_create.lua", script: WorkflowCreate,
 			keys: func(k wire.Keys) []string {
 				return []string{k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Workflows(), k.Queues(), k.Queue("q")}
@@ -197,7 +197,7 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(), k.Queue("q")}
 			},
-			args: []any{100, "wake", "q", 1, "q", "j1", "succeeded"}},
+			args: []any{100, "wake", "q", "", 0, 1, "q", "j1", "succeeded"}},
 		{name: "batch job died", file: "batch_settle.lua", script: BatchSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Batch("b"), "queues", "q", "cb:death", job, "cbq:death", "q", "fresh", 2)
@@ -206,7 +206,7 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(), k.Queue("q")}
 			},
-			args: []any{100, "wake", "q", 1, "q", "j1", "died"}},
+			args: []any{100, "wake", "q", "", 0, 1, "q", "j1", "died"}},
 		{name: "batch job failed", file: "batch_settle.lua", script: BatchSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Batch("b"), "queues", "", "fresh", 2)
@@ -215,7 +215,7 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues()}
 			},
-			args: []any{100, "wake", "", 0, "j1", "failed"}},
+			args: []any{100, "wake", "", "", 0, 0, "j1", "failed"}},
 		{name: "group of outcomes", file: "settle_group.lua", script: SettleGroup, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Batch("b"), "queues", "", "fresh", 2)
@@ -227,7 +227,7 @@ func oomCases() []oomCase {
 				return []string{k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(),
 					k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues()}
 			},
-			args: []any{2, "b", 5, 6, 100, "wake", "", 0, "j1", "failed", "w", 4, 5, "a", "succeeded", 100, "wake", ""}},
+			args: []any{2, "b", 5, 8, 100, "wake", "", "", 0, 0, "j1", "failed", "w", 4, 5, "a", "succeeded", 100, "wake", ""}},
 		{name: "workflow job succeeded", file: "workflow_settle.lua", script: WorkflowSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)
