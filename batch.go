@@ -41,6 +41,9 @@ type BatchOptions struct {
 	// of it dies, so the parent's callbacks wait for this batch's. Create a child from a running
 	// job of the parent (its pending count then cannot reach zero first); from elsewhere, the
 	// parent must not have succeeded yet. The parent must be on the same Redis and namespace.
+	// A rerun of a parent's job whose success the parent already counted (a node was killed
+	// before the acknowledgement) creates nothing and gets an empty id and no error: its first
+	// run's child is in the parent.
 	Parent string
 	// TTL is how long the batch's data stays once it has succeeded. Zero means
 	// DefaultBatchTTL.
@@ -208,6 +211,8 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 		return "", nil, fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchExists)
 	case batchNoParent:
 		return "", nil, fmt.Errorf("exq: %s %s: parent batch %s does not exist or has succeeded: %w", op, bid, o.Parent, ErrBatchNotFound)
+	case batchDone:
+		return "", nil, err // a rerun of a parent's job that already succeeded: its child exists
 	}
 	if err != nil {
 		err = fmt.Errorf("exq: %s %s: written on the master: %w", op, bid, err)

@@ -55,6 +55,9 @@ func runFlowNode() {
 	rdb := redis.NewClient(ro)
 	k := wire.NewKeys(c.Namespace)
 	var node string
+	var e *Exq
+	started := make(chan struct{}) // e is set
+	cb := func(event string) *JobSpec { return &JobSpec{Queue: "cb", Class: "FlowCallback", Args: []any{event}} }
 	record := func(ctx context.Context, job *Job, early bool) error {
 		p := rdb.TxPipeline()
 		p.RPush(ctx, flowRuns(c.Namespace), job.JID+"|"+node)
@@ -92,6 +95,11 @@ func runFlowNode() {
 		}
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 		switch mode {
+		case "spawn": // a child batch of this job's batch
+			<-started
+			_, _, err := e.NewBatch(ctx, BatchOptions{Parent: job.BatchID(), OnSuccess: cb("success"), OnComplete: cb("complete")},
+				flowJobs(30, false))
+			return err
 		case "die":
 			return errors.New("dies")
 		case "fail-once":
@@ -118,7 +126,7 @@ func runFlowNode() {
 		}
 		return record(ctx, job, early)
 	})
-	e, err := Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace,
+	e, err = Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace,
 		Queues:  []Queue{{Name: "q", Concurrency: 10}, {Name: "cb", Concurrency: 5}},
 		Workers: map[string]Worker{"FlowWork": work, "FlowCallback": callback}, HeartbeatInterval: 200 * time.Millisecond,
 		PollTimeout: 20 * time.Millisecond, SchedulerPollTimeout: 20 * time.Millisecond,
@@ -128,6 +136,7 @@ func runFlowNode() {
 		os.Exit(2)
 	}
 	node = e.NodeID()
+	close(started)
 	fmt.Println("node", node)
 	term := make(chan os.Signal, 1)
 	ossignal.Notify(term, syscall.SIGTERM)
@@ -228,6 +237,20 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			callbacks[st.fields["cbjid:"+ev]] = bid + " " + ev
 		}
 	}
+	// A batch whose first job creates a child batch (again, if a kill makes it run twice).
+	nestedJobs := append([]JobSpec{{Queue: "q", Class: "FlowWork", Args: []any{"spawn"}}}, flowJobs(50, false)...)
+	nested, _, err := c.NewBatch(ctx, BatchOptions{
+		OnSuccess:  &JobSpec{Queue: "cb", Class: "FlowCallback", Args: []any{"success"}},
+		OnComplete: &JobSpec{Queue: "cb", Class: "FlowCallback", Args: []any{"complete"}},
+	}, nestedJobs)
+	require.NoError(t, err)
+	bids = append(bids, nested)
+	st, err := c.enq.jq.batchRead(ctx, nested)
+	require.NoError(t, err)
+	for _, ev := range []string{"complete", "success"} {
+		callbacks[st.fields["cbjid:"+ev]] = nested + " " + ev
+	}
+
 	fan := []WorkflowJob{flowStep("root")}
 	var mids []string
 	for i := 0; i < wide; i++ {
@@ -283,7 +306,30 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 		}
 		return out
 	}
+	// The child batches, known once the spawner ran: each must complete and succeed too.
+	children := func() []string {
+		var out []string
+		for _, m := range v.rdb.SMembers(ctx, v.keys.BatchJobs(nested)).Val() {
+			if child, ok := strings.CutPrefix(m, "batch:"); ok {
+				out = append(out, child)
+			}
+		}
+		return out
+	}
 	ok := testutil.Within(func() bool {
+		kids := children()
+		if len(kids) == 0 {
+			return false
+		}
+		for _, child := range kids {
+			st, err := c.enq.jq.batchRead(ctx, child)
+			if err != nil {
+				return false
+			}
+			for _, ev := range []string{"complete", "success"} {
+				callbacks[st.fields["cbjid:"+ev]] = child + " " + ev
+			}
+		}
 		runs := runsOf()
 		for jid := range callbacks {
 			if len(runs[jid]) == 0 {
@@ -331,7 +377,7 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 		extra += len(runs[jid]) - 1
 	}
 	// No callback that must not fire did: every callback job that ran is expected.
-	for _, bid := range bids {
+	for _, bid := range append(bids, children()...) {
 		st, err := c.enq.jq.batchRead(ctx, bid)
 		require.NoError(t, err)
 		for _, ev := range batchEvents {
@@ -368,7 +414,7 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			reruns++
 		}
 	}
-	t.Logf("callbacks fired %d of %d expected (%d extra runs on killed nodes); workflow dependents released %d; "+
+	t.Logf("child batches %d; callbacks fired %d of %d expected (%d extra runs on killed nodes); workflow dependents released %d; "+
 		"nodes killed %d; jobs run %d, of which run more than once (a retry or a kill) %d",
-		fired, len(callbacks), extra, released, kills, len(runs), reruns)
+		len(children()), fired, len(callbacks), extra, released, kills, len(runs), reruns)
 }

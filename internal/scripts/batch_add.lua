@@ -19,7 +19,8 @@
 -- the child; its "parents" field lists its ancestors (nearest first) and its "queues" field
 -- holds its ancestors' callback queues too, so that batch_settle.lua can carry the child's
 -- callbacks up in the same script. A parent must exist, and must not have succeeded (created
--- from a job of the parent: that job must still be pending) — else "parent_gone".
+-- from a job of the parent: that job must still be pending) — else "parent_gone", or "done"
+-- when the creating job is one whose success the parent has already counted (a rerun).
 -- Returns {status, added}: "ok"; "replay" when this create was already applied (a resent
 -- call: nothing written); "exists" when bid was created by another call; "gone" when the batch
 -- no longer exists; "not_member" when the adder is not a job of the batch; "done" when the
@@ -56,7 +57,12 @@ if ARGV[2] == 'create' then
   if parent ~= '' then
     if redis.call('EXISTS', KEYS[7]) == 0 then return {'parent_gone', 0} end
     if ARGV[11] ~= '' then
-      if not redis.call('HGET', KEYS[8], ARGV[11]) then return {'parent_gone', 0} end
+      if not redis.call('HGET', KEYS[8], ARGV[11]) then
+        -- A rerun of a parent's job whose success the parent has counted: its first run's
+        -- child is in the parent.
+        if redis.call('SISMEMBER', KEYS[9], ARGV[11]) == 1 then return {'done', 0} end
+        return {'parent_gone', 0}
+      end
     elseif redis.call('HEXISTS', KEYS[7], 'success_at') == 1 then
       return {'parent_gone', 0}
     end
