@@ -408,3 +408,36 @@ func TestChildBatchCreatedByAParentJobHoldsTheParentsSuccess(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, cst.SucceededAt.IsZero())
 }
+
+func TestBatchCallbacksAndWorkflowReleasesAreReportedAsEventsOnce(t *testing.T) {
+	v := newEnv(t)
+	var mu sync.Mutex
+	var got []string
+	o := flowOptions()
+	o.Listeners = []Listener{func(ev Event) {
+		if ev.Kind == BatchCallback || ev.Kind == WorkflowReleased {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%s %s %d %s", ev.Kind, ev.Callback, ev.Count, ev.Flow))
+			mu.Unlock()
+		}
+	}}
+	e := v.start(o)
+	require.NoError(t, e.Register("W", WorkerFunc(func(context.Context, *Job) error { return nil })))
+	require.NoError(t, e.Register("Callback", WorkerFunc(func(context.Context, *Job) error { return nil })))
+	ctx := context.Background()
+	bid, _, err := e.NewBatch(ctx, callbackSpecs(), batchSpecs(20, "W"))
+	require.NoError(t, err)
+	w, err := e.EnqueueWorkflow(ctx, WorkflowOptions{}, []WorkflowJob{{Name: "a", Queue: "q", Class: "W"},
+		{Name: "b", Queue: "q", Class: "W", DependsOn: []string{"a"}}})
+	require.NoError(t, err)
+	want := []string{"batch_callback complete 0 " + bid, "batch_callback success 0 " + bid,
+		"workflow_released  1 " + w.ID, "workflow_released finished 0 " + w.ID}
+	testutil.WaitFor(t, "the events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= len(want)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, want, got)
+}

@@ -45,11 +45,19 @@ const (
 	RedisLost
 	// RedisBack: fetching works again, Duration after RedisLost.
 	RedisBack
+	// BatchCallback: the job JID (of batch Flow) ended a run, and that fired the batch's
+	// callback Callback ("success", "complete" or "death"): its job is enqueued. Reported once
+	// per callback, by the node whose write fired it.
+	BatchCallback
+	// WorkflowReleased: the job JID (of workflow Flow) ended for good, and that pushed Count of
+	// its dependents to their queues (and canceled Canceled of them); Callback is "finished"
+	// when it was the workflow's last job. Reported once, by the node whose write did it.
+	WorkflowReleased
 )
 
 var eventNames = [...]string{"", "job_enqueued", "job_started", "job_succeeded", "job_retried", "job_died", "job_snoozed",
 	"job_handed_back", "job_not_stored", "jobs_rescued", "node_started", "node_quiet", "node_stopping", "node_stopped",
-	"redis_lost", "redis_back"}
+	"redis_lost", "redis_back", "batch_callback", "workflow_released"}
 
 // String names the kind: "job_succeeded", "redis_lost", …
 func (k EventKind) String() string {
@@ -80,9 +88,14 @@ type Event struct {
 	At time.Time
 	// Err is the failure (JobRetried, JobDied, JobNotStored) or Redis' error (RedisLost).
 	Err error
-	// Count and From: JobsRescued moved Count jobs of dead node From.
+	// Count and From: JobsRescued moved Count jobs of dead node From; WorkflowReleased pushed
+	// Count jobs.
 	Count int
 	From  string
+	// Flow is the batch (BatchCallback) or workflow (WorkflowReleased) id; Callback the callback
+	// that fired, or "finished"; Canceled how many dependents a WorkflowReleased canceled.
+	Flow, Callback string
+	Canceled       int
 }
 
 // Listener receives events. It is called synchronously on the goroutine where the event

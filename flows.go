@@ -33,15 +33,50 @@ func (e *Exq) settle(r *run, job *Job, out string) bool {
 	if job.bid == "" && (job.wf == "" || out == runFailed) {
 		return true
 	}
-	return e.persist(r, "batch or workflow outcome", func(context.Context) error {
-		for _, it := range settleItems(job, out) {
-			err := e.jq.settles.settle(e.jq, it, e.opts.now, e.opts.RedisTimeout)
+	items := settleItems(job, out)
+	var replies [][]any
+	ok := e.persist(r, "batch or workflow outcome", func(context.Context) error {
+		replies = replies[:0]
+		for _, it := range items {
+			reply, err := e.jq.settles.settle(e.jq, it, e.opts.now, e.opts.RedisTimeout)
 			if err != nil && !errors.Is(err, ErrNotReplicated) { // a shortfall is logged
 				return err
 			}
+			replies = append(replies, reply)
 		}
 		return nil
 	})
+	if ok && e.events.has() {
+		e.flowEvents(job, items, replies)
+	}
+	return ok
+}
+
+// flowEvents reports what the transitions of job's run did (the replies of its settle
+// scripts, one per item; nil where another caller of the same group reports the batch's).
+func (e *Exq) flowEvents(job *Job, items []settleItem, replies [][]any) {
+	for i, reply := range replies {
+		if len(reply) == 0 {
+			continue
+		}
+		if items[i].bid != "" {
+			_, fired, _ := batchSettled(reply)
+			for _, f := range fired {
+				e.events.emit(Event{Kind: BatchCallback, Queue: job.Queue, Class: job.Class, JID: job.JID, Flow: job.bid, Callback: f})
+			}
+			continue
+		}
+		st, err := workflowSettled(reply)
+		if err != nil || !st.changed || (st.released == 0 && st.canceled == 0 && !st.finished) {
+			continue
+		}
+		ev := Event{Kind: WorkflowReleased, Queue: job.Queue, Class: job.Class, JID: job.JID, Flow: job.wf,
+			Count: st.released, Canceled: st.canceled}
+		if st.finished {
+			ev.Callback = "finished"
+		}
+		e.events.emit(ev)
+	}
 }
 
 // settleItems are the outcomes to record for a run of job that ended with out.
@@ -76,11 +111,13 @@ type settleCall struct {
 	item  settleItem
 	ready chan struct{} // closed when err is in, or when this call must write group
 	group []*settleCall
+	reply []any // the script's reply for this item; nil for all but the first of a batch's
 	err   error
 }
 
-// settle records one outcome, alone or in a group, each write bounded by timeout.
-func (g *settleGroup) settle(jq *jobQueue, it settleItem, now func() time.Time, timeout time.Duration) error {
+// settle records one outcome, alone or in a group, each write bounded by timeout, and returns
+// its script's reply (nil when another outcome of the same batch in the group has it).
+func (g *settleGroup) settle(jq *jobQueue, it settleItem, now func() time.Time, timeout time.Duration) ([]any, error) {
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
@@ -88,8 +125,7 @@ func (g *settleGroup) settle(jq *jobQueue, it settleItem, now func() time.Time, 
 		defer g.handOn()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := jq.settleOne(ctx, it, now())
-		return err
+		return jq.settleOne(ctx, it, now())
 	}
 	c := &settleCall{item: it, ready: make(chan struct{})}
 	g.queued = append(g.queued, c)
@@ -99,7 +135,7 @@ func (g *settleGroup) settle(jq *jobQueue, it settleItem, now func() time.Time, 
 		defer g.handOn()
 		g.write(jq, c.group, now(), timeout)
 	}
-	return c.err
+	return c.reply, c.err
 }
 
 // handOn ends a write: the queued calls go to the first of them to write, or no write is in
@@ -137,18 +173,18 @@ func (g *settleGroup) write(jq *jobQueue, group []*settleCall, now time.Time, ti
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if len(group) == 1 {
-		_, group[0].err = jq.settleOne(ctx, group[0].item, now)
+		group[0].reply, group[0].err = jq.settleOne(ctx, group[0].item, now)
 	} else {
 		items := make([]settleItem, len(group))
 		for i, c := range group {
 			items[i] = c.item
 		}
-		errs, err := jq.settleMany(ctx, items, now)
+		replies, errs, err := jq.settleMany(ctx, items, now)
 		for i, c := range group {
 			if err != nil {
 				c.err = err
 			} else {
-				c.err = errs[i]
+				c.reply, c.err = replies[i], errs[i]
 			}
 		}
 	}

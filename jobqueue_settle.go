@@ -76,8 +76,9 @@ func (jq *jobQueue) settleOne(ctx context.Context, it settleItem, now time.Time)
 
 // settleMany records several outcomes in one call (scripts.SettleGroup), each as its own
 // script would; an item whose script was given stale queues is recorded again by itself. It
-// returns one error per item, or an error for the whole call.
-func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.Time) ([]error, error) {
+// returns one reply and one error per item (the outcomes of one batch share a reply, given to
+// the first of them only), or an error for the whole call.
+func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.Time) ([][]any, []error, error) {
 	// The outcomes of one batch go in one item: its script then reads and writes the batch's
 	// keys once for all of them.
 	items := make([]settleItem, 0, len(all))
@@ -110,11 +111,12 @@ func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.T
 	jq.wait.shortfall("batch or workflow outcomes", replErr)
 	res, err := cmd.Slice()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(res) != len(items) {
-		return nil, fmt.Errorf("batch or workflow outcomes: %d replies for %d outcomes", len(res), len(items))
+		return nil, nil, fmt.Errorf("batch or workflow outcomes: %d replies for %d outcomes", len(res), len(items))
 	}
+	itemReplies := make([][]any, len(items))
 	itemErrs := make([]error, len(items))
 	for i, it := range items {
 		r, _ := res[i].([]any)
@@ -122,12 +124,20 @@ func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.T
 		case len(r) == 0:
 			itemErrs[i] = fmt.Errorf("batch or workflow outcome: unexpected reply %v", res[i])
 		case jq.stale(it, r):
-			_, itemErrs[i] = jq.settleOne(ctx, it, now)
+			itemReplies[i], itemErrs[i] = jq.settleOne(ctx, it, now)
+		default:
+			itemReplies[i] = r
 		}
 	}
+	replies := make([][]any, len(all))
 	errs := make([]error, len(all))
+	given := make([]bool, len(items))
 	for i := range all {
 		errs[i] = itemErrs[at[i]]
+		if !given[at[i]] {
+			given[at[i]] = true
+			replies[i] = itemReplies[at[i]]
+		}
 	}
-	return errs, nil
+	return replies, errs, nil
 }
