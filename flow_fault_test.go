@@ -56,9 +56,10 @@ func runFlowNode() {
 	k := wire.NewKeys(c.Namespace)
 	var node string
 	var e *Exq
-	started := make(chan struct{}) // e is set
+	started := make(chan struct{}) // e and node are set
 	cb := func(event string) *JobSpec { return &JobSpec{Queue: "cb", Class: "FlowCallback", Args: []any{event}} }
 	record := func(ctx context.Context, job *Job, early bool) error {
+		<-started // node is set
 		p := rdb.TxPipeline()
 		p.RPush(ctx, flowRuns(c.Namespace), job.JID+"|"+node)
 		if early {
@@ -95,8 +96,7 @@ func runFlowNode() {
 		}
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 		switch mode {
-		case "spawn": // a child batch of this job's batch
-			<-started
+		case "spawn": // a child batch of this job's batch (record waited for e)
 			_, _, err := e.NewBatch(ctx, BatchOptions{Parent: job.BatchID(), OnSuccess: cb("success"), OnComplete: cb("complete")},
 				flowJobs(30, false))
 			return err
