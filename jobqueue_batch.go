@@ -249,3 +249,9 @@ func secondsField(m map[string]string, f string) time.Time {
 	}
 	return wire.ParseTime(v)
 }
+
+// batchExists reports whether batch bid's data is in this namespace.
+func (jq *jobQueue) batchExists(ctx context.Context, bid string) (bool, error) {
+	n, err := jq.rdb.Exists(ctx, jq.keys.Batch(bid)).Result()
+	return n == 1, err
+}

@@ -1,0 +1,98 @@
+package exq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/exqgo/exq/internal/wire"
+)
+
+// Under sharding a batch or a workflow lives on one shard, with all of its jobs and callbacks:
+// the shard its id hashes to, or, for a child batch, its parent's shard.
+
+// flowShard picks the shard of a batch or workflow with id (a new id when empty) and parent
+// (a batch id, or ""), and returns it with the id.
+func (s *sharder) flowShard(ctx context.Context, id, parent string) (*enqueuer, string, error) {
+	if id == "" {
+		id = wire.NewJID()
+	}
+	if parent != "" {
+		for _, en := range s.ens {
+			ok, err := en.jq.batchExists(ctx, parent)
+			if err != nil {
+				return nil, "", fmt.Errorf("exq: new batch: looking for parent %s: %w", parent, err)
+			}
+			if ok {
+				return en, id, nil
+			}
+		}
+		return nil, "", fmt.Errorf("exq: new batch %s: parent batch %s: %w", id, parent, ErrBatchNotFound)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return s.ens[int(h.Sum32()%uint32(len(s.ens)))], id, nil
+}
+
+func (s *sharder) newBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
+	en, id, err := s.flowShard(ctx, o.ID, o.Parent)
+	if err != nil {
+		return "", nil, err
+	}
+	o.ID = id
+	return en.newBatch(ctx, o, jobs)
+}
+
+func (s *sharder) enqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
+	en, id, err := s.flowShard(ctx, o.ID, "")
+	if err != nil {
+		return Workflow{}, err
+	}
+	o.ID = id
+	return en.enqueueWorkflow(ctx, o, jobs)
+}
+
+// NewBatch creates a batch on one shard (the one its id hashes to; a child batch on its
+// parent's); see Exq.NewBatch.
+func (s *Sharded) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
+	return s.newBatch(ctx, o, jobs)
+}
+
+// EnqueueWorkflow writes a workflow on one shard (the one its id hashes to); see
+// Exq.EnqueueWorkflow.
+func (s *Sharded) EnqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
+	return s.enqueueWorkflow(ctx, o, jobs)
+}
+
+// NewBatch creates a batch on one shard; see Sharded.NewBatch.
+func (c *ShardedClient) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
+	return c.newBatch(ctx, o, jobs)
+}
+
+// EnqueueWorkflow writes a workflow on one shard; see Sharded.EnqueueWorkflow.
+func (c *ShardedClient) EnqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
+	return c.enqueueWorkflow(ctx, o, jobs)
+}
+
+// Batch reads batch bid from the shard that holds it, and returns that shard's index.
+func (a *ShardedAPI) Batch(ctx context.Context, bid string) (BatchStatus, int, error) {
+	for i, s := range a.shards {
+		st, err := s.Batch(ctx, bid)
+		if !errors.Is(err, ErrBatchNotFound) {
+			return st, i, err
+		}
+	}
+	return BatchStatus{}, -1, fmt.Errorf("exq: api: batch %s: %w", bid, ErrBatchNotFound)
+}
+
+// Workflow reads workflow id from the shard that holds it, and returns that shard's index.
+func (a *ShardedAPI) Workflow(ctx context.Context, id string) (WorkflowStatus, int, error) {
+	for i, s := range a.shards {
+		st, err := s.Workflow(ctx, id)
+		if !errors.Is(err, ErrWorkflowNotFound) {
+			return st, i, err
+		}
+	}
+	return WorkflowStatus{}, -1, fmt.Errorf("exq: api: workflow %s: %w", id, ErrWorkflowNotFound)
+}
