@@ -46,12 +46,14 @@ const (
 	// RedisBack: fetching works again, Duration after RedisLost.
 	RedisBack
 	// BatchCallback: the job JID (of batch Flow) ended a run, and that fired the batch's
-	// callback Callback ("success", "complete" or "death"): its job is enqueued. Reported once
-	// per callback, by the node whose write fired it.
+	// callback Callback ("success", "complete" or "death"): its job is enqueued. Reported at
+	// most once per callback, by the node whose write fired it (not when that write's reply
+	// was lost: the callback job itself is enqueued once either way).
 	BatchCallback
 	// WorkflowReleased: the job JID (of workflow Flow) ended for good, and that pushed Count of
 	// its dependents to their queues (and canceled Canceled of them); Callback is "finished"
-	// when it was the workflow's last job. Reported once, by the node whose write did it.
+	// when it was the workflow's last job. Reported at most once, by the node whose write did
+	// it (not when that write's reply was lost).
 	WorkflowReleased
 )
 

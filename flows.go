@@ -15,8 +15,9 @@ import (
 // still fails), the caller writes no outcome either and the job stays in the backup list.
 //
 // Why this order, and why it is exactly once:
-//   - Each transition is one Lua script, idempotent by jid (batch_settle.lua: a set operation
-//     on the jid decides whether anything changes; workflow_settle.lua: the job's state).
+//   - Each transition is one Lua script, idempotent by jid (batch_settle.lua: the jid's entry
+//     in the batch's pending hash, read and changed in the same script, decides whether
+//     anything changes; workflow_settle.lua: the job's state).
 //   - Transition first, outcome second. A node that dies between the two leaves the job in
 //     its backup list: it is rescued and runs again, and that run's transition is a no-op for
 //     what the first one recorded, after which its outcome is written. The other order (the
