@@ -114,12 +114,17 @@ func badBatch(op, format string, a ...any) error {
 }
 
 // buildFlowJobs validates and renders the jobs of a batch or a workflow; flow gives each its
-// fields (nil entries: none).
+// fields (nil entries: none). The EnqueueHooks of the jobs hear the write's result through
+// finishFlow; when a job is refused, those of the jobs built before it hear the refusal.
 func (en *enqueuer) buildFlowJobs(ctx context.Context, now time.Time, op string, specs []JobSpec, flow func(i int) *wire.NewJob, bad func(op, format string, a ...any) error) ([]flowJob, error) {
-	out := make([]flowJob, len(specs))
+	out := make([]flowJob, 0, len(specs))
+	fail := func(err error) ([]flowJob, error) {
+		finishFlow(out, err)
+		return nil, err
+	}
 	for i, s := range specs {
 		if !s.At.IsZero() || s.In != 0 {
-			return nil, bad(op, "job %d is scheduled (At or In): jobs of a batch or workflow are enqueued now", i)
+			return fail(bad(op, "job %d is scheduled (At or In): jobs of a batch or workflow are enqueued now", i))
 		}
 		opts := s.Options
 		if f := flow(i); f != nil {
@@ -127,15 +132,29 @@ func (en *enqueuer) buildFlowJobs(ctx context.Context, now time.Time, op string,
 		}
 		b, err := en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, time.Time{}, opts)
 		if err != nil {
-			return nil, inBatch(err, i)
+			return fail(inBatch(err, i))
 		}
-		b.finish(b.jid, nil)
+		out = append(out, flowJob{jid: b.jid, queue: s.Queue, class: s.Class, doc: b.doc, done: b.done})
 		if b.lock != nil {
-			return nil, bad(op, "job %d is unique: a unique lock would decide alone whether it runs", i)
+			return fail(bad(op, "job %d is unique: a unique lock would decide alone whether it runs", i))
 		}
-		out[i] = flowJob{jid: b.jid, queue: s.Queue, class: s.Class, doc: b.doc}
 	}
 	return out, nil
+}
+
+// finishFlow tells the EnqueueHooks of jobs how their write went: written (err nil, or a
+// shortfall of replicas), or not.
+func finishFlow(jobs []flowJob, err error) {
+	written := err == nil || errors.Is(err, ErrNotReplicated)
+	for _, j := range jobs {
+		jid := j.jid
+		if !written {
+			jid = ""
+		}
+		for _, f := range j.done {
+			f(jid, err)
+		}
+	}
 }
 
 func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpec) (string, []string, error) {
@@ -169,6 +188,7 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 		{"ttl", strconv.FormatInt(max(int64(cmpDur(o.TTL, DefaultBatchTTL)/time.Second), 1), 10)},
 	}
 	var queues []string
+	var callbacks []flowJob // their hooks hear the batch's write: the callbacks are stored with it
 	for i, cb := range []*JobSpec{o.OnSuccess, o.OnComplete, o.OnDeath} {
 		if cb == nil {
 			continue
@@ -177,8 +197,10 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 		built, err := en.buildFlowJobs(ctx, now, op+": callback "+name, []JobSpec{*cb},
 			func(int) *wire.NewJob { return &wire.NewJob{CallbackOf: bid} }, badBatch)
 		if err != nil {
+			finishFlow(callbacks, err)
 			return "", nil, err
 		}
+		callbacks = append(callbacks, built...)
 		fields = append(fields, [2]string{"cb:" + name, built[0].doc}, [2]string{"cbq:" + name, cb.Queue},
 			[2]string{"cbjid:" + name, built[0].jid})
 		if !contains(queues, cb.Queue) {
@@ -188,34 +210,42 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpe
 	fields = append(fields, [2]string{"queues", strings.Join(queues, "\n")})
 	jobs, err := en.buildFlowJobs(ctx, now, op, specs, func(int) *wire.NewJob { return &wire.NewJob{Bid: bid} }, badBatch)
 	if err != nil {
+		finishFlow(callbacks, err)
 		return "", nil, err
 	}
 	seen := make(map[string]bool, len(jobs))
 	for i, j := range jobs {
 		if seen[j.jid] {
-			return "", nil, badBatch(op, "job %d: jid %q is used twice", i, j.jid)
+			err := badBatch(op, "job %d: jid %q is used twice", i, j.jid)
+			finishFlow(append(callbacks, jobs...), err)
+			return "", nil, err
 		}
 		seen[j.jid] = true
 	}
+	hooked := append(callbacks, jobs...)
 	token := wire.NewJID()
 	adder := ""
 	if job := JobFromContext(ctx); job != nil && o.Parent != "" && job.bid == o.Parent {
 		adder = job.JID // a child created by a running job of its parent
 	}
 	status, _, err := en.jq.batchWrite(ctx, bid, "create", token, o.Parent, adder, now, cmpDur(o.Expiry, DefaultBatchExpiry), fields, jobs)
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return "", nil, fmt.Errorf("exq: %s (%d jobs): %w", op, len(specs), err)
-	}
-	switch status {
-	case batchExists:
-		return "", nil, fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchExists)
-	case batchNoParent:
-		return "", nil, fmt.Errorf("exq: %s %s: parent batch %s does not exist or has succeeded: %w", op, bid, o.Parent, ErrBatchNotFound)
-	case batchDone:
-		return "", nil, err // a rerun of a parent's job that already succeeded: its child exists
-	}
-	if err != nil {
+	switch {
+	case err != nil && !errors.Is(err, ErrNotReplicated):
+		err = fmt.Errorf("exq: %s (%d jobs): %w", op, len(specs), err)
+	case status == batchExists:
+		err = fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchExists)
+	case status == batchNoParent:
+		err = fmt.Errorf("exq: %s %s: parent batch %s does not exist or has succeeded: %w", op, bid, o.Parent, ErrBatchNotFound)
+	case status == batchDone:
+		// A rerun of a parent's job that already succeeded: its first run's child exists.
+		finishFlow(hooked, errors.New("exq: new batch: not written: a rerun of a job whose child batch exists"))
+		return "", nil, nil
+	case err != nil:
 		err = fmt.Errorf("exq: %s %s: written on the master: %w", op, bid, err)
+	}
+	finishFlow(hooked, err)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return "", nil, err
 	}
 	for _, j := range jobs {
 		en.enqueued(j.queue, j.class, j.jid, time.Time{})
@@ -237,19 +267,26 @@ func (en *enqueuer) addToBatch(ctx context.Context, bid, adder string, specs []J
 		return nil, err
 	}
 	status, _, err := en.jq.batchWrite(ctx, bid, "add", adder, "", "", now, DefaultBatchExpiry, nil, jobs)
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return nil, fmt.Errorf("exq: %s %s (%d jobs): %w", op, bid, len(specs), err)
-	}
-	switch status {
-	case batchGone:
-		return nil, fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchNotFound)
-	case batchNotMember:
-		return nil, fmt.Errorf("exq: %s %s: job %s is not a job of the batch: %w", op, bid, adder, ErrNotInBatch)
-	case batchDone:
+	switch {
+	case err != nil && !errors.Is(err, ErrNotReplicated):
+		err = fmt.Errorf("exq: %s %s (%d jobs): %w", op, bid, len(specs), err)
+	case status == batchGone:
+		err = fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchNotFound)
+	case status == batchNotMember:
+		err = fmt.Errorf("exq: %s %s: job %s is not a job of the batch: %w", op, bid, adder, ErrNotInBatch)
+	case status == batchDone:
+		// A rerun of a job whose success the batch counted: its first run's jobs are in it.
+		finishFlow(jobs, errors.New("exq: add to batch: not written: a rerun of a job that already succeeded"))
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil:
 		err = fmt.Errorf("exq: %s %s: written on the master: %w", op, bid, err)
+	}
+	finishFlow(jobs, err)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return nil, err
+	}
+	for _, j := range jobs {
+		en.enqueued(j.queue, j.class, j.jid, time.Time{})
 	}
 	return flowJIDs(jobs), err
 }

@@ -441,3 +441,31 @@ func TestBatchCallbacksAndWorkflowReleasesAreReportedAsEventsOnce(t *testing.T) 
 	defer mu.Unlock()
 	assert.ElementsMatch(t, want, got)
 }
+
+func TestEnqueueHooksOfABatchAndAWorkflowHearTheWritesResult(t *testing.T) {
+	v := newEnv(t)
+	var mu sync.Mutex
+	heard := map[string]string{} // class → jid heard ("" for not written)
+	hook := func(ctx context.Context, j *OutgoingJob) func(string, error) {
+		return func(jid string, err error) {
+			mu.Lock()
+			heard[j.Class] = jid
+			mu.Unlock()
+		}
+	}
+	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns, EnqueueHooks: []EnqueueHook{hook}})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	o := BatchOptions{ID: "b1", OnSuccess: &JobSpec{Queue: "cb", Class: "Cb"}}
+	_, jids, err := c.NewBatch(ctx, o, []JobSpec{{Queue: "q", Class: "A"}})
+	require.NoError(t, err)
+	assert.Equal(t, jids[0], heard["A"])
+	assert.NotEmpty(t, heard["Cb"], "a callback is written with its batch")
+	_, _, err = c.NewBatch(ctx, o, []JobSpec{{Queue: "q", Class: "B"}})
+	require.ErrorIs(t, err, ErrBatchExists)
+	assert.Equal(t, "", heard["B"], "not written")
+	w, err := c.EnqueueWorkflow(ctx, WorkflowOptions{}, []WorkflowJob{{Name: "x", Queue: "q", Class: "X"}})
+	require.NoError(t, err)
+	assert.Equal(t, w.JIDs["x"], heard["X"])
+}

@@ -14,7 +14,10 @@ import (
 
 // flowJob is one job a batch add or a workflow creation pushes: its jid, queue, class and
 // document.
-type flowJob struct{ jid, queue, class, doc string }
+type flowJob struct {
+	jid, queue, class, doc string
+	done                   []func(string, error) // the EnqueueHooks' functions (finishFlow)
+}
 
 // flowQueues caches, per batch and per workflow, the route of its settle script: the queues
 // it may push to (a batch's and its ancestors' callback queues, a workflow's job queues) and,

@@ -297,14 +297,17 @@ func (en *enqueuer) enqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs
 	}
 	token := wire.NewJID()
 	status, err := en.jq.workflowCreate(ctx, id, token, now, cmpDur(o.Expiry, DefaultWorkflowExpiry), meta, graph, waiting, roots)
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return Workflow{}, fmt.Errorf("exq: %s (%d jobs): %w", op, len(jobs), err)
-	}
-	if status == batchExists {
-		return Workflow{}, fmt.Errorf("exq: %s %s: %w", op, id, ErrWorkflowExists)
-	}
-	if err != nil {
+	switch {
+	case err != nil && !errors.Is(err, ErrNotReplicated):
+		err = fmt.Errorf("exq: %s (%d jobs): %w", op, len(jobs), err)
+	case status == batchExists:
+		err = fmt.Errorf("exq: %s %s: %w", op, id, ErrWorkflowExists)
+	case err != nil:
 		err = fmt.Errorf("exq: %s %s: written on the master: %w", op, id, err)
+	}
+	finishFlow(built, err)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return Workflow{}, err
 	}
 	for _, r := range roots {
 		en.enqueued(r.queue, r.class, r.jid, time.Time{})

@@ -9,7 +9,8 @@
 -- ARGV[1] bid   ARGV[2] mode: "create" or "add"
 -- ARGV[3] create: the call's token (a replay of this call is told apart from another creator);
 --         add: the jid of the running job that adds (it must still be pending)
--- ARGV[4] now (seconds)   ARGV[5] how long the data lives while the batch runs (seconds)
+-- ARGV[4] now (seconds)   ARGV[5] how long the data lives while the batch runs (seconds; an
+-- add renews it by the creation's, its "expiry" field)
 -- ARGV[6] wake channel    ARGV[7] Q   ARGV[8] N (jobs)   ARGV[9] F (hash fields, create only)
 -- ARGV[10] the parent batch's id ("" for none)   ARGV[11] the running job of the parent that
 -- creates this child ("" when created outside a job of the parent)
@@ -90,7 +91,7 @@ end
 if ARGV[2] == 'create' then
   local h = {}
   for f = 1, 2 * F do h[#h + 1] = ARGV[fields0 + f] end
-  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, 'bid', ARGV[1], unpack(h))
+  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, 'bid', ARGV[1], 'expiry', ARGV[5], unpack(h))
   redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
   if parent ~= '' then
     local up = redis.call('HMGET', KEYS[7], 'queues', 'parents')
@@ -146,6 +147,7 @@ for q = 1, Q do
 end
 -- The data lives while the batch runs; the success sets the shorter TTL of an ended batch.
 if redis.call('HEXISTS', KEYS[1], 'success_at') == 0 then
-  for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
+  local live = redis.call('HGET', KEYS[1], 'expiry') or ARGV[5] -- an add keeps the creation's
+  for k = 1, 4 do redis.call('EXPIRE', KEYS[k], live) end
 end
 return {'ok', added}
