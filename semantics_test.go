@@ -90,6 +90,7 @@ func (s slowWorker) Perform(ctx context.Context, _ *Job) error {
 }
 
 func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		jobTimeout time.Duration
@@ -119,6 +120,7 @@ func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
 }
 
 func TestTimeoutForPrefersTheWorkersOwn(t *testing.T) {
+	t.Parallel()
 	e := &Exq{opts: settings{Options: Options{JobTimeout: time.Minute}}}
 	assert.Equal(t, time.Minute, e.timeoutFor(WorkerFunc(nil)))
 	assert.Equal(t, time.Second, e.timeoutFor(slowWorker{timeout: time.Second}))

@@ -271,6 +271,7 @@ func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
 }
 
 func TestUniqueOptionsAreValidated(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	en := v.enqueuer(time.Now)
 	for _, tc := range []struct {
@@ -288,6 +289,7 @@ func TestUniqueOptionsAreValidated(t *testing.T) {
 }
 
 func TestDefaultUniqueTokenIsStableAndDistinguishesJobs(t *testing.T) {
+	t.Parallel()
 	tok := func(q, c, args string) string {
 		s, err := DefaultUniqueToken(q, c, json.RawMessage(args))
 		require.NoError(t, err)
