@@ -16,6 +16,7 @@ import (
 )
 
 func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -54,6 +55,7 @@ func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
 }
 
 func TestSnoozeKeepsASuccessLock(t *testing.T) { // Exq 44
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
