@@ -32,7 +32,8 @@ func TestParallelIsTheDefaultUnlessGiven(t *testing.T) {
 		{"given", []string{"-test.parallel=3"}, "3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestParallelIsTheDefaultUnlessGiven$"}, tc.args...)...)
+			args := append([]string{"-test.run=^TestParallelIsTheDefaultUnlessGiven$"}, tc.args...)
+			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), parallelChildEnv+"=1")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
