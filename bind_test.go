@@ -14,6 +14,7 @@ import (
 // Every seed of the fuzz test, checked on each run: the split against encoding/json's, each
 // arg into each fast-path type against encoding/json, whole Binds (errors to the letter).
 func TestBindMatchesEncodingJSONOnEdgeCases(t *testing.T) {
+	t.Parallel()
 	for i, s := range append(bindSeeds[:len(bindSeeds):len(bindSeeds)], bindDeepSeeds...) {
 		for sel := range 4 {
 			checkBind(t, s, uint8(i*4+sel)|uint8(sel&1)<<7)
@@ -24,6 +25,7 @@ func TestBindMatchesEncodingJSONOnEdgeCases(t *testing.T) {
 
 // The edge cases with the outcome spelled out: what encoding/json does, so what Bind does.
 func TestBindEdgeCases(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		arg  string
 		dst  func() any // a fresh destination with its initial value
@@ -184,6 +186,7 @@ func derefAny(p any) any {
 
 // The common args take the fast path: no reflection, and no allocation but the strings.
 func TestBindFastPathTakesCommonArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		arg string
 		dst any
@@ -214,6 +217,7 @@ func TestBindFastPathTakesCommonArgs(t *testing.T) {
 }
 
 func TestBindTwoIntsDoesNotAllocate(t *testing.T) {
+	// Serial: testing.AllocsPerRun counts every goroutine's allocations (and panics in a parallel test).
 	j := &Job{Class: "W", Args: json.RawMessage(`[12345,67890]`)}
 	var x, y int
 	allocs := testing.AllocsPerRun(100, func() {
@@ -267,6 +271,7 @@ func (n *strictInt) UnmarshalJSON(b []byte) error {
 // Destinations with UnmarshalJSON or UnmarshalText, structs, maps and pointers to pointers
 // decode through encoding/json as before.
 func TestBindKeepsEncodingJSONForOtherDestinations(t *testing.T) {
+	t.Parallel()
 	type payload struct {
 		UserID int    `json:"user_id"`
 		Tags   []any  `json:"tags"`
@@ -299,6 +304,7 @@ func TestBindKeepsEncodingJSONForOtherDestinations(t *testing.T) {
 
 // Errors read as they did: the same conditions, the same words.
 func TestBindErrors(t *testing.T) {
+	t.Parallel()
 	var x int
 	var s string
 	for _, c := range []struct {

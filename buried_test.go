@@ -18,6 +18,7 @@ import (
 // and no late outcome of theirs may remove the backup entry of a run it fetched since: killed
 // then, the new runs must come back too.
 func TestFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T) {
+	// Serial: pauses a child process for set times against its heartbeat window.
 	if !testutil.Long() {
 		// KNOWN BUG (issue 23, item 4, still open): in about one run in three a job that was
 		// running on the resumed node when it was killed did not run again within the test's
@@ -94,6 +95,7 @@ func TestFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T)
 // heartbeat), none of them touches the backup list, where another run of the same job may
 // sit; the fetch and the beat of the old incarnation are refused too.
 func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
+	t.Parallel()
 	raw := `{"class":"W","args":[],"queue":"q","jid":"j1","unique_token":"tok","unique_until":"success"}`
 	outcomes := []struct {
 		name  string
@@ -159,6 +161,7 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 // A node is never buried while one of its backup lists holds a job, or while its set of
 // backup queues names a queue the rescue did not cover.
 func TestBuryRefusesANodeWithJobsLeft(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	stale := v.staleBackup("dead", "seen", 1)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestStartValidatesOptionsNamingTheField(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -54,6 +55,7 @@ func TestStartValidatesOptionsNamingTheField(t *testing.T) {
 }
 
 func TestDefaultsFollowExq(t *testing.T) {
+	t.Parallel()
 	o, err := Options{}.withDefaults(testHooks{})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultRedisURL, o.RedisURL)
@@ -77,6 +79,7 @@ func TestDefaultsFollowExq(t *testing.T) {
 }
 
 func TestStartFailsClearlyWhenRedisIsUnreachableAndMasksThePassword(t *testing.T) {
+	t.Parallel()
 	_, err := Start(context.Background(), Options{RedisURL: "redis://:s3cret-pw@127.0.0.1:1/0", RedisTimeout: time.Second})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRedisUnavailable))
@@ -85,6 +88,7 @@ func TestStartFailsClearlyWhenRedisIsUnreachableAndMasksThePassword(t *testing.T
 }
 
 func TestRedissURLGivesATLSClient(t *testing.T) {
+	t.Parallel()
 	c, err := newRedisClient("rediss://user:pw@cache.example:6380/2", 3*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
@@ -97,6 +101,7 @@ func TestRedissURLGivesATLSClient(t *testing.T) {
 }
 
 func TestStartWithACallersClientLeavesItOpen(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e, err := Start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger()})
 	require.NoError(t, err)
@@ -109,6 +114,7 @@ func TestStartWithACallersClientLeavesItOpen(t *testing.T) {
 }
 
 func TestStartWithRedisURLConnectsAndClosesItsClient(t *testing.T) {
+	t.Parallel()
 	url := testutil.RedisURL(t)
 	ns := testutil.Namespace(t)
 	rec := &recorder{}
@@ -123,6 +129,7 @@ func TestStartWithRedisURLConnectsAndClosesItsClient(t *testing.T) {
 }
 
 func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
+	// Serial: FLUSHDB and KEYS * on database 9 of the test server.
 	// A separate database keeps the unprefixed keys away from other tests.
 	url := testutil.RedisURL(t)
 	opts, err := redis.ParseURL(url)
@@ -150,6 +157,7 @@ func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
 }
 
 func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	const node = "fixed-node-1"
 	job := func(jid string) string {
@@ -175,6 +183,7 @@ func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
 }
 
 func TestRandomNodeIDLeavesOtherBackupListsAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"x"}`)
@@ -188,6 +197,7 @@ func TestRandomNodeIDLeavesOtherBackupListsAlone(t *testing.T) {
 }
 
 func TestStopLetsRunningJobsFinish(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -224,6 +234,7 @@ func TestStopLetsRunningJobsFinish(t *testing.T) {
 }
 
 func TestStopHandsUnfinishedJobsBackToTheFrontOfTheirQueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	stuck := make(chan struct{})
@@ -269,6 +280,7 @@ func TestStopHandsUnfinishedJobsBackToTheFrontOfTheirQueue(t *testing.T) {
 }
 
 func TestStopAfterACompletedStopReturnsAtOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{})
 	require.NoError(t, e.Stop(context.Background()))
@@ -277,6 +289,7 @@ func TestStopAfterACompletedStopReturnsAtOnce(t *testing.T) {
 }
 
 func TestStopPutsJobsLeftInTheBackupListBackOnTheirQueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}

@@ -70,6 +70,7 @@ func (v *env) zsetMemberList(key string) []string {
 }
 
 func TestConcurrentEnqueuesShareRoundTripsAndEachGetsItsJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rdb, counter, _ := slowClient(t, v, 2*time.Millisecond, false)
@@ -213,6 +214,7 @@ func (r *groupRun) goCall(call func() (string, error)) *callResult {
 }
 
 func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rdb, counter, _ := slowClient(t, v, 100*time.Millisecond, true)
@@ -261,6 +263,7 @@ func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing
 }
 
 func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
+	// Serial: asserts the cancelled call returns within half a round trip.
 	v := newEnv(t)
 	ctx := context.Background()
 	const latency = 300 * time.Millisecond
@@ -307,6 +310,7 @@ func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
 }
 
 func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		noRetry bool
@@ -363,6 +367,7 @@ func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T
 }
 
 func TestAGroupWaitsForReplicasOnceAndReportsEachJobNotReplicated(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
@@ -403,6 +408,7 @@ func TestAGroupWaitsForReplicasOnceAndReportsEachJobNotReplicated(t *testing.T) 
 }
 
 func TestCloseAndStopWithCallersQueued(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		open func(t *testing.T, v *env, url string) (en *enqueuer, enqueue func(int) (string, error), end func())
@@ -467,6 +473,7 @@ func TestCloseAndStopWithCallersQueued(t *testing.T) {
 }
 
 func TestGroupContextKeepsValuesAndTheLatestDeadlineOnly(t *testing.T) {
+	t.Parallel()
 	type key struct{}
 	base := context.WithValue(context.Background(), key{}, "writer")
 	early, cancel1 := context.WithTimeout(base, time.Minute)
@@ -495,6 +502,7 @@ func TestGroupContextKeepsValuesAndTheLatestDeadlineOnly(t *testing.T) {
 }
 
 func TestEnqueueGroupScriptErrorsAreRedisErrors(t *testing.T) {
+	t.Parallel()
 	var err error = scriptError("WRONGTYPE Operation against a key holding the wrong kind of value")
 	var re redis.Error
 	assert.True(t, errors.As(err, &re))

@@ -85,7 +85,7 @@ func commandCalls(t *testing.T, rdb *redis.Client) (int, map[string]int) {
 // due, and still finds a job whose wake-up never came (pushed as Sidekiq does) within the
 // idle poll cap. It runs on a Redis of its own: INFO commandstats counts every client's calls.
 func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
-	t.Parallel()
+	// Serial: asserts pickups within the poll cap + 200 ms.
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -169,6 +169,7 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 // The back-off of the poll loop, with the test's PollTimeout: it doubles from PollTimeout up
 // to idleCap, and a wake-up sets it back, so a pushed job is found within the cap.
 func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
+	// Serial: asserts polls per 2 s and pickups within 200 ms.
 	assert.Equal(t, 5*time.Second, idleCap(100*time.Millisecond))
 	assert.Equal(t, time.Second, idleCap(20*time.Millisecond))
 	assert.Equal(t, 10*time.Second, idleCap(10*time.Second), "never less than PollTimeout")
@@ -203,6 +204,7 @@ func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
 // The scripts that add to the schedule and retry sets announce a job only when it is due
 // before every job the set held, with a payload the poll loop cannot take for a queue.
 func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
+	// Serial: each announcement must arrive within 500 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	ps := v.rdb.Subscribe(ctx, v.keys.Wake())
@@ -256,6 +258,7 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 // The scheduler wakes for an announcement only when the job is due before it looks next, or
 // while it works; any payload it cannot read wakes it.
 func TestSchedulerWakesOnlyForEarlierJobs(t *testing.T) {
+	t.Parallel()
 	s := &scheduler{wake: make(chan struct{}, 1)}
 	woke := func() bool {
 		select {
@@ -280,6 +283,7 @@ func TestSchedulerWakesOnlyForEarlierJobs(t *testing.T) {
 // Scheduled jobs from runtimes that announce nothing are moved within the scheduler's cap (2.5 s
 // with SchedulerPollTimeout 100 ms), and exq's own when due, even behind a far head.
 func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
+	// Serial: asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	var st startLog
@@ -311,6 +315,7 @@ func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
 // Due times that follow each other closely cost at most one pass per SchedulerPollTimeout, as
 // polling did, and every job is still moved within it of being due.
 func TestSchedulerPassesAtMostOncePerInterval(t *testing.T) {
+	// Serial: asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

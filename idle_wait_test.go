@@ -77,7 +77,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // back-off alone lets such a job wait up to 5 s), start within milliseconds: the blocking idle
 // wait sees the push. Each runs once.
 func TestForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
-	t.Parallel()
+	// Serial: asserts p99 pickup of 100 ms.
 	v := newEnv(t)
 	l := newPickupLog()
 	queues := []string{"a", "b", "c"}

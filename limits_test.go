@@ -21,6 +21,7 @@ import (
 )
 
 func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
+	// Serial: asserts waits to within 50 ms of the starts it just wrote.
 	far := float64(time.Now().Add(time.Hour).Unix())
 	for _, tc := range []struct {
 		name     string
@@ -120,6 +121,7 @@ func (p *peak) enter() {
 func (p *peak) leave() { p.now.Add(-1) }
 
 func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	const jobs, limit = 30, 2
 	var p peak
@@ -148,6 +150,7 @@ func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
 // node's next fetch: here the node fetches no more (it unsubscribed), and the leases live a
 // minute unless released.
 func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
+	t.Parallel()
 	for _, outcome := range []string{"done", "failed", "snoozed"} {
 		t.Run(outcome, func(t *testing.T) {
 			v := newEnv(t)
@@ -178,6 +181,7 @@ func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
 }
 
 func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
+	// Serial: heartbeat windows of 200 ms; CPU load from parallel tests lets a lease lapse.
 	v := newEnv(t)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -203,6 +207,7 @@ func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
 }
 
 func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
@@ -226,6 +231,7 @@ func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
 }
 
 func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	release := make(chan struct{})
 	var started atomic.Int64
@@ -253,6 +259,7 @@ func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
 }
 
 func TestSubscribeResizingAQueueKeepsItsLimits(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 2, Rate: Rate{N: 5, Per: time.Second}}}})
 	require.NoError(t, e.Subscribe("limited", 7))
@@ -260,6 +267,7 @@ func TestSubscribeResizingAQueueKeepsItsLimits(t *testing.T) {
 }
 
 func TestRateStringDropsZeroUnits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rate Rate
 		want string
@@ -276,6 +284,7 @@ func TestRateStringDropsZeroUnits(t *testing.T) {
 }
 
 func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	v.start(Options{Queues: []Queue{{Name: "limited", GlobalLimit: 5}}})
 	for _, tc := range []struct {
@@ -303,6 +312,7 @@ func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
 }
 
 func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	far := float64(time.Now().Add(time.Hour).Unix())
@@ -317,6 +327,7 @@ func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
 }
 
 func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	old := time.Now().Add(-90 * time.Second)
 	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d.0}`, old.Unix()))

@@ -26,6 +26,7 @@ func (l *logLines) countLines(s string) int {
 // strays (a backup list holding jobs no worker has), which would log a warning and reconcile
 // the whole node again for nothing.
 func TestALostFetchReplyIsReconciledOnceAndLeavesNoStrayWarnings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)

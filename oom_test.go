@@ -306,6 +306,7 @@ func TestStartOnARedisOutOfMemoryFailsWithErrRedisOOM(t *testing.T) {
 // markOOM recognises Redis's refusal for want of memory in every form it comes in, and
 // nothing else.
 func TestMarkOOMMatchesRedisOutOfMemoryRepliesOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error

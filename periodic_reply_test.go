@@ -45,6 +45,7 @@ func (vs *verdicts) hook() EnqueueHook {
 // it wrote, "not written" for one it did not, whether its Redis client sends the script again
 // or not, and "not written" for the ticks another claimed.
 func TestPeriodicEnqueueWithALostReplyTellsItsHookWhetherTheJobWasWritten(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		maxRetries int

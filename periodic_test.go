@@ -22,6 +22,7 @@ func mustLoad(t *testing.T, name string) *time.Location {
 }
 
 func TestPeriodicSpecsAreStoredAsCronLinesSidekiqCronReads(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		job  PeriodicJob
@@ -48,6 +49,7 @@ func TestPeriodicSpecsAreStoredAsCronLinesSidekiqCronReads(t *testing.T) {
 }
 
 func TestStartRefusesABadPeriodicJobNamingIt(t *testing.T) {
+	t.Parallel()
 	// Validation comes first: a Redis that cannot be reached shows that nothing was written.
 	unreachable := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = unreachable.Close() })
@@ -97,6 +99,7 @@ func ticksBetween(t *testing.T, spec string, from, until time.Time) []time.Time 
 }
 
 func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
+	t.Parallel()
 	ny := mustLoad(t, "America/New_York")
 	at := func(y int, m time.Month, d, h, min int) time.Time { return time.Date(y, m, d, h, min, 0, 0, ny) }
 	// 2026-03-08: clocks go from 2:00 EST to 3:00 EDT. 2026-11-01: from 2:00 EDT back to 1:00 EST.
@@ -152,6 +155,7 @@ func (v *env) savePeriodic(p PeriodicJob, now time.Time) {
 }
 
 func TestTwoNodesThroughDSTWithAFakeClockEnqueueEachDailyTickOnce(t *testing.T) {
+	t.Parallel()
 	ny := mustLoad(t, "America/New_York")
 	for _, tc := range []struct {
 		name        string
@@ -192,6 +196,7 @@ func TestTwoNodesThroughDSTWithAFakeClockEnqueueEachDailyTickOnce(t *testing.T) 
 }
 
 func TestMissedTicksOnlyTheLatestWithinGraceIsEnqueued(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
@@ -228,6 +233,7 @@ func TestMissedTicksOnlyTheLatestWithinGraceIsEnqueued(t *testing.T) {
 }
 
 func TestPeriodicAPIManagesSchedules(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	a, _ := v.api()
 	ctx := context.Background()
@@ -291,6 +297,7 @@ func TestPeriodicAPIManagesSchedules(t *testing.T) {
 }
 
 func TestStartKeepsAnExistingSchedulesStatusAndTicks(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	a, _ := v.api()
 	ctx := context.Background()
@@ -309,6 +316,7 @@ func TestStartKeepsAnExistingSchedulesStatusAndTicks(t *testing.T) {
 }
 
 func TestANodeEnqueuesAPerSecondScheduleEveryTick(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	v.start(Options{Queues: []Queue{{Name: "other"}}, Periodic: []PeriodicJob{{Name: "tick", Spec: "* * * * * *", Class: "Tick", Queue: "cron"}}})
 	v.start(Options{Queues: []Queue{{Name: "other"}}})
@@ -344,6 +352,7 @@ func TestANodeEnqueuesAPerSecondScheduleEveryTick(t *testing.T) {
 }
 
 func TestANewScheduleCountsTheTicksBeforeItAsDoneForExqAndSidekiqCron(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	now := time.Date(2026, 11, 30, 20, 55, 56, 50_000_000, time.UTC)
 	v.savePeriodic(PeriodicJob{Name: "tick", Spec: "* * * * * *", Class: "C"}, now)
@@ -364,6 +373,7 @@ func tickJIDOf(t *testing.T, name, member string) string {
 }
 
 func TestAPeriodicTickReachesTheEnqueueHooksAndListeners(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	var hooked, enqueued []string

@@ -18,6 +18,7 @@ import (
 // go-redis' own lines ("failed to dial") go to Options.Logger, not to stderr or slog.Default:
 // a Logger that discards silences them.
 func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
+	// Serial: sets the process's default slog logger.
 	var def logLines
 	was := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))

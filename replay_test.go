@@ -91,6 +91,7 @@ var lostFetchClients = []struct {
 }
 
 func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
@@ -115,6 +116,7 @@ func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
 }
 
 func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
+	t.Parallel()
 	c := newCutter(t)
 	const jobs = 5
 	for i := 0; i < jobs; i++ {
@@ -142,6 +144,7 @@ func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
 }
 
 func TestEnqueueWhoseReplyIsLost(t *testing.T) {
+	t.Parallel()
 	unique := []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour})}
 	for _, tc := range []struct {
 		name      string
@@ -210,6 +213,7 @@ func TestEnqueueWhoseReplyIsLost(t *testing.T) {
 }
 
 func TestACallerClientThatRepeatsCommandsIsWarnedAbout(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	for _, tc := range []struct {
 		name    string
@@ -274,6 +278,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
+	t.Parallel()
 	type outcome struct {
 		name    string
 		job     string
@@ -337,6 +342,7 @@ func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
 }
 
 func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
+	t.Parallel()
 	const n = 5
 	fill := func(c *cutter, node string) {
 		for i := 0; i < n; i++ {
@@ -392,6 +398,7 @@ func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
 }
 
 func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
+	t.Parallel()
 	for _, client := range []string{"caller's", "exq's"} {
 		t.Run(client+" client", func(t *testing.T) {
 			c := newCutter(t)
@@ -424,6 +431,7 @@ func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
 }
 
 func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
+	t.Parallel()
 	for _, client := range []string{"caller's", "exq's"} {
 		t.Run(client+" client", func(t *testing.T) {
 			c := newCutter(t)
@@ -459,6 +467,7 @@ func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
 // compare-and-delete), and a caller's client that sends one again leaves the same state
 // (go-redis sends a script again; a MULTI it does not send again, and reports the error).
 func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	script := func(s *redis.Script) func(c *cutter) string {
 		return func(c *cutter) string {

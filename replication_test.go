@@ -17,6 +17,7 @@ import (
 )
 
 func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
+	t.Parallel()
 	c, err := newRedisClient("redis://sentuser:sentpw@127.0.0.1:26379/3?master_name=mymaster&addr=127.0.0.1:26380&addr=127.0.0.1:26381&password=masterpw", 2*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
@@ -39,6 +40,7 @@ func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
 }
 
 func TestSentinelURLErrorsNeverShowPasswords(t *testing.T) {
+	// Serial: waits until no goroutine of the process is dialling, which other tests' clients do.
 	for _, tc := range []struct{ name, url, want string }{
 		{"empty master name", "redis://:sentpw@127.0.0.1:26379/0?master_name=&password=masterpw", "master_name is empty"},
 		{"unknown option", "redis://:sentpw@127.0.0.1:26379/0?master_name=m&password=masterpw&bogus=1", "unexpected option: bogus"},
@@ -76,6 +78,7 @@ func TestSentinelURLErrorsNeverShowPasswords(t *testing.T) {
 }
 
 func TestWaitReplicasOptionsAreValidated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts ClientOptions
@@ -111,6 +114,7 @@ func TestWaitReplicasOptionsAreValidated(t *testing.T) {
 // The test Redis has no replica: every enqueue with WaitReplicas 1 is written and reported as
 // not replicated, after WaitTimeout and not much later.
 func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testing.T) {
+	// Serial: asserts calls return within WAIT's timeout + 2 s.
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
@@ -154,6 +158,7 @@ func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testin
 // A call whose ctx ends before WaitTimeout waits for what its ctx leaves (three quarters of
 // it), so that it learns that its job was written (ErrNotReplicated) instead of timing out.
 func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
+	// Serial: asserts the call returns within 400 ms.
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.rdb, Namespace: v.ns, WaitReplicas: 1, WaitTimeout: 3 * time.Second})
 	require.NoError(t, err)
@@ -172,6 +177,7 @@ func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
 // A node with WaitReplicas and no replica still runs its jobs: outcome writes that no replica
 // confirmed are logged and count as written (nothing is lost on the master).
 func TestWaitReplicasNodeWithoutAReplicaStillRunsJobs(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	failing := WorkerFunc(func(ctx context.Context, job *Job) error { return errors.New("boom") })

@@ -20,6 +20,7 @@ func (v *env) scheduler(now time.Time, page int) *scheduler {
 }
 
 func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 667948000)
@@ -45,6 +46,7 @@ func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
 }
 
 func TestSchedulerMovesInPages(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -67,6 +69,7 @@ func TestSchedulerMovesInPages(t *testing.T) {
 }
 
 func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -92,6 +95,7 @@ func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
 }
 
 func TestScheduledAndRetriedJobsRunWhenDue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -115,6 +119,7 @@ func TestScheduledAndRetriedJobsRunWhenDue(t *testing.T) {
 }
 
 func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var attempts []int
@@ -146,6 +151,7 @@ func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
 }
 
 func TestSchedulerMovesMembersWithNegativeScores(t *testing.T) {
+	t.Parallel()
 	// Another runtime (or an older exq) may have written jobs due before 1970: they are due.
 	v := newEnv(t)
 	ctx := context.Background()
@@ -170,6 +176,7 @@ func TestSchedulerMovesMembersWithNegativeScores(t *testing.T) {
 }
 
 func TestJobsDueBefore1970Run(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -218,6 +225,7 @@ func TestJobsDueBefore1970Run(t *testing.T) {
 // The members are read before the script moves them, so schedulers racing over the same pages
 // must move each member once: the script moves only what is still in the set.
 func TestRacingSchedulersMoveEachJobOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)

@@ -20,6 +20,7 @@ func (v *env) get(key string) string {
 }
 
 func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	clock := &fixedClock{t: time.Date(2026, 11, 30, 23, 59, 58, 0, time.UTC)}
@@ -59,6 +60,7 @@ func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
 }
 
 func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	client, counter := v.countingClient()
 	rec := &recorder{}
@@ -76,6 +78,7 @@ func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
 }
 
 func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
 	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 300 * time.Millisecond,
@@ -95,6 +98,7 @@ func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 }
 
 func TestStopWritesTheLastCounts(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e, err := start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(),
@@ -111,6 +115,7 @@ func TestStopWritesTheLastCounts(t *testing.T) {
 }
 
 func TestDisableStatsWritesNoCounters(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{DisableStats: true, Workers: map[string]Worker{"W": rec}}, testHooks{statsInterval: 10 * time.Millisecond})
@@ -124,6 +129,7 @@ func TestDisableStatsWritesNoCounters(t *testing.T) {
 }
 
 func TestStatsSplitRunsAtSecondAndDayBoundaries(t *testing.T) {
+	t.Parallel()
 	st := newStats(nil, 0, nil, nil, false) // record and the fold touch only the in-memory counters
 	last := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC)
 	next := last.Add(200 * time.Millisecond) // 2026-12-01 00:00:00.1

@@ -16,6 +16,7 @@ import (
 // window they publish, never by its own.
 
 func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
+	// Serial: nodes judged by heartbeat windows.
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -60,6 +61,7 @@ func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
 }
 
 func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
+	// Serial: asserts a rescue within a heartbeat window; child process.
 	v := newEnv(t)
 	const fast = 200 * time.Millisecond
 	const jobs = 5
@@ -94,6 +96,7 @@ func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
 }
 
 func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
