@@ -629,8 +629,9 @@ func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[s
 }
 
 func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
-	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
-	args := []any{jq.node, window.Seconds(), mode, epoch}
+	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs(),
+		jq.keys.HeartbeatCalls(), jq.keys.HeartbeatResumed()}
+	args := []any{jq.node, window.Seconds(), mode, epoch, stallGap(window).Seconds()}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))
@@ -655,6 +656,7 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 		p.ZRem(ctx, jq.keys.Heartbeats(), jq.node)
 		p.ZRem(ctx, jq.keys.HeartbeatDeadlines(), jq.node)
 		p.HDel(ctx, jq.keys.HeartbeatEpochs(), jq.node)
+		p.HDel(ctx, jq.keys.HeartbeatCalls(), jq.node)
 		p.Del(ctx, jq.keys.BackupQueues(jq.node))
 		return nil
 	})
@@ -675,11 +677,14 @@ type staleNode struct {
 }
 
 // staleNodes lists the nodes that count as dead (server clock): past the deadline they
-// publish, or, for nodes that publish none, with a beat older than foreignWindow.
-// now is the server's time of the call.
-func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) (stale []staleNode, now float64, err error) {
-	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
-		foreignWindow.Seconds()).StringSlice()
+// publish, or, for nodes that publish none, with a beat older than foreignWindow; and, either
+// way, a whole window of theirs past the end of the latest stall of Redis. window is this
+// node's own: a check that runs more than stallGap(window) after this node's previous beat or
+// check records a stall that ends now. now is the server's time of the call.
+func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow, window time.Duration) (stale []staleNode, now float64, err error) {
+	res, err := scripts.Stale.Run(ctx, jq.rdb,
+		[]string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatCalls(), jq.keys.HeartbeatResumed()},
+		foreignWindow.Seconds(), jq.node, stallGap(window).Seconds()).StringSlice()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -746,7 +751,7 @@ const (
 // returns bury.lua's reply.
 func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int, error) {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines(),
-		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.node)}
+		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.node), jq.keys.HeartbeatCalls()}
 	args := []any{n.node, n.score}
 	for _, q := range queues {
 		keys = append(keys, jq.keys.Backup(n.node, q))
