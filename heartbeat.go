@@ -62,9 +62,10 @@ func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h
 // replies, calls timing out), or that the node itself was stopped, and the scripts record when
 // it ended (scripts/stale.lua). A node checks every interval/2 and beats every interval, and
 // its window is at least two intervals (MissedHeartbeatsAllowed ≥ 1), so half a window is at
-// least twice its usual gap; and a stall no longer than half a window cannot carry a node
-// that beats on time past its deadline: its beats are at most interval apart, and its deadline
-// is a window after the last one.
+// least twice its usual gap; and a stall no longer than half a window ends no later than the
+// deadline of a node that beat on time before it (its beats are at most an interval apart, its
+// deadline a window after the last one), and the beats that waited in it run before a check
+// can prove that deadline passed (see rescueDead).
 func stallGap(window time.Duration) time.Duration { return window / 2 }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
