@@ -165,7 +165,7 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 				assert.Equal(t, []string{raw}, v.list(v.keys.Backup("n", "q")), "the entry stays")
 				assert.Zero(t, v.zcard(v.keys.Retry())+v.zcard(v.keys.Dead()), "no outcome written")
 				assert.Equal(t, "j1", v.rdb.Get(ctx, v.keys.Unique("tok")).Val(), "the lock stays")
-				alive, _, err := jq.beat(ctx, time.Minute, nil, "old")
+				alive, _, err := jq.beat(ctx, time.Minute, nil, "old", 0)
 				require.NoError(t, err)
 				assert.False(t, alive, "the old incarnation's beat is refused")
 				jq.epoch.Store(&current)

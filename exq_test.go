@@ -145,7 +145,7 @@ func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
 	testutil.WaitFor(t, "the node registered itself", func() bool { return c.Exists(ctx, e.NodeID()).Val() == 1 })
 	keys, err := c.Keys(ctx, "*").Result()
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"queues", "queue:default", "schedule", "heartbeats", "heartbeat_deadlines", "heartbeat_epochs", "heartbeat_calls", "processes", e.NodeID()}, keys)
+	assert.ElementsMatch(t, []string{"queues", "queue:default", "schedule", "heartbeats", "heartbeat_deadlines", "heartbeat_epochs", "processes", e.NodeID()}, keys)
 	require.NoError(t, e.Stop(ctx))
 }
 

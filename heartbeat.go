@@ -113,7 +113,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
+	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (h *heartbeat) heldLeases() map[string][]string {
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow(), h.window())
+	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow(), h.window(), previous)
 	cancel()
 	if err != nil {
 		return err

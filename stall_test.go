@@ -174,10 +174,17 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	const window = time.Second
 	victim := &jobQueue{rdb: rdb, keys: keys, node: "victim"}
 	checker := &jobQueue{rdb: rdb, keys: keys, node: "checker"}
-	_, err = victim.join(ctx, window, nil, "e1")
+	joined, err := victim.join(ctx, window, nil, "e1")
 	require.NoError(t, err)
-	_, _, err = checker.staleNodes(ctx, time.Minute, window)
-	require.NoError(t, err)
+	// The checker passes the server's time of its previous call, as its heartbeat does.
+	previous := 0.0
+	check := func() []staleNode {
+		stale, now, err := checker.staleNodes(ctx, time.Minute, window, previous)
+		require.NoError(t, err)
+		previous = now
+		return stale
+	}
+	check()
 
 	// Another client holds the server for twice the victim's window (CLIENT PAUSE: every call
 	// sent meanwhile waits in the server, as behind a long script, and the pause has begun when
@@ -186,20 +193,24 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	pauser := redis.NewClient(opts)
 	defer pauser.Close()
 	require.NoError(t, pauser.Do(ctx, "CLIENT", "PAUSE", (2*window).Milliseconds(), "ALL").Err())
-	stale, now, err := checker.staleNodes(ctx, time.Minute, window)
-	require.NoError(t, err)
+	stale := check()
+	now := previous
 	deadline := rdb.ZScore(ctx, keys.HeartbeatDeadlines(), "victim").Val()
 	require.Greater(t, now, deadline, "the victim's deadline passed during the stall")
 	assert.Empty(t, stale, "no node is dead at the first check after the stall")
 	ended, err := rdb.Get(ctx, keys.HeartbeatResumed()).Float64()
 	require.NoError(t, err, "the check recorded the stall's end")
 	assert.InDelta(t, now, ended, 1e-6)
+	// A node whose calls the stall did not hold (it had made none) judges by that record too.
+	fresh := &jobQueue{rdb: rdb, keys: keys, node: "fresh"}
+	stale, _, err = fresh.staleNodes(ctx, time.Minute, window, 0)
+	require.NoError(t, err)
+	assert.Empty(t, stale, "a node with no previous call, right after the stall")
 
 	// Checks right after it, with no gap of their own, still find no node dead...
 	for {
-		stale, now, err = checker.staleNodes(ctx, time.Minute, window)
-		require.NoError(t, err)
-		if now >= ended+window.Seconds() {
+		stale = check()
+		if now = previous; now >= ended+window.Seconds() {
 			break
 		}
 		assert.Empty(t, stale, "a check %.3f s after the stall ended", now-ended)
@@ -208,4 +219,13 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	// ...and a whole window after it, the victim, which never beat again, is.
 	require.Len(t, stale, 1, "a whole window after the stall")
 	assert.Equal(t, "victim", stale[0].node)
+
+	// A beat that runs more than half a window after its node's previous call records a stall
+	// the same way.
+	alive, at, err := victim.beat(ctx, window, nil, "e1", joined)
+	require.NoError(t, err)
+	require.True(t, alive)
+	ended, err = rdb.Get(ctx, keys.HeartbeatResumed()).Float64()
+	require.NoError(t, err)
+	assert.InDelta(t, at, ended, 1e-6, "the beat recorded the end of its node's gap")
 }

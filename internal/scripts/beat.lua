@@ -13,18 +13,17 @@
 -- meanwhile (its heartbeat or its token gone: it was taken for dead while it could not beat,
 -- and its jobs were rescued), the beat writes nothing and returns '0', so that the node first
 -- drops its runs from before, then joins again with a new token.
--- Every beat also records its server time in heartbeat_calls; a beat that runs more than
--- ARGV[5] seconds after the node's previous beat or check (stale.lua) saw a stall (of Redis:
--- a long script, DEBUG SLEEP, BUSY replies; or of the node) and records its end in
--- heartbeat_resumed, from which every node gets a whole window again (stale.lua). A join (its
--- field may be an old incarnation's), or a beat of a node with no call recorded, judges the
--- gap since the latest call of any node instead.
+-- A beat that runs more than ARGV[6] seconds after the node's previous beat or check (ARGV[5],
+-- the server time their replies gave; 0 for none) saw a stall (of Redis: a long script, DEBUG
+-- SLEEP, BUSY replies; or of the node) and records its end in heartbeat_resumed, from which
+-- every node gets a whole window again (stale.lua).
 -- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[3] P heartbeat_epochs
--- KEYS[4] P heartbeat_calls    KEYS[5] P heartbeat_resumed    KEYS[5+i] P leases:<q_i>
+-- KEYS[4] P heartbeat_resumed    KEYS[4+i] P leases:<q_i>
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
 -- ARGV[3] "beat" or "join" (with the token ARGV[4])   ARGV[4] its incarnation token
--- ARGV[5] the longest gap in seconds between two of its calls that is not a stall
--- ARGV[6..] for each leases set in order: how many leases, then the leases
+-- ARGV[5] the server time of its previous call   ARGV[6] the longest gap in seconds between
+-- two of its calls that is not a stall
+-- ARGV[7..] for each leases set in order: how many leases, then the leases
 -- Returns the server time with six decimals (monitors compare it with deadlines, see
 -- stale.lua), or '0' when the incarnation was buried.
 if ARGV[3] ~= 'join' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[4]) then
@@ -34,24 +33,16 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = string.format('%.6f', now)
 local window = tonumber(ARGV[2])
-local previous = ARGV[3] ~= 'join' and tonumber(redis.call('HGET', KEYS[4], ARGV[1]))
-if not previous then
-  -- A join, or no call of this node recorded: the latest call of any node stands for its own.
-  for _, v in ipairs(redis.call('HVALS', KEYS[4])) do
-    local at = tonumber(v)
-    if at and (not previous or at > previous) then previous = at end
-  end
-end
 if ARGV[3] ~= 'join' then redis.call('ZREM', KEYS[2], ARGV[1]) end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZADD', KEYS[2], now + window, ARGV[1])
 if ARGV[3] == 'join' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end
-redis.call('HSET', KEYS[4], ARGV[1], stamp)
-if previous and now - previous > tonumber(ARGV[5]) and now > (tonumber(redis.call('GET', KEYS[5])) or 0) then
-  redis.call('SET', KEYS[5], stamp)
+local previous = tonumber(ARGV[5])
+if previous > 0 and now - previous > tonumber(ARGV[6]) then
+  redis.call('SET', KEYS[4], stamp)
 end
-local a = 6
-for i = 6, #KEYS do
+local a = 7
+for i = 5, #KEYS do
   local n = tonumber(ARGV[a])
   local args = {'XX'}
   for j = a + 1, a + n do

@@ -123,12 +123,6 @@ func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlin
 // burial touches a backup list again (another run of the same job may sit there).
 func (k Keys) HeartbeatEpochs() string { return k.Prefix + "heartbeat_epochs" }
 
-// HeartbeatCalls is exq's own hash of node identity to the Redis server's time (seconds, six
-// decimals) of the node's last beat or check for dead nodes. A node whose consecutive calls
-// ran further apart than it allows itself (a stall of Redis, or of the node) records the end
-// of that gap in HeartbeatResumed. A burial and a clean stop delete the node's field.
-func (k Keys) HeartbeatCalls() string { return k.Prefix + "heartbeat_calls" }
-
 // HeartbeatResumed is exq's own string holding the Redis server's time (seconds, six
 // decimals) at which the latest stall seen by a node ended: no node is taken for dead until a
 // whole window of its own has passed since then, so that a stall of the server, during which
