@@ -33,43 +33,40 @@ type heartbeat struct {
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
 	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
-	// What this node saw of the server, by the server's clock (see rescueDead): lastCall is
-	// the time of its last beat or check that succeeded, since the time of the first one that
-	// succeeded after one failed (0 while none failed), failed whether the last one failed.
+	// lastCall is the server's time of this node's latest beat or check whose reply has come
+	// back (see rescueDead).
 	callMu   sync.Mutex
 	lastCall float64
-	since    float64
-	failed   bool
 }
 
 // called records the server's time of a call that succeeded.
 func (h *heartbeat) called(at float64) {
 	h.callMu.Lock()
 	h.lastCall = max(h.lastCall, at)
-	if h.failed {
-		h.since, h.failed = at, false
-	}
 	h.callMu.Unlock()
 }
 
-// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow) or took
-// longer than half of this node's window.
-func (h *heartbeat) callFailed() {
-	h.callMu.Lock()
-	h.failed = true
-	h.callMu.Unlock()
-}
-
-// previousCall is the server's time of the latest call whose reply has come back, and of the
-// first one of the run of successes it belongs to, if one failed before (0 if none did).
-func (h *heartbeat) previousCall() (last, since float64) {
+// previousCall is the server's time of the latest call whose reply has come back.
+func (h *heartbeat) previousCall() float64 {
 	h.callMu.Lock()
 	defer h.callMu.Unlock()
-	return h.lastCall, h.since
+	return h.lastCall
 }
 
 // window is how long this node may go without a beat before others count it as dead.
 func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
+
+// stallGap is the longest gap, by the server's clock, between two consecutive calls (beats and
+// checks) of a node with this window that is not a stall: a longer one means that the server
+// could not run the node's calls in between (another client's long script, DEBUG SLEEP, BUSY
+// replies, calls timing out), or that the node itself was stopped, and the scripts record when
+// it ended (scripts/stale.lua). A node checks every interval/2 and beats every interval, and
+// its window is at least two intervals (MissedHeartbeatsAllowed ≥ 1), so half a window is at
+// least twice its usual gap; and a stall no longer than half a window ends no later than the
+// deadline of a node that beat on time before it (its beats are at most an interval apart, its
+// deadline a window after the last one), and the beats that waited in it run before a check
+// can prove that deadline passed (see rescueDead).
+func stallGap(window time.Duration) time.Duration { return window / 2 }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
 // within its window plus half of this node's interval. Beats and checks run on goroutines of
@@ -96,15 +93,7 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 			return
 		case <-t.C:
 		}
-		began := time.Now()
 		err := f(ctx)
-		if err != nil || time.Since(began) > h.window()/2 {
-			// Failed, or held up for half a window (a stall of Redis, or of this process):
-			// other nodes' beats may have been held up as well, even before they were sent
-			// (waiting for a connection). A shorter hold-up leaves a node that beats more than
-			// once per window (MissedHeartbeatsAllowed ≥ 1) time enough.
-			h.callFailed()
-		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
@@ -124,7 +113,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
+	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
@@ -174,23 +163,26 @@ func (h *heartbeat) heldLeases() map[string][]string {
 }
 
 // rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
-// past it already at this node's previous call, and, if a call of this node failed or was held
-// up, not before a whole window of the dead node has passed since its calls succeed again.
+// a whole window of its own past the end of the latest stall of Redis (scripts/stale.lua), and
+// past its deadline already at this node's previous call.
 //
-// The last two conditions are what keep a stall of Redis from killing live nodes. While the
-// server is blocked (another client's long script, DEBUG SLEEP), the beats the nodes send wait
-// in it and run as soon as it is free, but perhaps after a check that was waiting too. This
-// node sent this check only after its previous call came back, so if that call ran after a
-// node's deadline, any beat the node had sent by then has run before this check looks. When
-// the server refuses calls instead (a script past the busy threshold answers BUSY) or they
-// time out, the beats fail and are sent again at the nodes' next ticks; and a beat may not
-// have been sent at all (its node's connections all waiting on the stall): this node, which
-// saw its own calls fail or take half a window, gives every node a full window
-// from when they succeed again.
+// The stall rule is what keeps a stall of Redis from killing live nodes. While the server is
+// blocked (another client's long script, DEBUG SLEEP) or refuses calls (BUSY), no beat of any
+// node runs; when it is free again, the beats that waited in it run in no particular order
+// with this check, and a beat may not have been sent yet (its node's connections all waiting
+// on the stall, or its call timed out and is sent again at its next tick). The first call of
+// any node after the stall runs more than half its window after its previous one, and records
+// the stall's end in Redis, in the same script that judges: from then on every node has a
+// whole window of its own, on a server that runs calls, to beat again. It relies on no client's
+// timing: the gap is measured between two of the server's TIME readings.
+//
+// The last condition covers a shorter hold-up of the server: this node sent this check only
+// after its previous call came back, so if that call ran after a node's deadline, any beat the
+// node had sent by then has run before this check looks.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
-	previous, since := h.previousCall() // read before the check is sent
+	previous := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow())
+	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow(), h.window(), previous)
 	cancel()
 	if err != nil {
 		return err
@@ -200,7 +192,7 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 		if n.node == h.jq.node {
 			continue // we are alive; our own beat is just late
 		}
-		if n.deadline >= previous || now-since < n.deadline-n.beat {
+		if n.deadline >= previous {
 			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {

@@ -200,7 +200,7 @@ func (v *env) staleBackup(node, q string, n int) staleNode {
 	}
 	require.NoError(v.t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: 1700000000.123456, Member: node}).Err())
 	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
-	stale, _, err := jq.staleNodes(ctx, time.Minute)
+	stale, _, err := jq.staleNodes(ctx, time.Minute, time.Minute, 0)
 	require.NoError(v.t, err)
 	for _, s := range stale {
 		if s.node == node {

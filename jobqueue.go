@@ -617,20 +617,22 @@ func jobQueueName(raw string) (string, bool) {
 // the leases of its running jobs, per queue, to that time, as incarnation epoch. It reports
 // false when that incarnation was buried: then it wrote nothing. at is the server's time of the
 // beat. It works when Redis is out of memory too, so that no live node is taken for dead then.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
-	return jq.beatAs(ctx, "beat", window, leases, epoch)
+// previous is the server's time of this node's previous beat or check (0 for none): a beat
+// that runs more than stallGap(window) after it records a stall that ends now (see stale.lua).
+func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string, previous float64) (alive bool, at float64, err error) {
+	return jq.beatAs(ctx, "beat", window, leases, epoch, previous)
 }
 
 // join is the first beat of a node's incarnation epoch (at Start, and after a burial): Redis
 // refuses it when it is out of memory.
 func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (at float64, err error) {
-	_, at, err = jq.beatAs(ctx, "join", window, leases, epoch)
+	_, at, err = jq.beatAs(ctx, "join", window, leases, epoch, 0)
 	return at, err
 }
 
-func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
-	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
-	args := []any{jq.node, window.Seconds(), mode, epoch}
+func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string, previous float64) (alive bool, at float64, err error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs(), jq.keys.HeartbeatResumed()}
+	args := []any{jq.node, window.Seconds(), mode, epoch, strconv.FormatFloat(previous, 'f', 6, 64), stallGap(window).Seconds()}
 	for q, ls := range leases {
 		keys = append(keys, jq.keys.Leases(q))
 		args = append(args, len(ls))
@@ -675,11 +677,15 @@ type staleNode struct {
 }
 
 // staleNodes lists the nodes that count as dead (server clock): past the deadline they
-// publish, or, for nodes that publish none, with a beat older than foreignWindow.
-// now is the server's time of the call.
-func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) (stale []staleNode, now float64, err error) {
-	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
-		foreignWindow.Seconds()).StringSlice()
+// publish, or, for nodes that publish none, with a beat older than foreignWindow; and, either
+// way, a whole window of theirs past the end of the latest stall of Redis. window is this
+// node's own and previous the server's time of its previous beat or check (0 for none): a
+// check that runs more than stallGap(window) after it records a stall that ends now. now is
+// the server's time of the call.
+func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow, window time.Duration, previous float64) (stale []staleNode, now float64, err error) {
+	res, err := scripts.Stale.Run(ctx, jq.rdb,
+		[]string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatResumed()},
+		foreignWindow.Seconds(), strconv.FormatFloat(previous, 'f', 6, 64), stallGap(window).Seconds()).StringSlice()
 	if err != nil {
 		return nil, 0, err
 	}

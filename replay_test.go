@@ -494,7 +494,7 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 		{"stale nodes", script(scripts.Stale), func(t *testing.T, c *cutter, jq *jobQueue) {
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Heartbeats(), redis.Z{Score: 1, Member: "dead"}).Err())
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "gone"}).Err())
-			stale, _, err := jq.staleNodes(ctx, time.Minute)
+			stale, _, err := jq.staleNodes(ctx, time.Minute, time.Minute, 0)
 			require.NoError(t, err)
 			require.Len(t, stale, 1)
 			assert.Equal(t, "dead", stale[0].node)

@@ -114,7 +114,7 @@ func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
 		redis.Z{Score: at(-time.Minute), Member: "go-slow-live"}, // deadline a minute from now
 		redis.Z{Score: at(time.Second), Member: "go-stopped"},    // deadline passed, heartbeat gone
 	).Err())
-	stale, _, err := jq.staleNodes(ctx, ForeignHeartbeatWindow)
+	stale, _, err := jq.staleNodes(ctx, ForeignHeartbeatWindow, time.Minute, 0)
 	require.NoError(t, err)
 	var names []string
 	for _, s := range stale {

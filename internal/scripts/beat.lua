@@ -13,11 +13,17 @@
 -- meanwhile (its heartbeat or its token gone: it was taken for dead while it could not beat,
 -- and its jobs were rescued), the beat writes nothing and returns '0', so that the node first
 -- drops its runs from before, then joins again with a new token.
+-- A beat that runs more than ARGV[6] seconds after the node's previous beat or check (ARGV[5],
+-- the server time their replies gave; 0 for none) saw a stall (of Redis: a long script, DEBUG
+-- SLEEP, BUSY replies; or of the node) and records its end in heartbeat_resumed, from which
+-- every node gets a whole window again (stale.lua).
 -- KEYS[1] P heartbeats    KEYS[2] P heartbeat_deadlines    KEYS[3] P heartbeat_epochs
--- KEYS[3+i] P leases:<q_i>
+-- KEYS[4] P heartbeat_resumed    KEYS[4+i] P leases:<q_i>
 -- ARGV[1] node identity   ARGV[2] its window in seconds (interval × (missed + 1))
 -- ARGV[3] "beat" or "join" (with the token ARGV[4])   ARGV[4] its incarnation token
--- ARGV[5..] for each leases set in order: how many leases, then the leases
+-- ARGV[5] the server time of its previous call   ARGV[6] the longest gap in seconds between
+-- two of its calls that is not a stall
+-- ARGV[7..] for each leases set in order: how many leases, then the leases
 -- Returns the server time with six decimals (monitors compare it with deadlines, see
 -- stale.lua), or '0' when the incarnation was buried.
 if ARGV[3] ~= 'join' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[4]) then
@@ -25,13 +31,18 @@ if ARGV[3] ~= 'join' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.ca
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local stamp = string.format('%.6f', now)
 local window = tonumber(ARGV[2])
 if ARGV[3] ~= 'join' then redis.call('ZREM', KEYS[2], ARGV[1]) end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZADD', KEYS[2], now + window, ARGV[1])
 if ARGV[3] == 'join' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end
-local a = 5
-for i = 4, #KEYS do
+local previous = tonumber(ARGV[5])
+if previous > 0 and now - previous > tonumber(ARGV[6]) then
+  redis.call('SET', KEYS[4], stamp)
+end
+local a = 7
+for i = 5, #KEYS do
   local n = tonumber(ARGV[a])
   local args = {'XX'}
   for j = a + 1, a + n do
@@ -44,4 +55,4 @@ for i = 4, #KEYS do
   end
   a = a + n + 1
 end
-return string.format('%.6f', now)
+return stamp

@@ -95,9 +95,9 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string { return []string{k.StatFlush(node), k.Stat("processed")} }, args: []any{"b1", 3600, "c", 0, 5}},
 		{name: "join", file: "beat.lua", script: Beat,
 			keys: func(k wire.Keys) []string {
-				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs()}
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.HeartbeatResumed()}
 			},
-			args: []any{node, 1, "join", "tok"}},
+			args: []any{node, 1, "join", "tok", 0, 0.5}},
 
 		// Runs: what the nodes do with the jobs already in Redis.
 		{name: "beat", file: "beat.lua", script: Beat, runs: true,
@@ -107,8 +107,8 @@ func oomCases() []oomCase {
 				c.HSet(ctx, k.HeartbeatEpochs(), node, "tok")
 			},
 			keys: func(k wire.Keys) []string {
-				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.Leases("q")}
-			}, args: []any{node, 1, "beat", "tok", 1, node + ":1"}},
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.HeartbeatResumed(), k.Leases("q")}
+			}, args: []any{node, 1, "beat", "tok", 5, 0.5, 1, node + ":1"}}, // its previous call long ago: it records a stall too
 		{name: "fetch", file: "fetch.lua", script: Fetch, runs: true, setup: push(func(k wire.Keys) string { return k.Queue("q") }, job),
 			keys: func(k wire.Keys) []string {
 				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), k.Queue("q"), backup(k)}
@@ -164,8 +164,12 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
 			}, args: []any{node, 5}},
+		// Its previous call long ago: it sees a stall, whose record Redis refuses, and judges by it.
 		{name: "stale", file: "stale.lua", script: Stale, runs: true, setup: zadd(wire.Keys.HeartbeatDeadlines, 5, node),
-			keys: func(k wire.Keys) []string { return []string{k.Heartbeats(), k.HeartbeatDeadlines()} }, args: []any{60}},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatResumed()}
+			},
+			args: []any{60, 5, 0.5}},
 		{name: "schedule", file: "schedule.lua", script: Schedule, runs: true, setup: zadd(wire.Keys.Schedule, 5, job),
 			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Queues(), k.Dead(), k.Queue("q")} },
 			args: []any{"1e9", "wake", "poison-", "Poison", "Err", 1, "q", job}},
