@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // acker removes successfully finished jobs from the backup lists in pipelines, so under load
@@ -18,7 +20,7 @@ import (
 // Handing a job over never blocks, however long Redis is away: a worker stuck on a full
 // channel would keep its slot, and Stop would wait for it forever.
 type acker struct {
-	jq      *jobQueue
+	jq      *store.Store
 	timeout time.Duration
 	log     *slog.Logger
 
@@ -33,15 +35,15 @@ type acker struct {
 	stopped  bool           // run has ended: submit writes directly
 }
 
-// ackReq is a finished job to remove from its backup list (raw), with the incarnation of this
-// node its run belongs to (epoch), or the lease of an ended job to remove from its queue's
-// leases set (lease; raw is empty).
-type ackReq struct{ queue, raw, lease, epoch string }
+// ackReq is a finished job to remove from its backup list (Raw), with the incarnation of this
+// node its run belongs to (Epoch), or the lease of an ended job to remove from its queue's
+// leases set (Lease; Raw is empty).
+type ackReq = store.AckReq
 
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
 
-func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
+func newAcker(jq *store.Store, timeout time.Duration, log *slog.Logger) *acker {
 	return &acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		perQueue: map[string]int{}}
 }
@@ -49,18 +51,18 @@ func newAcker(jq *jobQueue, timeout time.Duration, log *slog.Logger) *acker {
 // submit hands a finished job over, with the incarnation its run belongs to. After the acker
 // has stopped (a worker that outlived Stop), it tries the LREM itself.
 func (a *acker) submit(queue, raw, epoch string) {
-	a.hand(ackReq{queue: queue, raw: raw, epoch: epoch})
+	a.hand(ackReq{Queue: queue, Raw: raw, Epoch: epoch})
 }
 
 // release hands over the lease of a job that ended, whatever its outcome, so that the slot is
 // free for every node as soon as Redis has the ZREM (a lease never released lapses within the
 // heartbeat window: nothing renews it).
-func (a *acker) release(queue, lease string) { a.hand(ackReq{queue: queue, lease: lease}) }
+func (a *acker) release(queue, lease string) { a.hand(ackReq{Queue: queue, Lease: lease}) }
 
 func (a *acker) hand(r ackReq) {
 	a.mu.Lock()
-	if r.lease == "" {
-		a.perQueue[r.queue]++
+	if r.Lease == "" {
+		a.perQueue[r.Queue]++
 	}
 	a.pending++
 	stopped := a.stopped
@@ -156,7 +158,7 @@ func (a *acker) stop(batch []ackReq) {
 		rest = rest[n:]
 	}
 	for _, r := range rest {
-		if r.lease == "" {
+		if r.Lease == "" {
 			failed++
 		}
 	}
@@ -169,14 +171,14 @@ func (a *acker) stop(batch []ackReq) {
 // send writes one batch at stop and forgets it, written or not; it returns how many
 // acknowledgements failed (a lease that fails to go lapses by itself).
 func (a *acker) send(ctx context.Context, batch []ackReq) int {
-	failed, err := a.jq.ackMany(ctx, batch)
+	failed, err := a.jq.AckMany(ctx, batch)
 	a.written(batch, nil)
 	if err == nil {
 		return 0
 	}
 	n := 0
 	for i, f := range failed {
-		if f && batch[i].lease == "" {
+		if f && batch[i].Lease == "" {
 			n++
 		}
 	}
@@ -188,7 +190,7 @@ func (a *acker) send(ctx context.Context, batch []ackReq) int {
 func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	failed, err := a.jq.ackMany(ctx, batch)
+	failed, err := a.jq.AckMany(ctx, batch)
 	if err == nil {
 		a.written(batch, batch[:0])
 		return nil, nil
@@ -211,11 +213,11 @@ func (a *acker) written(reqs, sending []ackReq) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range reqs {
-		if r.lease != "" {
+		if r.Lease != "" {
 			continue
 		}
-		if a.perQueue[r.queue]--; a.perQueue[r.queue] <= 0 {
-			delete(a.perQueue, r.queue)
+		if a.perQueue[r.Queue]--; a.perQueue[r.Queue] <= 0 {
+			delete(a.perQueue, r.Queue)
 		}
 	}
 	a.pending -= len(reqs)
@@ -233,8 +235,8 @@ func (a *acker) held() map[string]int {
 	out := make(map[string]int, len(a.queued)+len(a.sending))
 	for _, rs := range [][]ackReq{a.queued, a.sending} {
 		for _, r := range rs {
-			if r.lease == "" {
-				out[r.raw]++
+			if r.Lease == "" {
+				out[r.Raw]++
 			}
 		}
 	}
@@ -260,20 +262,20 @@ func (a *acker) direct(reqs []ackReq) {
 	for _, r := range reqs {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		var err error
-		if r.lease != "" {
-			err = a.jq.releaseLease(ctx, r.queue, r.lease)
+		if r.Lease != "" {
+			err = a.jq.ReleaseLease(ctx, r.Queue, r.Lease)
 		} else {
-			_, err = a.jq.ackMany(ctx, []ackReq{r})
+			_, err = a.jq.AckMany(ctx, []ackReq{r})
 		}
 		cancel()
 		a.written([]ackReq{r}, nil)
 		switch {
-		case err != nil && r.lease != "":
+		case err != nil && r.Lease != "":
 			a.log.Warn("exq: could not release the lease of an ended job; it lapses within the heartbeat window",
-				"queue", r.queue, "error", err)
+				"queue", r.Queue, "error", err)
 		case err != nil:
 			a.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
-				"queue", r.queue, "error", err)
+				"queue", r.Queue, "error", err)
 		}
 	}
 }

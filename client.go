@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -42,12 +43,11 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	wait, err := replicaWaitFor(o, rdb)
+	jq, err := newStore(o, rdb, "")
 	if err != nil {
 		_ = closeClient(rdb, own)
 		return nil, err
 	}
-	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
 	clock := newServerClock(rdb, time.Now, o.Logger)
 	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
 		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
@@ -91,7 +91,7 @@ func (c *Client) Close() error {
 // doubles accept and refuse exactly what a real enqueue does, and the exq command checks a job
 // with it before connecting. Application code enqueues with a node or a Client.
 func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
-	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: store.New(nil, store.Config{Namespace: DefaultNamespace}), now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
 	op := "enqueue"
 	switch {
 	case !spec.At.IsZero():

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq/internal/redact"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Defaults of Options. They are Exq's unless a field's comment says otherwise.
@@ -972,18 +973,21 @@ func checkWaitTimeout(o ClientOptions, rdb redis.UniversalClient) error {
 	if o.WaitReplicas == 0 {
 		return nil
 	}
-	var read time.Duration
-	switch c := rdb.(type) {
-	case interface{ Options() *redis.Options }:
-		read = c.Options().ReadTimeout
-	case interface{ Options() *redis.ClusterOptions }:
-		read = c.Options().ReadTimeout
-	}
-	if read > 0 && o.WaitTimeout >= read {
+	if read := store.ReadTimeout(rdb); read > 0 && o.WaitTimeout >= read {
 		return fmt.Errorf("%w: WaitTimeout: must be shorter than the Redis client's ReadTimeout (%s), got %s",
 			ErrInvalidOptions, read, o.WaitTimeout)
 	}
 	return nil
+}
+
+// newStore returns the store of o's namespace on rdb for node ("" for a client or an API),
+// with o's WaitReplicas, or an error when rdb's read timeout would cut the wait short.
+func newStore(o ClientOptions, rdb redis.UniversalClient, node string) (*store.Store, error) {
+	if err := checkWaitTimeout(o, rdb); err != nil {
+		return nil, err
+	}
+	return store.New(rdb, store.Config{Namespace: o.Namespace, Node: node, WaitReplicas: o.WaitReplicas,
+		WaitTimeout: o.WaitTimeout, Logger: o.Logger}), nil
 }
 
 // newFailoverClient builds a Sentinel client for a RedisURL in go-redis' ParseFailoverURL

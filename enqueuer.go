@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -175,7 +176,7 @@ type EnqueueResult struct {
 
 // enqueuer builds job documents and writes them. It holds no goroutines.
 type enqueuer struct {
-	jq *jobQueue
+	jq *store.Store
 	// now is the Redis server's clock (serverClock.now) outside tests.
 	now func() time.Time
 	// fresh, when set, makes sure now has a recent sample of the server's clock before a call
@@ -218,7 +219,7 @@ func (en *enqueuer) enqueued(queue, class, jid string, at time.Time) {
 // built is a validated job, ready to write.
 type built struct {
 	jid, doc, token string
-	lock            *lock
+	lock            *store.Lock
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
@@ -314,7 +315,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		unlocksAt := j.EnqueuedAt.Add(u.For)
 		j.Unique = &wire.Unique{For: u.For, Until: string(u.Until), Token: token, UnlocksAt: unlocksAt}
 		b.token = token
-		b.lock = &lock{key: en.jq.keys.Unique(token), jid: j.JID, ttl: unlocksAt.Sub(now)}
+		b.lock = &store.Lock{Token: token, JID: j.JID, TTL: unlocksAt.Sub(now)}
 	}
 	// The hooks run last, once nothing can fail any more, so each one hears the write's end.
 	if len(en.hooks) > 0 {
@@ -437,7 +438,7 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, job: b.doc, lock: b.lock})
+	holder, err := en.group.write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -484,7 +485,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, at: b.at, job: b.doc, lock: b.lock})
+	holder, err := en.group.write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
@@ -498,7 +499,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	items := make([]batchItem, len(specs))
+	items := make([]store.BatchItem, len(specs))
 	bs := make([]built, len(specs))
 	now, err := en.serverNow(ctx, "enqueue all")
 	if err != nil {
@@ -513,7 +514,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			}
 			return nil, err
 		}
-		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
+		items[i] = store.BatchItem{Queue: s.Queue, At: b.at, Job: b.doc, Lock: b.lock}
 		bs[i] = b
 	}
 	jids := make([]string, len(bs))
@@ -522,7 +523,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	release := en.hold(jids...)
 	defer release() // after the JobEnqueued events below (or the failure)
-	holders, err := en.jq.enqueueAll(ctx, items)
+	holders, err := en.jq.EnqueueAll(ctx, items)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
 		for _, b := range bs {
@@ -540,7 +541,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: bs[i].token}}
 		} else {
 			results[i] = EnqueueResult{JID: bs[i].jid}
-			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].at)
+			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].At)
 		}
 		bs[i].finish(results[i].JID, results[i].Err)
 	}

@@ -54,6 +54,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -66,7 +67,7 @@ type Exq struct {
 	log       *slog.Logger
 	clock     *serverClock // the Redis server's clock; opts.now reads it
 
-	jq       *jobQueue
+	jq       *store.Store
 	enq      *enqueuer
 	registry *registry
 	handler  Handler
@@ -81,7 +82,7 @@ type Exq struct {
 	jobsCtx    context.Context
 	cancelJobs context.CancelCauseFunc
 	graceOver  chan struct{}
-	pubsub     *redis.PubSub
+	wakeups    *store.Wakeups
 	loops      sync.WaitGroup // fetching and scheduling: end when Stop starts
 	cancelOps  context.CancelFunc
 	ops        sync.WaitGroup // stats, ping, heartbeat: end once the jobs have drained
@@ -128,7 +129,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	fail := func(err error) (*Exq, error) {
 		_ = closeClient(e.rdb, e.ownClient)
-		return nil, markOOM(err)
+		return nil, store.MarkOOM(err)
 	}
 
 	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
@@ -148,11 +149,10 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.opts = o
 
 	keys := wire.NewKeys(o.Namespace)
-	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
+	e.jq, err = newStore(o.ClientOptions(), e.rdb, o.NodeID)
 	if err != nil {
 		return fail(err)
 	}
-	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
 	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
@@ -213,8 +213,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 			wake: make(chan struct{}, 1)}
 		due = sched.due
 	}
-	e.pubsub = e.jq.subscribeWake(runCtx)
-	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	e.wakeups = e.jq.SubscribeWake(runCtx)
+	e.goLoop(func() { e.mgr.listen(e.wakeups, due) })
 	if !o.DisableBlockingIdleWait {
 		// Made here, past every failure of Start: the poll loop's end closes it.
 		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
@@ -268,7 +268,7 @@ func goIn(wg *sync.WaitGroup, f func()) {
 // process with the same id that crashed), at the front of its queue, oldest first, and drops
 // the leases that process held.
 func (e *Exq) recoverOwnBackups(ctx context.Context) error {
-	known, err := e.jq.knownQueues(ctx)
+	known, err := e.jq.KnownQueues(ctx)
 	if err != nil {
 		return fmt.Errorf("exq: start: recover backup lists of node %s: %w", e.opts.NodeID, err)
 	}
@@ -280,7 +280,7 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 		queues[q.Name] = true
 	}
 	for q := range queues {
-		n, err := e.jq.recoverBackup(ctx, q)
+		n, err := e.jq.RecoverBackup(ctx, q)
 		if err != nil {
 			return fmt.Errorf("exq: start: recover backup list of node %s, queue %s: %w", e.opts.NodeID, q, err)
 		}
@@ -292,7 +292,7 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 		if q.GlobalLimit == 0 {
 			continue
 		}
-		if _, err := e.jq.dropOwnLeases(ctx, q.Name); err != nil {
+		if _, err := e.jq.DropOwnLeases(ctx, q.Name); err != nil {
 			return fmt.Errorf("exq: start: drop the leases node %s left on queue %s: %w", e.opts.NodeID, q.Name, err)
 		}
 	}
@@ -443,7 +443,7 @@ func (e *Exq) stopWorkers(ctx context.Context) error {
 	//  4. end the background parts (stats, pings, heartbeat, acker);
 	//  5. sign off: the last counters, and leave the heartbeats only with that proof.
 	e.cancelRun()
-	_ = e.pubsub.Close()
+	_ = e.wakeups.Close()
 	e.loops.Wait()
 
 	go func() {
@@ -520,12 +520,12 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	}
 	switch {
 	case e.hb != nil && empty != nil:
-		if err := e.jq.forget(ctx); err != nil {
+		if err := e.jq.Forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
 		}
 	case empty != nil:
 		// No heartbeat to leave, but the set of backup queues would outlive the node.
-		if err := e.jq.dropBackupQueues(ctx); err != nil {
+		if err := e.jq.DropBackupQueues(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's set of backup queues", "error", err)
 		}
 	}
@@ -536,9 +536,9 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 func (e *Exq) checkWakeChannel(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	if err := e.jq.publishWake(ctx); err != nil {
+	if err := e.jq.PublishWake(ctx); err != nil {
 		e.log.Warn("exq: cannot use the wake-up channel; idle nodes will find new jobs by polling every PollTimeout (grant the channel, e.g. ACL &"+
-			e.jq.keys.Wake()+")", "channel", e.jq.keys.Wake(), "error", err)
+			e.jq.WakeChannel()+")", "channel", e.jq.WakeChannel(), "error", err)
 	}
 }
 
@@ -549,17 +549,21 @@ func (e *Exq) checkWakeChannel(ctx context.Context) {
 func (e *Exq) publishLimits(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	differ, err := e.jq.publishLimits(ctx, e.opts.Queues)
+	queues := make([]store.QueueLimits, len(e.opts.Queues))
+	for i, q := range e.opts.Queues {
+		queues[i] = store.QueueLimits{Name: q.Name, Limits: q.limits()}
+	}
+	differ, err := e.jq.PublishLimits(ctx, queues)
 	if err != nil {
 		e.log.Warn("exq: start: could not publish the queues' limits; the API and the CLI will not show them", "error", err)
 		return
 	}
 	for q, was := range differ {
-		if was == (limitsRecord{}) {
+		if was == (store.LimitsRecord{}) {
 			continue // the first node with limits on q
 		}
 		e.log.Warn("exq: another node ran this queue with other limits; each node enforces its own, so set the same on every node",
-			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", was.rate().String())
+			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", rateOf(was.Limits()).String())
 	}
 }
 
@@ -571,8 +575,13 @@ func (e *Exq) savePeriodic(ctx context.Context) error {
 		if err != nil {
 			return err // checked by withDefaults already
 		}
+		now := e.opts.now()
+		stored, err := p.stored(line, sched, now)
+		if err != nil {
+			return fmt.Errorf("exq: start: save periodic job %q: %w", p.Name, err)
+		}
 		cctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
-		_, err = e.jq.saveCron(cctx, p, line, sched, cronUpsert, e.opts.now())
+		_, err = e.jq.SaveCron(cctx, stored, store.CronUpsert, now)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("exq: start: save periodic job %q: %w", p.Name, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Group commit: concurrent one-job enqueues (Enqueue, EnqueueIn, EnqueueAt on one *Exq or
@@ -49,7 +51,7 @@ const maxGroup = 500
 // groupCall is one queued one-job write.
 type groupCall struct {
 	ctx  context.Context
-	item batchItem
+	item store.BatchItem
 	// ready is closed when the outcome is in, or when this call must write group.
 	ready chan struct{}
 	// taken is set (under groupCommit.mu) once the call left the queue: into a group, or out
@@ -65,13 +67,13 @@ type groupCall struct {
 // write writes one job (a zero item.at: to its queue now; otherwise to the schedule) and
 // returns what jobQueue.enqueue or enqueueAt would: the holder's jid on a unique conflict, an
 // error wrapping ErrNotReplicated after a write too few replicas confirmed, or the error.
-func (g *groupCommit) write(ctx context.Context, jq *jobQueue, item batchItem) (holder string, err error) {
+func (g *groupCommit) write(ctx context.Context, jq *store.Store, item store.BatchItem) (holder string, err error) {
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
 		g.mu.Unlock()
 		defer g.handOn()
-		return jq.writeOne(ctx, item)
+		return jq.WriteOne(ctx, item)
 	}
 	c := &groupCall{ctx: ctx, item: item, ready: make(chan struct{})}
 	g.queued = append(g.queued, c)
@@ -148,7 +150,7 @@ func (g *groupCommit) handOn() {
 
 // writeGroup writes the jobs of group in one round trip and answers every call but the
 // first, whose outcome it leaves in group[0] for its caller (the writer) to return.
-func (g *groupCommit) writeGroup(jq *jobQueue, group []*groupCall) {
+func (g *groupCommit) writeGroup(jq *store.Store, group []*groupCall) {
 	answered := false
 	defer func() {
 		if !answered { // a panic in the write: no caller may wait for ever
@@ -162,25 +164,25 @@ func (g *groupCommit) writeGroup(jq *jobQueue, group []*groupCall) {
 	}()
 	if len(group) == 1 {
 		c := group[0]
-		c.holder, c.err = jq.writeOne(c.ctx, c.item)
+		c.holder, c.err = jq.WriteOne(c.ctx, c.item)
 		answered = true
 		return
 	}
 	ctx, cancel := groupContext(group)
 	defer cancel()
-	items := make([]batchItem, len(group))
+	items := make([]store.BatchItem, len(group))
 	for i, c := range group {
 		items[i] = c.item
 	}
-	out, replErr, err := jq.enqueueGroup(ctx, items)
+	out, replErr, err := jq.EnqueueGroup(ctx, items)
 	for i, c := range group {
 		switch {
 		case err != nil:
 			c.holder, c.err = "", err
-		case out[i].err != nil:
-			c.holder, c.err = "", out[i].err
+		case out[i].Err != nil:
+			c.holder, c.err = "", out[i].Err
 		default:
-			c.holder, c.err = out[i].holder, replErr
+			c.holder, c.err = out[i].Holder, replErr
 		}
 	}
 	answered = true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -53,7 +54,7 @@ func benchCleanQueue(b *testing.B, rdb *redis.Client, key string) {
 // BenchmarkRawLPush50, the floor: one LPUSH per call from as many goroutines.
 func BenchmarkEnqueueGroupCommit50(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	benchCleanQueue(b, rdb, keysFor(ns).Queue("default"))
 	ctx := context.Background()
 	args := []any{42, "welcome"}
@@ -105,13 +106,13 @@ func BenchmarkGroupCommitLoneCaller(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	rdb.AddHook(stubRedis{})
 	b.Cleanup(func() { _ = rdb.Close() })
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor("bench")}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor("bench"), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
-	item := batchItem{queue: "default", job: benchDoc(`[42,"welcome"]`)}
+	item := store.BatchItem{Queue: "default", Job: benchDoc(`[42,"welcome"]`)}
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := en.jq.enqueue(ctx, item.queue, item.job, item.lock); err != nil {
+			if _, err := en.jq.Enqueue(ctx, item.Queue, item.Job, item.Lock); err != nil {
 				b.Fatal(err)
 			}
 		}

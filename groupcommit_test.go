@@ -2,7 +2,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -216,7 +215,7 @@ func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing
 	v := newEnv(t)
 	ctx := context.Background()
 	rdb, counter, _ := slowClient(t, v, 100*time.Millisecond, true)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	require.NoError(t, v.rdb.Set(ctx, v.keys.Queue("broken"), "a string", 0).Err())
 	require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
 	require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
@@ -271,7 +270,7 @@ func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
 		id := job.JID
 		return func(_ string, err error) { mu.Lock(); heard[id] = err; mu.Unlock() }
 	}
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries,
+	en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries,
 		hooks: []EnqueueHook{hook}}
 
 	r := &groupRun{t: t, en: en}
@@ -321,7 +320,7 @@ func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T
 			v := newEnv(t)
 			ctx := context.Background()
 			rdb, counter, proxy := slowClient(t, v, 100*time.Millisecond, tc.noRetry)
-			en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
+			en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries}
 			require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
 			require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
 			cut := proxy.CutReplyTo(1, scripts.EnqueueGroup.Hash())
@@ -492,11 +491,4 @@ func TestGroupContextKeepsValuesAndTheLatestDeadlineOnly(t *testing.T) {
 	_, ok = ctx2.Deadline()
 	assert.False(t, ok, "a caller without a deadline: none")
 	assert.NoError(t, ctx2.Err())
-}
-
-func TestEnqueueGroupScriptErrorsAreRedisErrors(t *testing.T) {
-	var err error = scriptError("WRONGTYPE Operation against a key holding the wrong kind of value")
-	var re redis.Error
-	assert.True(t, errors.As(err, &re))
-	assert.True(t, strings.HasPrefix(err.Error(), "WRONGTYPE"))
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
@@ -22,7 +24,7 @@ const ForeignHeartbeatWindow = 6 * time.Minute
 // of their queues, so a crashed process loses nothing. Beats use the Redis server's clock, so
 // client clock skew cannot make a live node look dead.
 type heartbeat struct {
-	jq       *jobQueue
+	jq       *store.Store
 	interval time.Duration
 	missed   int
 	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
@@ -124,7 +126,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
+	alive, at, err := h.jq.Beat(cctx, h.window(), h.heldLeases(), h.epoch)
 	if err != nil {
 		return err
 	}
@@ -140,7 +142,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 		n = h.orphan()
 	}
 	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
-		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.Node(), "jobs", n)
 	return h.enter(cctx)
 }
 
@@ -156,13 +158,13 @@ func (h *heartbeat) join(ctx context.Context) error {
 // Fetches and acknowledgements carry the token from then on.
 func (h *heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
-	at, err := h.jq.join(ctx, h.window(), h.heldLeases(), epoch)
+	at, err := h.jq.Join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
 	}
 	h.called(at)
 	h.epoch = epoch
-	h.jq.epoch.Store(&epoch)
+	h.jq.SetEpoch(epoch)
 	return nil
 }
 
@@ -190,17 +192,17 @@ func (h *heartbeat) heldLeases() map[string][]string {
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous, since := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow())
+	stale, now, err := h.jq.StaleNodes(cctx, h.foreignWindow())
 	cancel()
 	if err != nil {
 		return err
 	}
 	h.called(now)
 	for _, n := range stale {
-		if n.node == h.jq.node {
+		if n.Node == h.jq.Node() {
 			continue // we are alive; our own beat is just late
 		}
-		if n.deadline >= previous || now-since < n.deadline-n.beat {
+		if n.Deadline >= previous || now-since < n.Deadline-n.Beat {
 			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {
@@ -212,9 +214,9 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 
 // rescue moves dead node n's backup lists, for every known queue, back to their queues and
 // then forgets the node, unless it beats again meanwhile.
-func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
+func (h *heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	queues, err := h.jq.knownQueues(cctx)
+	queues, err := h.jq.KnownQueues(cctx)
 	cancel()
 	if err != nil {
 		return err
@@ -225,7 +227,7 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
 	// never adds them.
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	more, err := h.jq.backupQueuesOf(cctx, n.node)
+	more, err := h.jq.BackupQueuesOf(cctx, n.Node)
 	cancel()
 	if err != nil {
 		return err
@@ -240,31 +242,31 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		}
 		seen[q] = true
 		distinct = append(distinct, q)
-		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
+		moved, err := h.jq.RescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if moved > 0 && h.events.has() {
-			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.node})
+			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.Node})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	res, err := h.jq.bury(cctx, n, distinct)
+	res, err := h.jq.Bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
 	}
-	buried := res == buryDone
-	if res == buryJobsLeft {
+	buried := res == store.BuryDone
+	if res == store.BuryJobsLeft {
 		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
-			"node", n.node)
+			"node", n.Node)
 	}
 	switch {
 	case buried:
-		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.Node, "jobs", total)
 	case total > 0:
-		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.Node, "jobs", total)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // foreignWindow is the window of nodes that publish none: Options.ForeignHeartbeatWindow.
@@ -28,7 +28,7 @@ func (h *heartbeat) foreignWindow() time.Duration {
 // Exq writes its beat as its own clock's time; the spacing of one node's scores needs no
 // common clock. Each node is reported once.
 type exqBeatWatch struct {
-	jq       *jobQueue
+	jq       *store.Store
 	period   time.Duration // this node's HeartbeatInterval
 	foreign  time.Duration // ForeignHeartbeatWindow
 	declared bool          // ForeignHeartbeatWindow was set by the user
@@ -39,7 +39,7 @@ type exqBeatWatch struct {
 	rounds int
 }
 
-func newExqBeatWatch(jq *jobQueue, o Options, declared bool, log *slog.Logger) *exqBeatWatch {
+func newExqBeatWatch(jq *store.Store, o Options, declared bool, log *slog.Logger) *exqBeatWatch {
 	every := max(o.HeartbeatInterval/5, 20*time.Millisecond)
 	return &exqBeatWatch{jq: jq, period: o.HeartbeatInterval, foreign: o.ForeignHeartbeatWindow, declared: declared,
 		timeout: o.RedisTimeout, log: log, every: every, rounds: int(5*o.HeartbeatInterval/(2*every)) + 1}
@@ -101,26 +101,5 @@ func (w *exqBeatWatch) judge(node string, d time.Duration) bool {
 func (w *exqBeatWatch) exqBeats(ctx context.Context) (map[string]float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	var beats *redis.ZSliceCmd
-	var deadlines *redis.StringSliceCmd
-	_, err := w.jq.rdb.Pipelined(cctx, func(p redis.Pipeliner) error {
-		beats = p.ZRangeWithScores(cctx, w.jq.keys.Heartbeats(), 0, -1)
-		deadlines = p.ZRange(cctx, w.jq.keys.HeartbeatDeadlines(), 0, -1)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	published := map[string]bool{}
-	for _, n := range deadlines.Val() {
-		published[n] = true
-	}
-	out := map[string]float64{}
-	for _, z := range beats.Val() {
-		node, ok := z.Member.(string)
-		if ok && !published[node] && node != w.jq.node {
-			out[node] = z.Score
-		}
-	}
-	return out, nil
+	return w.jq.UndeclaredBeats(cctx)
 }

@@ -240,11 +240,11 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 	assert.Equal(t, dueWakePrefix+wire.FormatTime(base.Add(-time.Minute)), next(), "unique jobs too")
 
 	// retry.lua, as a failing job's outcome writes it.
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+	jq := testStore(v.client, v.keys, "n")
 	for i, at := range []time.Time{base, base.Add(-time.Second), base.Add(time.Second)} {
 		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"r%d"}`, i)
 		require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
-		written, err := jq.retry(ctx, "q", raw, raw, at, "")
+		written, err := jq.Retry(ctx, "q", raw, raw, at, "")
 		require.NoError(t, err)
 		require.True(t, written)
 	}
@@ -316,7 +316,7 @@ func TestSchedulerPassesAtMostOncePerInterval(t *testing.T) {
 	defer cancel()
 	client, counter := v.countingClient()
 	const interval = 100 * time.Millisecond
-	s := &scheduler{jq: &jobQueue{rdb: client, keys: v.keys, node: "n"}, interval: interval, page: 100, now: time.Now,
+	s := &scheduler{jq: testStore(client, v.keys, "n"), interval: interval, page: 100, now: time.Now,
 		log: testLogger(), timeout: 5 * time.Second, wake: make(chan struct{}, 1)}
 	start := time.Now().Add(100 * time.Millisecond)
 	const jobs = 200 // one every 5 ms for a second

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -98,7 +99,7 @@ func blockingClient(rdb redis.UniversalClient) redis.UniversalClient {
 
 // arm sets the armed queues after a fetch: those it asked for jobs and got fewer from, with no
 // limit holding them back. Every other queue is disarmed. nil-safe.
-func (w *idleWaiter) arm(reqs []fetchReq, res fetchRes) {
+func (w *idleWaiter) arm(reqs []store.FetchReq, res store.FetchRes) {
 	if w == nil {
 		return
 	}
@@ -111,13 +112,13 @@ func (w *idleWaiter) arm(reqs []fetchReq, res fetchRes) {
 		s.armed = false
 	}
 	for i, r := range reqs {
-		if r.n == 0 || i >= len(res.jobs) || len(res.jobs[i]) >= r.n || res.heldBack(i) >= 0 {
+		if r.N == 0 || i >= len(res.Jobs) || len(res.Jobs[i]) >= r.N || res.HeldBack(i) >= 0 {
 			continue
 		}
-		s := w.queues[r.queue]
+		s := w.queues[r.Queue]
 		if s == nil {
-			s = &queueWait{name: r.queue, kick: make(chan struct{}, 1)}
-			w.queues[r.queue] = s
+			s = &queueWait{name: r.Queue, kick: make(chan struct{}, 1)}
+			w.queues[r.Queue] = s
 			w.wg.Add(1)
 			go w.watch(s)
 		}
@@ -127,7 +128,7 @@ func (w *idleWaiter) arm(reqs []fetchReq, res fetchRes) {
 }
 
 // disarmAll disarms every queue (no slot free anywhere). nil-safe.
-func (w *idleWaiter) disarmAll() { w.arm(nil, fetchRes{}) }
+func (w *idleWaiter) disarmAll() { w.arm(nil, store.FetchRes{}) }
 
 // isArmed reports whether s is armed and the waiter still runs.
 func (w *idleWaiter) isArmed(s *queueWait) bool {

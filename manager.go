@@ -11,8 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -96,7 +95,7 @@ type manager struct {
 
 // managerParts are what a manager is built from.
 type managerParts struct {
-	jq          *jobQueue
+	jq          *store.Store
 	acker       *acker
 	perform     func(*run)      // runs one job to its end, then calls release
 	dequeuer    Dequeuer        // Options.Dequeuer; nil: the local concurrency alone
@@ -189,7 +188,7 @@ func (m *manager) isSubscribed(name string) bool {
 // Dequeuer, if any, allows. limited reports that the Dequeuer held back some free slots: the
 // poll loop then polls again after PollTimeout even when nothing was asked for, since what the
 // Dequeuer allows may change with time alone.
-func (m *manager) available() (reqs []fetchReq, limited bool) {
+func (m *manager) available() (reqs []store.FetchReq, limited bool) {
 	quiet := m.quiet.Load()
 	m.mu.Lock()
 	for _, q := range m.subs {
@@ -198,34 +197,34 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 			free = 0
 		}
 		if free > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name), limits: q.limits()})
+			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.heldIn(q.Name), Limits: q.limits()})
 		}
 	}
 	m.mu.Unlock()
 	if m.dequeuer != nil && len(reqs) > 0 {
 		// The Dequeuer is the user's code: call it without holding mu.
 		for i, r := range reqs {
-			if r.n == 0 {
+			if r.N == 0 {
 				continue
 			}
-			n := clampAvailable(m.dequeuer.Available(r.queue, r.n), r.n)
-			if n < r.n {
+			n := clampAvailable(m.dequeuer.Available(r.Queue, r.N), r.N)
+			if n < r.N {
 				limited = true
 			}
-			reqs[i].n = n
+			reqs[i].N = n
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	kept := reqs[:0]
 	for _, r := range reqs {
-		if r.n > 0 {
-			if r.limits.any() {
-				r.first = m.leases + 1
-				m.leases += uint64(r.n)
+		if r.N > 0 {
+			if r.Limits.Any() {
+				r.First = m.leases + 1
+				m.leases += uint64(r.N)
 			}
-			r.release = m.ended[r.queue]
-			m.asked[r.queue] = true
+			r.Release = m.ended[r.Queue]
+			m.asked[r.Queue] = true
 			kept = append(kept, r)
 		}
 	}
@@ -235,11 +234,11 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 
 // unsent releases the leases a fetch may have taken without the node knowing: from first+took
 // on (took: how many jobs the fetch returned, 0 when it failed).
-func (m *manager) unsent(reqs []fetchReq, took func(i int) int) {
+func (m *manager) unsent(reqs []store.FetchReq, took func(i int) int) {
 	for i, r := range reqs {
-		if r.limits.global > 0 {
-			for n := r.first + uint64(took(i)); n < r.first+uint64(r.n); n++ {
-				m.acker.release(r.queue, m.jq.leaseMember(n))
+		if r.Limits.Global > 0 {
+			for n := r.First + uint64(took(i)); n < r.First+uint64(r.N); n++ {
+				m.acker.release(r.Queue, m.jq.LeaseMember(n))
 			}
 		}
 	}
@@ -251,7 +250,7 @@ func (m *manager) stopWaiting(ctx context.Context) {
 	m.mu.Lock()
 	queues := m.askedQueues()
 	m.mu.Unlock()
-	if err := m.jq.stopWaiting(ctx, queues); err != nil {
+	if err := m.jq.StopWaiting(ctx, queues); err != nil {
 		m.log.Warn("exq: stop: could not leave the lease waiters; the others take every slot again within this node's patience", "error", err)
 	}
 }
@@ -366,7 +365,7 @@ func (m *manager) run(ctx context.Context) {
 		// dispatched, or they would sit in the backup list until the next recovery.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout)
 		began := time.Now()
-		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL, m.patience())
+		res, err := m.jq.Fetch(fctx, reqs, m.leaseTTL, m.patience())
 		cancel()
 		if errors.Is(err, errBuried) {
 			// Taken for dead while it could not beat: the fetch took nothing, and fetches
@@ -405,11 +404,11 @@ func (m *manager) run(ctx context.Context) {
 				m.events.emit(Event{Kind: RedisBack, Duration: time.Since(lostAt)})
 			}
 		}
-		if res.strays(reqs) {
+		if res.Strays(reqs) {
 			// An earlier fetch ran without its reply reaching us: put its jobs back next.
 			log.Warn("exq: a backup list holds jobs no worker of this node has; putting them back on their queue")
 			reconcile = true
-			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
+			m.unsent(reqs, func(i int) int { return len(res.Jobs[i]) })
 		}
 		m.idle.arm(reqs, res)
 		if m.dispatch(reqs, res) > 0 {
@@ -418,12 +417,12 @@ func (m *manager) run(ctx context.Context) {
 			continue
 		}
 		d := idle
-		if limited || res.limitHeld() {
+		if limited || res.LimitHeld() {
 			// Slots the Dequeuer held back, or a queue's limit holding waiting jobs back: what
 			// they allow changes with time or with other nodes, which announce nothing.
 			d = m.pollTimeout
 		}
-		ok, woken := wait(res.nextPoll(d))
+		ok, woken := wait(res.NextPoll(d))
 		if !ok {
 			return
 		}
@@ -455,7 +454,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 	}
 	for _, q := range queues {
 		cctx, cancel := context.WithTimeout(ctx, m.timeout)
-		raws, err := m.jq.backupList(cctx, q)
+		raws, err := m.jq.BackupList(cctx, q)
 		cancel()
 		if err != nil {
 			return err
@@ -472,7 +471,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 			continue
 		}
 		cctx, cancel = context.WithTimeout(ctx, m.timeout)
-		moved, err := m.jq.requeue(cctx, q, orphans)
+		moved, err := m.jq.Requeue(cctx, q, orphans)
 		cancel()
 		if err != nil {
 			return err
@@ -517,20 +516,20 @@ func (m *manager) gather(ctx context.Context) {
 }
 
 // dispatch starts a worker goroutine for every fetched job.
-func (m *manager) dispatch(reqs []fetchReq, fetched fetchRes) int {
+func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 	n := 0
-	res := fetched.jobs
+	res := fetched.Jobs
 	m.mu.Lock()
 	var runs []*run
 	for i, jobs := range res {
-		q := reqs[i].queue
+		q := reqs[i].Queue
 		now := m.now()
 		for j, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.jobsCtx)
-			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.epoch}
-			if reqs[i].limits.global > 0 {
-				r.lease = m.jq.leaseMember(reqs[i].first + uint64(j))
+			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.Epoch}
+			if reqs[i].Limits.Global > 0 {
+				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
 			m.busy[q]++
 			m.running[r] = struct{}{}
@@ -544,7 +543,7 @@ func (m *manager) dispatch(reqs []fetchReq, fetched fetchRes) int {
 		// Before any job starts, so Finished never comes before its Fetched.
 		for i, jobs := range res {
 			if len(jobs) > 0 {
-				m.dequeuer.Fetched(reqs[i].queue, len(jobs))
+				m.dequeuer.Fetched(reqs[i].Queue, len(jobs))
 			}
 		}
 	}
@@ -681,7 +680,7 @@ func (m *manager) busyJobs() map[string]string {
 	out := make(map[string]string, len(m.running))
 	for r := range m.running {
 		id := r.id()
-		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.node, id)
+		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.Node(), id)
 	}
 	return out
 }
@@ -722,7 +721,7 @@ func (m *manager) handBackAll(ctx context.Context) {
 		for i, r := range runs {
 			raws[i] = r.raw
 		}
-		moved, err := m.jq.requeue(ctx, q, raws)
+		moved, err := m.jq.Requeue(ctx, q, raws)
 		if err != nil {
 			m.log.Error("exq: stop: could not hand unfinished jobs back to their queue; they stay in this node's backup list until it is recovered",
 				"queue", q, "jobs", len(raws), "error", err)
@@ -758,7 +757,7 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 	m.mu.Unlock()
 	empty := true
 	for _, q := range queues {
-		if n, err := m.jq.recoverBackup(ctx, q); err != nil {
+		if n, err := m.jq.RecoverBackup(ctx, q); err != nil {
 			m.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
 			empty = false
 		} else if n > 0 {
@@ -775,28 +774,18 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 // announcements of scheduled and retry jobs (payloads starting with dueWakePrefix, which no
 // queue name can) to due, when set: the scheduler's. go-redis re-subscribes by itself after a
 // reconnect; wake-ups missed meanwhile are covered by polling.
-func (m *manager) listen(ps *redis.PubSub, due func(payload string)) {
-	for msg := range ps.Channel() {
-		if strings.HasPrefix(msg.Payload, dueWakePrefix) {
+func (m *manager) listen(w *store.Wakeups, due func(payload string)) {
+	w.Each(func(payload string) {
+		if strings.HasPrefix(payload, dueWakePrefix) {
 			if due != nil {
-				due(msg.Payload)
+				due(payload)
 			}
-			continue
+			return
 		}
-		if m.isSubscribed(msg.Payload) {
+		if m.isSubscribed(payload) {
 			signal(m.wake)
 		}
-	}
-}
-
-// limitHeld reports whether a queue's cluster-wide limit held back jobs the queue still has.
-func (f fetchRes) limitHeld() bool {
-	for _, w := range f.wait {
-		if w >= 0 {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 // sleepCtx sleeps for d and reports false if ctx ended first.

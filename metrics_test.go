@@ -44,7 +44,7 @@ func TestRunMetricsAreWrittenAsSidekiq7And8WriteThem(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
 	later := time.Date(2026, 12, 1, 9, 6, 10, 0, time.UTC)
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "metrics-node"}
+	jq := testStore(v.client, v.keys, "metrics-node")
 	st := newStats(jq, time.Second, func() time.Time { return later }, testLogger(), false)
 	st.recordRun(true, at, "HardJob", 25*time.Millisecond)          // bucket 1 (20 ≤ 25 < 30)
 	st.recordRun(true, at, "HardJob", 150*time.Millisecond)         // bucket 6 (150 ≤ 150 < 225)
@@ -102,14 +102,14 @@ func TestRunMetricsOfABatchSentTwiceCountOnceAndBucketsSaturate(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "metrics-node"}
+	jq := testStore(v.client, v.keys, "metrics-node")
 	st := newStats(jq, time.Second, func() time.Time { return at }, testLogger(), false)
 	st.recordRun(true, at, "HardJob", time.Millisecond)
 	b := &statBatch{id: "b1", counts: map[statKey]int64{}, runs: st.runs}
 	require.NoError(t, st.send(ctx, b))
 	require.NoError(t, st.send(ctx, b))
 	assert.Equal(t, "1", v.hash(v.ns + ":j|20261201|9:5")["HardJob|p"])
-	b.runs[metricKey{at.Unix() / 60, "HardJob"}].hist[0] = 70000
+	b.runs[metricKey{Minute: at.Unix() / 60, Class: "HardJob"}].Hist[0] = 70000
 	b.id = "b2"
 	require.NoError(t, st.send(ctx, b))
 	assert.Equal(t, int64(65535), v.histogram(v.ns + ":HardJob-01-09:5")[0])

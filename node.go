@@ -10,12 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
-
-// nodeTTL is how long a node's hash (and busy list) outlives its last ping: after that
-// readers treat the node as gone.
-const nodeTTL = 60 * time.Second
 
 // maxSignalsPerPing bounds the signals read in one ping, as Exq does.
 const maxSignalsPerPing = 100
@@ -58,7 +55,7 @@ func (s *nodeState) sameAs(o *nodeState) bool {
 
 // pingerParts are what a pinger is built from.
 type pingerParts struct {
-	jq            *jobQueue
+	jq            *store.Store
 	mgr           *manager         // its view of subscriptions and running jobs
 	handle        func(sig string) // acts on one signal
 	stopping      func() bool      // the node is stopping (it shows as quiet)
@@ -107,7 +104,7 @@ func (p *pinger) run(ctx context.Context) {
 		case now.Sub(lastPing) >= pingEvery-step/2:
 			lastPing, lastRefresh = now, now
 			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
-				err = p.jq.prune(ctx, p.log)
+				err = p.jq.Prune(ctx, p.log)
 			}
 		case now.Sub(lastRefresh) >= refresh-step/2:
 			lastRefresh = now
@@ -169,7 +166,7 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 	if kind != tickChange {
 		// The oldest signals are at the right end (senders LPUSH).
 		var err error
-		if sigs, err = p.jq.signals(ctx, maxSignalsPerPing); err != nil {
+		if sigs, err = p.jq.Signals(ctx, maxSignalsPerPing); err != nil {
 			return err
 		}
 		for i := len(sigs) - 1; i >= 0; i-- {
@@ -191,7 +188,7 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 	writeBusyList := !p.statsDisabled && (kind == tickPing || !sameRuns(state.busy, p.written))
 	info := wire.NodeInfo{
 		Hostname:    p.hostname,
-		Identity:    p.jq.node,
+		Identity:    p.jq.Node(),
 		StartedAt:   float64(p.started.UnixMicro()) / 1e6,
 		PID:         os.Getpid(),
 		Tag:         p.tag,
@@ -202,16 +199,16 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		Quiet:       state.quiet,
 		Version:     nodeVersion(),
 	}
-	w := nodeWrite{info: info.Encode(), concurrency: state.concurrency, busy: state.count, beat: wire.FormatTime(p.now()), quiet: state.quiet,
-		rtt: p.rtt, rssKB: rssKB(), handled: sigs}
+	w := store.NodeWrite{Info: info.Encode(), Concurrency: state.concurrency, Busy: state.count, Beat: wire.FormatTime(p.now()), Quiet: state.quiet,
+		Rtt: p.rtt, RSSKB: rssKB(), Handled: sigs}
 	if writeBusyList {
-		w.busyList = state.busy
-		if w.busyList == nil {
-			w.busyList = map[string]string{}
+		w.BusyList = state.busy
+		if w.BusyList == nil {
+			w.BusyList = map[string]string{}
 		}
 	}
 	begin := time.Now()
-	err := p.jq.writeNode(ctx, w)
+	err := p.jq.WriteNode(ctx, w)
 	p.rtt = time.Since(begin)
 	if err != nil {
 		p.pending = true
@@ -260,11 +257,11 @@ func (p *pinger) quiet(subs []Queue) bool {
 
 // unregister removes this node from the processes set and deletes its busy list (clean stop).
 // The node hash is left to expire, as Sidekiq does.
-func (p *pinger) unregister(ctx context.Context) error { return p.jq.unregister(ctx) }
+func (p *pinger) unregister(ctx context.Context) error { return p.jq.Unregister(ctx) }
 
 // prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs.
-func (e *Exq) prune(ctx context.Context) error { return e.jq.prune(ctx, e.log) }
+func (e *Exq) prune(ctx context.Context) error { return e.jq.Prune(ctx, e.log) }
 
 // rssKB is this process' resident set size in KB (Linux), or 0 where it cannot be read.
 func rssKB() int64 {

@@ -4,10 +4,14 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // PeriodicJob is a schedule: a job of Class with Args goes to Queue at every tick of Spec,
@@ -258,31 +262,30 @@ func (p PeriodicJob) queue() string {
 	return p.Queue
 }
 
-// tickMember is how a tick is named in the enqueued set: sidekiq-cron's Time#iso8601 in UTC.
-func tickMember(tick time.Time) string { return tick.UTC().Format("2006-01-02T15:04:05Z") }
-
 // tickJID is the jid of schedule name's job for tick: the same on every node, so a tick is one
 // job whoever enqueues it.
 func tickJID(name string, tick time.Time) string {
-	sum := sha1.Sum([]byte(name + "\x00" + tickMember(tick)))
+	sum := sha1.Sum([]byte(name + "\x00" + wire.CronTick(tick)))
 	return hex.EncodeToString(sum[:12])
 }
 
-// cronTimeLayout is sidekiq-cron's last_enqueue_time format.
-const cronTimeLayout = "2006-01-02 15:04:05 -0700"
-
-// parseCronTime reads a last_enqueue_time as sidekiq-cron writes it: "… +0000", or "… UTC"
-// after a save by Ruby, or RFC 3339. Empty is the zero time.
-func parseCronTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
+// stored is p as the store saves it at now: line is its stored spec, s its schedule. The
+// ticks before now as exq sees them, and as sidekiq-cron does (the latest at or before the
+// second before now), are passed along: a poll of either in this second must not fire a tick
+// from before.
+func (p PeriodicJob) stored(line string, s schedule, now time.Time) (store.CronJob, error) {
+	args, err := encodeArgs(p.Args)
+	if err != nil {
+		return store.CronJob{}, err
 	}
-	for _, layout := range []string{cronTimeLayout, "2006-01-02 15:04:05 MST", time.RFC3339Nano} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
+	var prev []string
+	for _, at := range []time.Time{now, now.Truncate(time.Second).Add(-time.Second)} {
+		if t := s.latest(at); !t.IsZero() && !slices.Contains(prev, wire.CronTick(t)) {
+			prev = append(prev, wire.CronTick(t))
 		}
 	}
-	return time.Time{}, fmt.Errorf("last_enqueue_time %q: not a time", s)
+	return store.CronJob{Name: p.Name, Class: p.Class, Queue: p.queue(), Description: p.Description, Spec: line,
+		Args: args, Disabled: p.Disabled, Prev: prev}, nil
 }
 
 // latest is the last tick at or before t (zero when there is none in ten years).

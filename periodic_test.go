@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 func mustLoad(t *testing.T, name string) *time.Location {
@@ -116,7 +118,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, tick := range ticksBetween(t, tc.spec, tc.from, tc.until) {
-				got = append(got, tickMember(tick))
+				got = append(got, wire.CronTick(tick))
 			}
 			assert.Equal(t, tc.want, got)
 		})
@@ -137,7 +139,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 
 // periodicRunner builds a runner on the env's Redis with clock now, as a node would.
 func (v *env) periodicRunner(now func() time.Time, grace time.Duration) *periodicRunner {
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "test-node"}
+	jq := testStore(v.client, v.keys, "test-node")
 	return &periodicRunner{jq: jq, en: &enqueuer{jq: jq, now: now, maxRetries: DefaultMaxRetries}, grace: grace, reload: time.Second,
 		timeout: 5 * time.Second, now: now, log: testLogger(), states: map[string]*tickState{}, warned: map[string]string{}}
 }
@@ -147,7 +149,9 @@ func (v *env) savePeriodic(p PeriodicJob, now time.Time) {
 	v.t.Helper()
 	line, s, err := p.check()
 	require.NoError(v.t, err)
-	_, err = (&jobQueue{rdb: v.client, keys: v.keys}).saveCron(context.Background(), p, line, s, cronUpsert, now)
+	stored, err := p.stored(line, s, now)
+	require.NoError(v.t, err)
+	_, err = testStore(v.client, v.keys, "").SaveCron(context.Background(), stored, store.CronUpsert, now)
 	require.NoError(v.t, err)
 }
 

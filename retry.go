@@ -57,7 +57,7 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 	doc := obj.String()
 	at := now.Add(d)
 	ok := e.persist(r, "snooze", func(ctx context.Context) error {
-		_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at, r.epoch)
+		_, err := e.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 		return err
 	})
 	return outcome{name: "snoozed", retryCount: job.RetryCount, at: at}.storedIf(ok, job.RetryCount)
@@ -83,7 +83,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		ok := e.persist(r, "retry", func(ctx context.Context) error {
-			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at, r.epoch)
+			_, err := e.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 			return err
 		})
 		out.name, out.at = "retry", at
@@ -101,7 +101,7 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 		token = job.uniqueToken
 	}
 	return e.persist(r, "dead-letter", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID, r.epoch)
+		_, err := e.jq.Dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID, r.epoch)
 		return err
 	})
 }
@@ -200,7 +200,7 @@ func (e *Exq) deadLetterPoison(r *run, cause error) {
 	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
 	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)
 	e.persist(r, "dead-letter poison message", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "", r.epoch)
+		_, err := e.jq.Dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "", r.epoch)
 		return err
 	})
 }
@@ -229,7 +229,7 @@ func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error
 		select {
 		case <-e.graceOver:
 			e.log.Error(fmt.Sprintf("exq: %s failed and the node is stopping; the job stays in the backup list", what),
-				"queue", r.queue, "backup", e.jq.keys.Backup(e.jq.node, r.queue), "error", err)
+				"queue", r.queue, "backup", e.jq.BackupListName(r.queue), "error", err)
 			return false
 		case <-time.After(backoff):
 		}

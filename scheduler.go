@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // dueWakePrefix starts the payload with which the scripts that add a job to the schedule or
@@ -41,7 +43,7 @@ const minSchedulerSleep = time.Millisecond
 // is moved when it is due (within the interval when another pass just ran), and a busy set
 // costs no more than polling every interval did.
 type scheduler struct {
-	jq       *jobQueue
+	jq       *store.Store
 	interval time.Duration // SchedulerPollTimeout: the wait after a failure, and the cap's base
 	page     int
 	now      func() time.Time
@@ -134,16 +136,16 @@ func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
 func (s *scheduler) earliest(ctx context.Context) (time.Time, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return s.jq.earliestDue(cctx)
+	return s.jq.EarliestDue(cctx)
 }
 
 // tick moves every due job of both sets, a page per script call.
 func (s *scheduler) tick(ctx context.Context) error {
 	now := s.now()
-	for _, set := range []string{s.jq.keys.Schedule(), s.jq.keys.Retry()} {
+	for _, set := range []string{store.ScheduleSet, store.RetrySet} {
 		for ctx.Err() == nil {
 			cctx, cancel := context.WithTimeout(ctx, s.timeout)
-			n, err := s.jq.moveDue(cctx, set, now, s.page)
+			n, err := s.jq.MoveDue(cctx, set, now, s.page)
 			cancel()
 			if err != nil {
 				return err

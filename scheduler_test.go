@@ -15,7 +15,7 @@ import (
 
 // scheduler returns a scheduler on the env's Redis whose clock reads now.
 func (v *env) scheduler(now time.Time, page int) *scheduler {
-	return &scheduler{jq: &jobQueue{rdb: v.client, keys: v.keys, node: "n"}, interval: time.Hour, page: page,
+	return &scheduler{jq: testStore(v.client, v.keys, "n"), interval: time.Hour, page: page,
 		now: func() time.Time { return now }, log: testLogger(), timeout: 5 * time.Second}
 }
 
@@ -54,7 +54,7 @@ func TestSchedulerMovesInPages(t *testing.T) {
 	}
 	s := v.scheduler(now, 3)
 	client, counter := v.countingClient()
-	s.jq.rdb = client
+	s.jq = testStore(client, v.keys, "n")
 	require.NoError(t, s.tick(ctx))
 	assert.Len(t, v.list(v.keys.Queue("q")), 10)
 	assert.Zero(t, v.zcard(v.keys.Schedule()))

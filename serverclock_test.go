@@ -54,7 +54,7 @@ func TestServerClockWithoutASampleFailsTheCallThatNeedsIt(t *testing.T) {
 	down := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = down.Close() })
 	c := newServerClock(down, time.Now, testLogger())
-	en := &enqueuer{jq: &jobQueue{rdb: down, keys: v.keys}, now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(down, v.keys, ""), now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
 	_, err := en.enqueueIn(context.Background(), "q", "W", time.Minute, nil, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exq: enqueue in: read the Redis server's clock (TIME)")
@@ -66,7 +66,7 @@ func TestAClientOnASkewedMachineSchedulesByTheServersClock(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	c := newServerClock(v.rdb, skewedClock(10*time.Minute), testLogger())
-	en := &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys}, now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(v.rdb, v.keys, ""), now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
 	before := v.serverTime()
 	_, err := en.enqueueIn(ctx, "q", "W", 20*time.Second, nil, nil)

@@ -7,11 +7,12 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // ShardBy says how a sharded enqueuer picks the namespace (shard) of a job.
@@ -95,13 +96,9 @@ func (s *sharder) index(queue string, b built) int {
 	return int(h.Sum32() % uint32(len(s.ens)))
 }
 
-// place returns the shard of b and points its lock at that shard's key.
+// place returns the shard of b (its lock is taken in that shard's namespace).
 func (s *sharder) place(queue string, b built) int {
-	i := s.index(queue, b)
-	if b.lock != nil {
-		b.lock.key = s.ens[i].jq.keys.Unique(b.token)
-	}
-	return i
+	return s.index(queue, b)
 }
 
 func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at time.Time, args any, opts []EnqueueOption) (string, error) {
@@ -112,9 +109,9 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 	jq := s.ens[s.place(queue, b)].jq
 	var holder string
 	if b.at.IsZero() {
-		holder, err = jq.enqueue(ctx, queue, b.doc, b.lock)
+		holder, err = jq.Enqueue(ctx, queue, b.doc, b.lock)
 	} else {
-		holder, err = jq.enqueueAt(ctx, b.at, b.doc, b.lock)
+		holder, err = jq.EnqueueAt(ctx, b.at, b.doc, b.lock)
 	}
 	jid, err := b.result(op, class, queue, holder, err)
 	b.finish(jid, err)
@@ -176,12 +173,12 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 		if len(idx) == 0 {
 			continue
 		}
-		items := make([]batchItem, len(idx))
+		items := make([]store.BatchItem, len(idx))
 		for j, i := range idx {
-			items[j] = batchItem{queue: specs[i].Queue, at: builts[i].at, job: builts[i].doc, lock: builts[i].lock}
+			items[j] = store.BatchItem{Queue: specs[i].Queue, At: builts[i].at, Job: builts[i].doc, Lock: builts[i].lock}
 		}
-		ns := strings.TrimSuffix(s.ens[k].jq.keys.Prefix, ":")
-		holders, err := s.ens[k].jq.enqueueAll(ctx, items)
+		ns := s.ens[k].jq.Namespace()
+		holders, err := s.ens[k].jq.EnqueueAll(ctx, items)
 		if err != nil && !errors.Is(err, ErrNotReplicated) {
 			err = fmt.Errorf("exq: enqueue all: shard %q (%d jobs): %w", ns, len(idx), err)
 			errs = append(errs, err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Stat key lifetimes, as Sidekiq sets them.
@@ -22,7 +24,7 @@ const (
 // A flush whose reply is lost may have been applied, so it is sent again as the same batch,
 // with the same id, before anything counted later: the script applies a batch id once.
 type stats struct {
-	jq       *jobQueue
+	jq       *store.Store
 	interval time.Duration // between flushes (1 s)
 	now      func() time.Time
 	log      *slog.Logger
@@ -63,7 +65,7 @@ type statKey struct {
 	at   int64
 }
 
-func newStats(jq *jobQueue, interval time.Duration, now func() time.Time, log *slog.Logger, disabled bool) *stats {
+func newStats(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled bool) *stats {
 	return &stats{jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
 }
 
@@ -154,7 +156,7 @@ func (s *stats) flush(ctx context.Context) error {
 				return nil
 			}
 			s.batches++
-			s.sending = &statBatch{id: s.jq.node + ":" + strconv.FormatUint(s.batches, 36), counts: counts, runs: runs}
+			s.sending = &statBatch{id: s.jq.Node() + ":" + strconv.FormatUint(s.batches, 36), counts: counts, runs: runs}
 		}
 		if err := s.send(ctx, s.sending); err != nil {
 			return err
@@ -165,24 +167,22 @@ func (s *stats) flush(ctx context.Context) error {
 
 // send applies one batch in one script call, once however often it is sent.
 func (s *stats) send(ctx context.Context, b *statBatch) error {
-	keys := s.jq.keys
 	now := s.now()
-	counters := make([]counter, 0, len(b.counts))
+	counts := make([]store.StatCount, 0, len(b.counts))
 	for k, n := range b.counts {
+		c := store.StatCount{Name: k.kind, Span: k.span, At: time.Unix(k.at, 0), N: n}
 		switch k.span {
-		case 't':
-			counters = append(counters, counter{key: keys.Stat(k.kind), n: n})
 		case 'd':
-			counters = append(counters, counter{key: keys.StatDay(k.kind, time.Unix(k.at, 0)), n: n, ttl: statDayTTL})
+			c.TTL = statDayTTL
 		case 's':
 			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
 				// Already expired had it been written in time: writing it late would only
 				// distort the realtime graph.
 				continue
 			}
-			counters = append(counters, counter{key: keys.StatSecond(k.kind, time.Unix(k.at, 0)), n: n, ttl: statSecondTTL})
+			c.TTL = statSecondTTL
 		}
+		counts = append(counts, c)
 	}
-	counters = appendMetrics(counters, keys, b.runs, now)
-	return s.jq.addCounters(ctx, b.id, statFlushMarkerTTL, counters)
+	return s.jq.FlushStats(ctx, b.id, statFlushMarkerTTL, counts, b.runs, now)
 }

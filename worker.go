@@ -105,7 +105,7 @@ func (e *Exq) process(r *run) {
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
+			return e.jq.Ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
@@ -179,7 +179,7 @@ func (e *Exq) unlock(job *Job) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
-		err = e.jq.unlock(ctx, job.uniqueToken, job.JID)
+		err = e.jq.Unlock(ctx, job.uniqueToken, job.JID)
 		cancel()
 		if err == nil {
 			return

@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -8,32 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// jobQueue is every Redis operation on queues, backup lists and job sets. It is the only code
-// that knows key names (through wire.Keys) and runs scripts.
-type jobQueue struct {
-	rdb  redis.UniversalClient
-	keys wire.Keys
-	node string
-	// wait, when set (Options.WaitReplicas), makes enqueues and outcome writes WAIT for
-	// replicas on their own connection (replication.go).
-	wait *replicaWait
-	// epoch is the token of this node's current incarnation in the heartbeats (see
-	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
-	epoch atomic.Pointer[string]
-}
-
 // incarnation is the token the fetch and acknowledgement scripts check: "" checks nothing.
-func (jq *jobQueue) incarnation() string {
+func (jq *Store) incarnation() string {
 	if e := jq.epoch.Load(); e != nil {
 		return *e
 	}
@@ -43,28 +28,38 @@ func (jq *jobQueue) incarnation() string {
 // buriedReply is how the fetch scripts refuse a node whose incarnation was buried.
 const buriedReply = "BURIED"
 
-// asBuried turns the fetch scripts' BURIED error into errBuried.
+// asBuried turns the fetch scripts' BURIED error into ErrBuried.
 func asBuried(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), buriedReply) {
-		return fmt.Errorf("%w (%v)", errBuried, err)
+		return fmt.Errorf("%w (%v)", ErrBuried, err)
 	}
 	return err
+}
+
+// LimitHeld reports whether a queue's cluster-wide limit held back jobs the queue still has.
+func (f FetchRes) LimitHeld() bool {
+	for _, w := range f.Wait {
+		if w >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pageSize bounds the work of one recovery script call, so a huge backup list never blocks
 // Redis for long.
 const pageSize = 100
 
-// lock is the unique lock an enqueue takes: key P unique:<token>, held by jid for ttl.
-type lock struct {
-	key string
-	jid string
-	ttl time.Duration
+// Lock is the unique lock an enqueue takes: key P unique:<Token>, held by JID for TTL.
+type Lock struct {
+	Token string
+	JID   string
+	TTL   time.Duration
 }
 
-// ttlMillis is the lock's TTL for SET PX: at least 1 ms, since PX 0 is an error (Exq fails the
+// ttlMillis is the Lock's TTL for SET PX: at least 1 ms, since PX 0 is an error (Exq fails the
 // enqueue there); a lock that is already due still checks for a holder and expires at once.
-func (l *lock) ttlMillis() int64 { return max(l.ttl.Milliseconds(), 1) }
+func (l *Lock) ttlMillis() int64 { return max(l.TTL.Milliseconds(), 1) }
 
 // conflict turns a {1, holder} script reply into the holder's jid; "" for a plain 0.
 func conflict(reply any) (string, bool) {
@@ -76,15 +71,15 @@ func conflict(reply any) (string, bool) {
 	return holder, true
 }
 
-// enqueue pushes one job onto queue q now. With a lock held by another job, nothing is
+// Enqueue pushes one job onto queue q now. With a Lock held by another job, nothing is
 // written and the holder's jid is returned. With WaitReplicas, an error wrapping
 // ErrNotReplicated means the script ran (holder is its reply) and too few replicas confirmed.
-func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder string, err error) {
+func (jq *Store) Enqueue(ctx context.Context, q, job string, l *Lock) (holder string, err error) {
 	keys := []string{jq.keys.Queues(), jq.keys.Queue(q)}
 	args := []any{q, job, jq.keys.Wake()}
 	if l != nil {
-		keys = append(keys, l.key)
-		args = append(args, l.jid, l.ttlMillis())
+		keys = append(keys, jq.keys.Unique(l.Token))
+		args = append(args, l.JID, l.ttlMillis())
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.Enqueue, keys, args...)
 	reply, err := cmd.Result()
@@ -95,13 +90,13 @@ func (jq *jobQueue) enqueue(ctx context.Context, q, job string, l *lock) (holder
 	return holder, replErr
 }
 
-// enqueueAt adds one job to the schedule set, due at at (unique as enqueue).
-func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string, l *lock) (holder string, err error) {
+// EnqueueAt adds one job to the schedule set, due at at (unique as enqueue).
+func (jq *Store) EnqueueAt(ctx context.Context, at time.Time, job string, l *Lock) (holder string, err error) {
 	keys := []string{jq.keys.Schedule()}
 	args := []any{wire.FormatTime(at), job, jq.keys.Wake()}
 	if l != nil {
-		keys = append(keys, l.key)
-		args = append(args, l.jid, l.ttlMillis())
+		keys = append(keys, jq.keys.Unique(l.Token))
+		args = append(args, l.JID, l.ttlMillis())
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueAt, keys, args...)
 	reply, err := cmd.Result()
@@ -112,29 +107,29 @@ func (jq *jobQueue) enqueueAt(ctx context.Context, at time.Time, job string, l *
 	return holder, replErr
 }
 
-// batchItem is one job of an enqueueAll; a zero at means now.
-type batchItem struct {
-	queue string
-	at    time.Time
-	job   string
-	lock  *lock
+// BatchItem is one job of an enqueueAll; a zero at means now.
+type BatchItem struct {
+	Queue string
+	At    time.Time
+	Job   string
+	Lock  *Lock
 }
 
-// enqueueAll writes every item in one script call and returns, per item, the holder's jid
+// EnqueueAll writes every item in one script call and returns, per item, the holder's jid
 // when its unique lock was taken ("" when the item was written). With WaitReplicas, an error
 // wrapping ErrNotReplicated comes with the holders: the batch was written.
-func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string, error) {
+func (jq *Store) EnqueueAll(ctx context.Context, items []BatchItem) ([]string, error) {
 	queueNo := map[string]int{}
 	var queues []string
 	var locked []int
 	for i, it := range items {
-		if it.at.IsZero() {
-			if _, ok := queueNo[it.queue]; !ok {
-				queues = append(queues, it.queue)
-				queueNo[it.queue] = len(queues)
+		if it.At.IsZero() {
+			if _, ok := queueNo[it.Queue]; !ok {
+				queues = append(queues, it.Queue)
+				queueNo[it.Queue] = len(queues)
 			}
 		}
-		if it.lock != nil {
+		if it.Lock != nil {
 			locked = append(locked, i)
 		}
 	}
@@ -149,27 +144,27 @@ func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string
 	// Where each job goes: nothing to say when all go to the one queue now, else
 	// "<queue number>,<score>;" per job (enqueue_all.lua).
 	var place []byte
-	if len(queues) != 1 || slices.ContainsFunc(items, func(it batchItem) bool { return !it.at.IsZero() }) {
+	if len(queues) != 1 || slices.ContainsFunc(items, func(it BatchItem) bool { return !it.At.IsZero() }) {
 		place = make([]byte, 0, 4*len(items))
 		for _, it := range items {
-			if it.at.IsZero() {
-				place = strconv.AppendInt(place, int64(queueNo[it.queue]), 10)
+			if it.At.IsZero() {
+				place = strconv.AppendInt(place, int64(queueNo[it.Queue]), 10)
 				place = append(place, ',', ';')
 			} else {
 				place = append(place, '0', ',')
-				place = append(place, wire.FormatTime(it.at)...)
+				place = append(place, wire.FormatTime(it.At)...)
 				place = append(place, ';')
 			}
 		}
 	}
 	args = append(args, string(place))
 	for _, it := range items {
-		args = append(args, it.job)
+		args = append(args, it.Job)
 	}
 	for _, i := range locked {
-		l := items[i].lock
-		keys = append(keys, l.key)
-		args = append(args, i+1, l.jid, l.ttlMillis())
+		l := items[i].Lock
+		keys = append(keys, jq.keys.Unique(l.Token))
+		args = append(args, i+1, l.JID, l.ttlMillis())
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueAll, keys, args...)
 	res, err := cmd.Slice()
@@ -187,60 +182,60 @@ func (jq *jobQueue) enqueueAll(ctx context.Context, items []batchItem) ([]string
 	return holders, replErr
 }
 
-// unlock releases a unique lock if jid still holds it.
-func (jq *jobQueue) unlock(ctx context.Context, token, jid string) error {
+// Unlock releases a unique lock if jid still holds it.
+func (jq *Store) Unlock(ctx context.Context, token, jid string) error {
 	return scripts.Unlock.Run(ctx, jq.rdb, []string{jq.keys.Unique(token)}, jid).Err()
 }
 
-// fetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
+// FetchReq asks for up to n jobs of queue; held is how many of the queue's jobs this node
 // holds (running, or finished and not yet acknowledged) when it asks. A queue with cluster-wide
 // limits also carries them, the first number for the members of the leases and starts the
 // fetch adds, and the leases of jobs that ended since the last fetch (the acker releases them
 // too; naming them here makes sure that this fetch does not count them as this node's).
-type fetchReq struct {
-	queue   string
-	n       int
-	held    int
-	limits  queueLimits
-	first   uint64   // the first lease/start number; the fetch uses first … first+n-1
-	release []string // leases of ended jobs
+type FetchReq struct {
+	Queue   string
+	N       int
+	Held    int
+	Limits  Limits
+	First   uint64   // the first lease/start number; the fetch uses first … first+n-1
+	Release []string // leases of ended jobs
 }
 
-// fetchRes is what a fetch took, per request, oldest first, how long each backup list was
+// FetchRes is what a fetch took, per request, oldest first, how long each backup list was
 // before it, and, when a queue had limits, per request how long a limit holds the queue back
 // (see fetch_limited.lua: -1 not held back, 0 unknown, otherwise that long).
-type fetchRes struct {
-	jobs      [][]string
-	backupLen []int
-	wait      []time.Duration
-	epoch     string // the incarnation the fetch ran as
+type FetchRes struct {
+	Jobs      [][]string
+	BackupLen []int
+	Wait      []time.Duration
+	Epoch     string // the incarnation the fetch ran as
 }
 
-// strays reports whether a backup list held more entries than this node holds jobs of that
+// Strays reports whether a backup list held more entries than this node holds jobs of that
 // queue: entries nobody works on, left by a fetch whose reply was lost (a broken connection,
 // or a client library that sent the fetch again after one).
-func (f fetchRes) strays(reqs []fetchReq) bool {
+func (f FetchRes) Strays(reqs []FetchReq) bool {
 	for i, r := range reqs {
-		if f.backupLen[i] > r.held {
+		if f.BackupLen[i] > r.Held {
 			return true
 		}
 	}
 	return false
 }
 
-// heldBack is how long a limit holds request i's queue back: -1 when none does.
-func (f fetchRes) heldBack(i int) time.Duration {
-	if f.wait == nil {
+// HeldBack is how long a limit holds request i's queue back: -1 when none does.
+func (f FetchRes) HeldBack(i int) time.Duration {
+	if f.Wait == nil {
 		return -1
 	}
-	return f.wait[i]
+	return f.Wait[i]
 }
 
-// nextPoll is how long the poll loop waits after a fetch that found no job: idle, or until the
+// NextPoll is how long the poll loop waits after a fetch that found no job: idle, or until the
 // soonest time a rate allows a start.
-func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
+func (f FetchRes) NextPoll(idle time.Duration) time.Duration {
 	d := idle
-	for _, w := range f.wait {
+	for _, w := range f.Wait {
 		if w > 0 && w < d {
 			d = w
 		}
@@ -248,15 +243,15 @@ func (f fetchRes) nextPoll(idle time.Duration) time.Duration {
 	return d
 }
 
-// fetch moves up to n jobs of every requested queue into this node's backup lists in one round
+// Fetch moves up to n jobs of every requested queue into this node's backup lists in one round
 // trip, within the queues' cluster-wide limits, and returns them per request, oldest first.
 // leaseTTL is how long a new lease lives unless renewed (the node's heartbeat window);
 // patience how long, after a fetch a GlobalLimit held back, this node counts as waiting for a
 // slot (it asks again within that time), which caps the other nodes at their share.
-func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration) (fetchRes, error) {
+func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience time.Duration) (FetchRes, error) {
 	limited := false
 	for _, r := range reqs {
-		limited = limited || r.limits.any()
+		limited = limited || r.Limits.Any()
 	}
 	var res []any
 	var err error
@@ -270,37 +265,37 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patien
 		args := make([]any, 2, 2+2*len(reqs))
 		args[0], args[1] = jq.node, epoch
 		for _, r := range reqs {
-			keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue))
-			args = append(args, r.queue, r.n)
+			keys = append(keys, jq.keys.Queue(r.Queue), jq.keys.Backup(jq.node, r.Queue))
+			args = append(args, r.Queue, r.N)
 		}
 		res, err = scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
 	}
 	if err != nil {
-		return fetchRes{}, asBuried(err)
+		return FetchRes{}, asBuried(err)
 	}
 	if len(res) != len(reqs) {
-		return fetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
+		return FetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := fetchRes{jobs: make([][]string, len(res)), backupLen: make([]int, len(res)), epoch: epoch}
+	out := FetchRes{Jobs: make([][]string, len(res)), BackupLen: make([]int, len(res)), Epoch: epoch}
 	head := 1 // fetch.lua: {backup length, jobs…}; fetch_limited.lua: {backup length, wait, jobs…}
 	if limited {
 		head = 2
-		out.wait = make([]time.Duration, len(res))
+		out.Wait = make([]time.Duration, len(res))
 	}
 	for i, r := range res {
 		list, _ := r.([]any)
 		if len(list) < head {
-			return fetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
+			return FetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
 		}
 		n, _ := list[0].(int64)
-		out.backupLen[i] = int(n)
+		out.BackupLen[i] = int(n)
 		if limited {
 			w, _ := list[1].(int64)
-			out.wait[i] = time.Duration(w) * time.Millisecond
+			out.Wait[i] = time.Duration(w) * time.Millisecond
 		}
 		for _, j := range list[head:] {
 			if s, ok := j.(string); ok {
-				out.jobs[i] = append(out.jobs[i], s)
+				out.Jobs[i] = append(out.Jobs[i], s)
 			}
 		}
 	}
@@ -308,38 +303,38 @@ func (jq *jobQueue) fetch(ctx context.Context, reqs []fetchReq, leaseTTL, patien
 }
 
 // fetchLimited runs fetch_limited.lua for reqs.
-func (jq *jobQueue) fetchLimited(ctx context.Context, reqs []fetchReq, leaseTTL, patience time.Duration, epoch string) ([]any, error) {
+func (jq *Store) fetchLimited(ctx context.Context, reqs []FetchReq, leaseTTL, patience time.Duration, epoch string) ([]any, error) {
 	keys := make([]string, 4, 4+6*len(reqs))
 	keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
 	args := make([]any, 4, 4+7*len(reqs))
 	args[0], args[1], args[2], args[3] = jq.node, leaseTTL.Seconds(), patience.Seconds(), epoch
 	var release []any
 	for _, r := range reqs {
-		keys = append(keys, jq.keys.Queue(r.queue), jq.keys.Backup(jq.node, r.queue),
-			jq.keys.Leases(r.queue), jq.keys.Starts(r.queue), jq.keys.RatePace(r.queue), jq.keys.LeaseWaiters(r.queue))
-		args = append(args, r.queue, r.n, r.limits.global, r.limits.rate.N, r.limits.window().Seconds(), r.first, len(r.release))
-		for _, l := range r.release {
+		keys = append(keys, jq.keys.Queue(r.Queue), jq.keys.Backup(jq.node, r.Queue),
+			jq.keys.Leases(r.Queue), jq.keys.Starts(r.Queue), jq.keys.RatePace(r.Queue), jq.keys.LeaseWaiters(r.Queue))
+		args = append(args, r.Queue, r.N, r.Limits.Global, r.Limits.RateN, r.Limits.window().Seconds(), r.First, len(r.Release))
+		for _, l := range r.Release {
 			release = append(release, l)
 		}
 	}
 	return scripts.FetchLimited.Run(ctx, jq.rdb, keys, append(args, release...)...).Slice()
 }
 
-// releaseLease removes the lease of an ended job from its queue's leases set, so that every
+// ReleaseLease removes the lease of an ended job from its queue's leases set, so that every
 // node sees the slot free at its next fetch.
-func (jq *jobQueue) releaseLease(ctx context.Context, q, lease string) error {
+func (jq *Store) ReleaseLease(ctx context.Context, q, lease string) error {
 	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), lease).Err()
 }
 
-// leaseMember names the lease (and start) number n of this node, as fetch.lua does.
-func (jq *jobQueue) leaseMember(n uint64) string { return jq.node + ":" + strconv.FormatUint(n, 10) }
+// LeaseMember names the lease (and start) number n of this node, as fetch.lua does.
+func (jq *Store) LeaseMember(n uint64) string { return jq.node + ":" + strconv.FormatUint(n, 10) }
 
-// ack removes a finished job from the backup list and, with a token, releases the job's
+// Ack removes a finished job from the backup list and, with a token, releases the job's
 // unique lock if it still holds it; unless the run (of incarnation epoch) is from before this
 // node was buried.
-func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid, epoch string) error {
+func (jq *Store) Ack(ctx context.Context, q, raw, token, jid, epoch string) error {
 	if token == "" {
-		_, err := jq.ackMany(ctx, []ackReq{{queue: q, raw: raw, epoch: epoch}})
+		_, err := jq.AckMany(ctx, []AckReq{{Queue: q, Raw: raw, Epoch: epoch}})
 		return err
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.Ack,
@@ -349,12 +344,12 @@ func (jq *jobQueue) ack(ctx context.Context, q, raw, token, jid, epoch string) e
 	return cmd.Err()
 }
 
-// ackMany removes finished jobs from their backup lists, and the leases of ended jobs
+// AckMany removes finished jobs from their backup lists, and the leases of ended jobs
 // (requests with a lease) from their leases sets, in one script call (ack_batch.lua: safe to
 // repeat, each request removes one exact member), skipping the jobs whose run belongs to an
 // incarnation of this node that was buried. On an error, failed tells which did not happen
 // (all of them: the batch is one call).
-func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool, err error) {
+func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, err error) {
 	keys := make([]string, 2, 3)
 	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
 	args := make([]any, 1, 1+4*len(batch))
@@ -362,23 +357,23 @@ func (jq *jobQueue) ackMany(ctx context.Context, batch []ackReq) (failed []bool,
 	var lastQueue string
 	lastKind := byte(0)
 	for _, r := range batch {
-		kind, member := byte('a'), r.raw
-		if r.lease != "" {
-			kind, member = 'l', r.lease
+		kind, member := byte('a'), r.Raw
+		if r.Lease != "" {
+			kind, member = 'l', r.Lease
 		}
-		if kind != lastKind || r.queue != lastQueue {
-			lastKind, lastQueue = kind, r.queue
+		if kind != lastKind || r.Queue != lastQueue {
+			lastKind, lastQueue = kind, r.Queue
 			if kind == 'l' {
-				keys = append(keys, jq.keys.Leases(r.queue))
+				keys = append(keys, jq.keys.Leases(r.Queue))
 			} else {
-				keys = append(keys, jq.keys.Backup(jq.node, r.queue))
+				keys = append(keys, jq.keys.Backup(jq.node, r.Queue))
 			}
 		}
 		op := ackOp
 		if kind == 'l' {
 			op = releaseOp
 		}
-		args = append(args, op, len(keys)-2, r.epoch, member)
+		args = append(args, op, len(keys)-2, r.Epoch, member)
 	}
 	if jq.wait == nil {
 		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
@@ -410,38 +405,38 @@ var (
 // counter key, or, with kind 'h', the field increments of a metrics hash, or with kind 'b'
 // the bucket increments of a histogram; pairs alternate field (bucket) and increment.
 type counter struct {
-	key   string
-	n     int64
-	ttl   time.Duration
-	kind  byte // 0: a counter
-	pairs []any
+	Key   string
+	N     int64
+	TTL   time.Duration
+	Kind  byte // 0: a counter
+	Pairs []any
 }
 
 // addCounters applies one batch of counter increments and metrics, once per batch id, however
 // often it is sent (stats_flush.lua).
-func (jq *jobQueue) addCounters(ctx context.Context, id string, markerTTL time.Duration, counters []counter) error {
+func (jq *Store) addCounters(ctx context.Context, id string, markerTTL time.Duration, counters []counter) error {
 	keys := make([]string, 0, 1+len(counters))
 	args := make([]any, 0, 2+3*len(counters))
 	keys = append(keys, jq.keys.StatFlush(jq.node))
 	args = append(args, id, int64(markerTTL/time.Second))
 	for _, c := range counters {
-		keys = append(keys, c.key)
-		ttl := int64(c.ttl / time.Second)
-		switch c.kind {
+		keys = append(keys, c.Key)
+		ttl := int64(c.TTL / time.Second)
+		switch c.Kind {
 		case 0:
-			args = append(args, "c", ttl, c.n)
+			args = append(args, "c", ttl, c.N)
 		default:
-			args = append(args, string(c.kind), ttl, len(c.pairs)/2)
-			args = append(args, c.pairs...)
+			args = append(args, string(c.Kind), ttl, len(c.Pairs)/2)
+			args = append(args, c.Pairs...)
 		}
 	}
 	return scripts.StatsFlush.Run(ctx, jq.rdb, keys, args...).Err()
 }
 
-// retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
+// Retry stores the rewritten job in the retry set, due at at, and removes the raw one from the
 // backup list, atomically. It reports false when the job was no longer in the backup list, or
 // its run (of incarnation epoch) is from before this node was buried.
-func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time.Time, epoch string) (bool, error) {
+func (jq *Store) Retry(ctx context.Context, q, raw, rewritten string, at time.Time, epoch string) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.Retry,
 		[]string{jq.keys.Retry(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()},
 		wire.FormatTime(at), rewritten, raw, jq.keys.Wake(), jq.node, epoch)
@@ -450,11 +445,11 @@ func (jq *jobQueue) retry(ctx context.Context, q, raw, rewritten string, at time
 	return n == 1, err
 }
 
-// dead stores the rewritten job in the dead set, trims it, and removes the raw job from the
+// Dead stores the rewritten job in the dead set, trims it, and removes the raw job from the
 // backup list, atomically.
 // With a token, the job's unique lock is released too, if the job still holds it. Nothing is
 // written for a run (of incarnation epoch) from before this node was buried.
-func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid, epoch string) (bool, error) {
+func (jq *Store) Dead(ctx context.Context, q, raw, rewritten string, now time.Time, keepFor time.Duration, keepMax int, token, jid, epoch string) (bool, error) {
 	keys := []string{jq.keys.Dead(), jq.keys.Backup(jq.node, q), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()}
 	args := []any{wire.FormatTime(now), rewritten, raw, wire.FormatTime(now.Add(-keepFor)), keepMax, jq.node, epoch}
 	if token != "" {
@@ -467,13 +462,13 @@ func (jq *jobQueue) dead(ctx context.Context, q, raw, rewritten string, now time
 	return n == 1, err
 }
 
-// backupList reads this node's whole backup list of q, newest first.
-func (jq *jobQueue) backupList(ctx context.Context, q string) ([]string, error) {
+// BackupList reads this node's whole backup list of q, newest first.
+func (jq *Store) BackupList(ctx context.Context, q string) ([]string, error) {
 	return jq.rdb.LRange(ctx, jq.keys.Backup(jq.node, q), 0, -1).Result()
 }
 
-// requeue hands raws (newest first) from the backup list back to the consumption end of q.
-func (jq *jobQueue) requeue(ctx context.Context, q string, raws []string) (int, error) {
+// Requeue hands raws (newest first) from the backup list back to the consumption end of q.
+func (jq *Store) Requeue(ctx context.Context, q string, raws []string) (int, error) {
 	args := make([]any, 0, 2+len(raws))
 	args = append(args, jq.keys.Wake(), q)
 	for _, r := range raws {
@@ -485,9 +480,9 @@ func (jq *jobQueue) requeue(ctx context.Context, q string, raws []string) (int, 
 	return cmd.Int()
 }
 
-// putBack moves raw from the backup list of q to the enqueue end of q (a job whose class has
+// PutBack moves raw from the backup list of q to the enqueue end of q (a job whose class has
 // no worker yet); false when it was no longer in the backup list.
-func (jq *jobQueue) putBack(ctx context.Context, q, raw string) (bool, error) {
+func (jq *Store) PutBack(ctx context.Context, q, raw string) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.PutBack,
 		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, jq.keys.Wake(), q, raw)
 	jq.wait.shortfall("put back", replErr)
@@ -495,9 +490,9 @@ func (jq *jobQueue) putBack(ctx context.Context, q, raw string) (bool, error) {
 	return n == 1, err
 }
 
-// recoverBackup moves every job of this node's backup list for q back to the consumption end
+// RecoverBackup moves every job of this node's backup list for q back to the consumption end
 // of q, oldest in-flight job first, a page per call.
-func (jq *jobQueue) recoverBackup(ctx context.Context, q string) (int, error) {
+func (jq *Store) RecoverBackup(ctx context.Context, q string) (int, error) {
 	total := 0
 	for {
 		res, err := scripts.Recover.Run(ctx, jq.rdb,
@@ -515,14 +510,14 @@ func (jq *jobQueue) recoverBackup(ctx context.Context, q string) (int, error) {
 	}
 }
 
-// knownQueues lists the queues in the queues set.
-func (jq *jobQueue) knownQueues(ctx context.Context) ([]string, error) {
+// KnownQueues lists the queues in the queues set.
+func (jq *Store) KnownQueues(ctx context.Context) ([]string, error) {
 	return jq.rdb.SMembers(ctx, jq.keys.Queues()).Result()
 }
 
-// earliestDue returns the lowest score of the schedule and retry sets (ZRANGE 0 0 WITHSCORES
+// EarliestDue returns the lowest score of the schedule and retry sets (ZRANGE 0 0 WITHSCORES
 // on each, pipelined), or the zero time when both are empty.
-func (jq *jobQueue) earliestDue(ctx context.Context) (time.Time, error) {
+func (jq *Store) EarliestDue(ctx context.Context) (time.Time, error) {
 	var heads [2]*redis.ZSliceCmd
 	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		heads[0] = p.ZRangeWithScores(ctx, jq.keys.Schedule(), 0, 0)
@@ -550,11 +545,15 @@ func (jq *jobQueue) earliestDue(ctx context.Context) (time.Time, error) {
 	return next, nil
 }
 
-// moveDue moves up to page due jobs of zset (schedule or retry) to their queues and reports
+// MoveDue moves up to page due jobs of zset (schedule or retry) to their queues and reports
 // how many members it read (a full page means there may be more). The members are read first
 // and routed here, so that the script that moves them declares every key it touches (Redis
 // Cluster); it moves only the members still in the set, so racing schedulers never duplicate.
-func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, page int) (int, error) {
+func (jq *Store) MoveDue(ctx context.Context, set string, now time.Time, page int) (int, error) {
+	zset, err := jq.setKey(set)
+	if err != nil {
+		return 0, err
+	}
 	at := wire.FormatTime(now)
 	jobs, err := jq.rdb.ZRangeByScore(ctx, zset, &redis.ZRangeBy{Min: "-inf", Max: at, Count: int64(page)}).Result()
 	if err != nil || len(jobs) == 0 {
@@ -581,7 +580,7 @@ func (jq *jobQueue) moveDue(ctx context.Context, zset string, now time.Time, pag
 // to keys the first time it is seen; a script finds queue n's key after the fixed keys.
 type queueNumbers struct {
 	keys *[]string
-	jq   *jobQueue
+	jq   *Store
 	seen map[string]int
 	base int
 }
@@ -613,22 +612,22 @@ func jobQueueName(raw string) (string, bool) {
 	return q, true
 }
 
-// beat records that this node is alive (server clock) and when it counts as dead, and renews
+// Beat records that this node is alive (server clock) and when it counts as dead, and renews
 // the leases of its running jobs, per queue, to that time, as incarnation epoch. It reports
 // false when that incarnation was buried: then it wrote nothing. at is the server's time of the
 // beat. It works when Redis is out of memory too, so that no live node is taken for dead then.
-func (jq *jobQueue) beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
+func (jq *Store) Beat(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
 	return jq.beatAs(ctx, "beat", window, leases, epoch)
 }
 
-// join is the first beat of a node's incarnation epoch (at Start, and after a burial): Redis
+// Join is the first beat of a node's incarnation epoch (at Start, and after a burial): Redis
 // refuses it when it is out of memory.
-func (jq *jobQueue) join(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (at float64, err error) {
+func (jq *Store) Join(ctx context.Context, window time.Duration, leases map[string][]string, epoch string) (at float64, err error) {
 	_, at, err = jq.beatAs(ctx, "join", window, leases, epoch)
 	return at, err
 }
 
-func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
+func (jq *Store) beatAs(ctx context.Context, mode string, window time.Duration, leases map[string][]string, epoch string) (alive bool, at float64, err error) {
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs()}
 	args := []any{jq.node, window.Seconds(), mode, epoch}
 	for q, ls := range leases {
@@ -649,8 +648,8 @@ func (jq *jobQueue) beatAs(ctx context.Context, mode string, window time.Duratio
 	return at != 0, at, nil
 }
 
-// forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
-func (jq *jobQueue) forget(ctx context.Context) error {
+// Forget removes this node's heartbeat and deadline (a clean stop with nothing left to rescue).
+func (jq *Store) Forget(ctx context.Context) error {
 	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, jq.keys.Heartbeats(), jq.node)
 		p.ZRem(ctx, jq.keys.HeartbeatDeadlines(), jq.node)
@@ -661,23 +660,23 @@ func (jq *jobQueue) forget(ctx context.Context) error {
 	return err
 }
 
-// dropBackupQueues deletes this node's set of backup queues (a clean stop without heartbeats).
-func (jq *jobQueue) dropBackupQueues(ctx context.Context) error {
+// DropBackupQueues deletes this node's set of backup queues (a clean stop without heartbeats).
+func (jq *Store) DropBackupQueues(ctx context.Context) error {
 	return jq.rdb.Del(ctx, jq.keys.BackupQueues(jq.node)).Err()
 }
 
-// staleNode is a node whose last beat is too old, with the score seen and the server time at
+// StaleNode is a node whose last beat is too old, with the score seen and the server time at
 // which it counts as dead.
-type staleNode struct {
-	node, score string
-	beat        float64 // score, parsed
-	deadline    float64
+type StaleNode struct {
+	Node, Score string
+	Beat        float64 // score, parsed
+	Deadline    float64
 }
 
-// staleNodes lists the nodes that count as dead (server clock): past the deadline they
+// StaleNodes lists the nodes that count as dead (server clock): past the deadline they
 // publish, or, for nodes that publish none, with a beat older than foreignWindow.
 // now is the server's time of the call.
-func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration) (stale []staleNode, now float64, err error) {
+func (jq *Store) StaleNodes(ctx context.Context, foreignWindow time.Duration) (stale []StaleNode, now float64, err error) {
 	res, err := scripts.Stale.Run(ctx, jq.rdb, []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines()},
 		foreignWindow.Seconds()).StringSlice()
 	if err != nil {
@@ -689,7 +688,7 @@ func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration)
 	if now, err = strconv.ParseFloat(res[0], 64); err != nil {
 		return nil, 0, fmt.Errorf("stale: unexpected server time %q", res[0])
 	}
-	stale = make([]staleNode, 0, len(res)/3)
+	stale = make([]StaleNode, 0, len(res)/3)
 	for i := 1; i+2 < len(res); i += 3 {
 		b, err := strconv.ParseFloat(res[i+1], 64)
 		if err != nil {
@@ -699,19 +698,19 @@ func (jq *jobQueue) staleNodes(ctx context.Context, foreignWindow time.Duration)
 		if err != nil {
 			return nil, 0, fmt.Errorf("stale: unexpected deadline %q of node %q", res[i+2], res[i])
 		}
-		stale = append(stale, staleNode{node: res[i], score: res[i+1], beat: b, deadline: d})
+		stale = append(stale, StaleNode{Node: res[i], Score: res[i+1], Beat: b, Deadline: d})
 	}
 	return stale, now, nil
 }
 
-// rescueBackup moves the backup list of dead node n for queue q back to q, a page per call,
+// RescueBackup moves the backup list of dead node n for queue q back to q, a page per call,
 // while n's heartbeat is still the stale one. It reports the jobs moved.
 // Each page is a call of its own, bounded by timeout.
-func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string, timeout time.Duration) (int, error) {
+func (jq *Store) RescueBackup(ctx context.Context, n StaleNode, q string, timeout time.Duration) (int, error) {
 	total := 0
 	for {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		left, moved, err := jq.rescuePage(cctx, n, q, pageSize)
+		left, moved, err := jq.RescuePage(cctx, n, q, pageSize)
 		cancel()
 		total += moved
 		if err != nil || left == 0 || moved == 0 {
@@ -720,11 +719,11 @@ func (jq *jobQueue) rescueBackup(ctx context.Context, n staleNode, q string, tim
 	}
 }
 
-// rescuePage moves up to page entries; it reports the entries left and moved.
-func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page int) (left, moved int, err error) {
+// RescuePage moves up to page entries; it reports the entries left and moved.
+func (jq *Store) RescuePage(ctx context.Context, n StaleNode, q string, page int) (left, moved int, err error) {
 	res, err := scripts.Rescue.Run(ctx, jq.rdb,
-		[]string{jq.keys.Backup(n.node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
-		n.node, n.score, page, jq.keys.Wake(), q).Int64Slice()
+		[]string{jq.keys.Backup(n.Node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
+		n.Node, n.Score, page, jq.keys.Wake(), q).Int64Slice()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -736,41 +735,41 @@ func (jq *jobQueue) rescuePage(ctx context.Context, n staleNode, q string, page 
 
 // Replies of bury.lua.
 const (
-	buryBeatAgain = 0
-	buryDone      = 1
-	buryJobsLeft  = 2
+	BuryBeatAgain = 0
+	BuryDone      = 1
+	BuryJobsLeft  = 2
 )
 
-// bury forgets dead node n (busy list, heartbeat, incarnation, set of backup queues) unless it
+// Bury forgets dead node n (busy list, heartbeat, incarnation, set of backup queues) unless it
 // beat again or a backup list of queues, or one of a queue they do not name, holds jobs. It
 // returns bury.lua's reply.
-func (jq *jobQueue) bury(ctx context.Context, n staleNode, queues []string) (int, error) {
-	keys := []string{jq.keys.Heartbeats(), jq.keys.Workers(n.node), jq.keys.HeartbeatDeadlines(),
-		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.node)}
-	args := []any{n.node, n.score}
+func (jq *Store) Bury(ctx context.Context, n StaleNode, queues []string) (int, error) {
+	keys := []string{jq.keys.Heartbeats(), jq.keys.Workers(n.Node), jq.keys.HeartbeatDeadlines(),
+		jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(n.Node)}
+	args := []any{n.Node, n.Score}
 	for _, q := range queues {
-		keys = append(keys, jq.keys.Backup(n.node, q))
+		keys = append(keys, jq.keys.Backup(n.Node, q))
 		args = append(args, q)
 	}
 	r, err := scripts.Bury.Run(ctx, jq.rdb, keys, args...).Int()
-	if r == buryDone && err == nil {
+	if r == BuryDone && err == nil {
 		// What the UIs show of the node goes too: the busy list under its Sidekiq 7 name, and
 		// its process hash and membership, which would otherwise count its rescued jobs as
 		// busy until the hash expired (up to a minute after the kill). It need not go in the
 		// script's step: a node that beats again writes them anew.
 		_, err = jq.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			pl.Del(ctx, jq.keys.Work(n.node))
-			pl.Del(ctx, jq.keys.Node(n.node))
-			pl.SRem(ctx, jq.keys.Processes(), n.node)
+			pl.Del(ctx, jq.keys.Work(n.Node))
+			pl.Del(ctx, jq.keys.Node(n.Node))
+			pl.SRem(ctx, jq.keys.Processes(), n.Node)
 			return nil
 		})
 	}
 	return r, err
 }
 
-// backupQueuesOf lists the queues in which node may have backup lists: those its fetches
+// BackupQueuesOf lists the queues in which node may have backup lists: those its fetches
 // recorded (exq nodes), and those a SCAN of the namespace finds (any node, Exq's too).
-func (jq *jobQueue) backupQueuesOf(ctx context.Context, node string) ([]string, error) {
+func (jq *Store) BackupQueuesOf(ctx context.Context, node string) ([]string, error) {
 	queues, err := jq.rdb.SMembers(ctx, jq.keys.BackupQueues(node)).Result()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -6,23 +6,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// writeOne writes one job with its own script, as an enqueue always did.
-func (jq *jobQueue) writeOne(ctx context.Context, it batchItem) (holder string, err error) {
-	if it.at.IsZero() {
-		return jq.enqueue(ctx, it.queue, it.job, it.lock)
+// WriteOne writes one job with its own script, as an enqueue always did.
+func (jq *Store) WriteOne(ctx context.Context, it BatchItem) (holder string, err error) {
+	if it.At.IsZero() {
+		return jq.Enqueue(ctx, it.Queue, it.Job, it.Lock)
 	}
-	return jq.enqueueAt(ctx, it.at, it.job, it.lock)
+	return jq.EnqueueAt(ctx, it.At, it.Job, it.Lock)
 }
 
-// groupOutcome is what the group script did with one job: written (holder ""), refused on a
+// GroupOutcome is what the group script did with one job: written (holder ""), refused on a
 // unique conflict (holder), or failed (err, for that job alone).
-type groupOutcome struct {
-	holder string
-	err    error
+type GroupOutcome struct {
+	Holder string
+	Err    error
 }
 
 // scriptError is an error a command of the group script returned for one job: a Redis error
@@ -36,22 +36,22 @@ func (e scriptError) RedisError() {}
 
 var _ redis.Error = scriptError("")
 
-// enqueueGroup writes items (each as enqueue or enqueueAt would, in order) in one script call
+// EnqueueGroup writes items (each as enqueue or enqueueAt would, in order) in one script call
 // and returns each one's outcome. err is an error of the whole call: then nothing is known of
 // any item (they may have been written). With WaitReplicas, replErr wraps ErrNotReplicated
 // when too few replicas confirmed the call; the outcomes stand.
-func (jq *jobQueue) enqueueGroup(ctx context.Context, items []batchItem) (out []groupOutcome, replErr, err error) {
+func (jq *Store) EnqueueGroup(ctx context.Context, items []BatchItem) (out []GroupOutcome, replErr, err error) {
 	queueNo := map[string]int{}
 	var queues []string
 	locks := 0
 	for _, it := range items {
-		if it.at.IsZero() {
-			if _, ok := queueNo[it.queue]; !ok {
-				queues = append(queues, it.queue)
-				queueNo[it.queue] = len(queues)
+		if it.At.IsZero() {
+			if _, ok := queueNo[it.Queue]; !ok {
+				queues = append(queues, it.Queue)
+				queueNo[it.Queue] = len(queues)
 			}
 		}
-		if it.lock != nil {
+		if it.Lock != nil {
 			locks++
 		}
 	}
@@ -66,19 +66,19 @@ func (jq *jobQueue) enqueueGroup(ctx context.Context, items []batchItem) (out []
 	lockNo := 0
 	for _, it := range items {
 		q, score := 0, ""
-		if it.at.IsZero() {
-			q = queueNo[it.queue]
+		if it.At.IsZero() {
+			q = queueNo[it.Queue]
 		} else {
-			score = wire.FormatTime(it.at)
+			score = wire.FormatTime(it.At)
 		}
-		args = append(args, q, score, it.job)
-		if it.lock == nil {
+		args = append(args, q, score, it.Job)
+		if it.Lock == nil {
 			args = append(args, 0, "", 0)
 			continue
 		}
-		keys = append(keys, it.lock.key)
+		keys = append(keys, jq.keys.Unique(it.Lock.Token))
 		lockNo++
-		args = append(args, lockNo, it.lock.jid, it.lock.ttlMillis())
+		args = append(args, lockNo, it.Lock.JID, it.Lock.ttlMillis())
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueGroup, keys, args...)
 	res, err := cmd.Slice()
@@ -88,16 +88,16 @@ func (jq *jobQueue) enqueueGroup(ctx context.Context, items []batchItem) (out []
 	if len(res) != 2*len(items) {
 		return nil, nil, fmt.Errorf("enqueue group: %d values in the reply for %d jobs", len(res), len(items))
 	}
-	out = make([]groupOutcome, len(items))
+	out = make([]GroupOutcome, len(items))
 	for i := range items {
 		code, _ := res[2*i].(int64)
 		val, _ := res[2*i+1].(string)
 		switch code {
 		case 0:
 		case 1:
-			out[i].holder = val
+			out[i].Holder = val
 		default:
-			out[i].err = markOOM(scriptError(val))
+			out[i].Err = MarkOOM(scriptError(val))
 		}
 	}
 	return out, replErr, nil

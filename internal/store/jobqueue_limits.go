@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -10,24 +10,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// limitsRecord is how a queue's cluster-wide limits are stored in the limits hash.
-type limitsRecord struct {
+// LimitsRecord is how a queue's cluster-wide limits are stored in the limits hash.
+type LimitsRecord struct {
 	GlobalLimit int   `json:"global_limit,omitempty"`
 	Rate        int   `json:"rate,omitempty"`
 	RatePerMS   int64 `json:"rate_per_ms,omitempty"`
 }
 
-func recordOf(q Queue) limitsRecord {
-	return limitsRecord{GlobalLimit: q.GlobalLimit, Rate: q.Rate.N, RatePerMS: q.Rate.Per.Milliseconds()}
+func recordOf(l Limits) LimitsRecord {
+	return LimitsRecord{GlobalLimit: l.Global, Rate: l.RateN, RatePerMS: l.RatePer.Milliseconds()}
 }
 
-func (r limitsRecord) rate() Rate {
-	return Rate{N: r.Rate, Per: time.Duration(r.RatePerMS) * time.Millisecond}
+// Limits are the limits r records.
+func (r LimitsRecord) Limits() Limits {
+	return Limits{Global: r.GlobalLimit, RateN: r.Rate, RatePer: time.Duration(r.RatePerMS) * time.Millisecond}
 }
 
-// publishLimits writes the limits of queues into the limits hash (a queue without any is
+// PublishLimits writes the limits of queues into the limits hash (a queue without any is
 // removed from it) and returns, per queue, the limits stored before when they differ.
-func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[string]limitsRecord, error) {
+func (jq *Store) PublishLimits(ctx context.Context, queues []QueueLimits) (map[string]LimitsRecord, error) {
 	if len(queues) == 0 {
 		return nil, nil
 	}
@@ -39,13 +40,13 @@ func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	differ := map[string]limitsRecord{}
+	differ := map[string]LimitsRecord{}
 	for i, q := range queues {
-		var was limitsRecord
+		var was LimitsRecord
 		if s, ok := old[i].(string); ok {
 			_ = json.Unmarshal([]byte(s), &was) // unreadable counts as different
 		}
-		if was != recordOf(q) || (old[i] != nil && was == limitsRecord{}) {
+		if was != recordOf(q.Limits) || (old[i] != nil && was == LimitsRecord{}) {
 			differ[q.Name] = was
 		}
 	}
@@ -57,7 +58,7 @@ func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[stri
 			if _, ok := differ[q.Name]; !ok {
 				continue
 			}
-			if rec := recordOf(q); rec == (limitsRecord{}) {
+			if rec := recordOf(q.Limits); rec == (LimitsRecord{}) {
 				p.HDel(ctx, jq.keys.Limits(), q.Name)
 			} else {
 				b, _ := json.Marshal(rec)
@@ -69,17 +70,17 @@ func (jq *jobQueue) publishLimits(ctx context.Context, queues []Queue) (map[stri
 	return differ, err
 }
 
-// queueUse is how much of its limits a queue uses now, and its size.
-type queueUse struct {
-	size    int64
-	inUse   int64 // live leases
-	started int64 // starts within the rate's window
+// QueueUse is how much of its limits a queue uses now, and its size.
+type QueueUse struct {
+	Size    int64
+	InUse   int64 // live leases
+	Started int64 // starts within the rate's window
 }
 
-// queueUses reads, for every queue in qs, its size and, by the server's clock, its live leases
+// QueueUses reads, for every queue in qs, its size and, by the server's clock, its live leases
 // (a GlobalLimit in limits) and its starts within the rate's window (a Rate in limits), in one
 // round trip after reading the clock.
-func (jq *jobQueue) queueUses(ctx context.Context, qs []string, limits map[string]limitsRecord) (map[string]queueUse, error) {
+func (jq *Store) QueueUses(ctx context.Context, qs []string, limits map[string]LimitsRecord) (map[string]QueueUse, error) {
 	now, err := jq.rdb.Time(ctx).Result()
 	if err != nil {
 		return nil, err
@@ -96,8 +97,8 @@ func (jq *jobQueue) queueUses(ctx context.Context, qs []string, limits map[strin
 			if l.GlobalLimit > 0 {
 				c.inUse = p.ZCount(ctx, jq.keys.Leases(q), "("+secs(now), "+inf")
 			}
-			if r := l.rate(); r.N > 0 {
-				window := queueLimits{rate: r}.window()
+			if r := l.Limits(); r.RateN > 0 {
+				window := r.window()
 				c.started = p.ZCount(ctx, jq.keys.Starts(q), "("+secs(now.Add(-window)), "+inf")
 			}
 			byQueue[q] = c
@@ -112,33 +113,33 @@ func (jq *jobQueue) queueUses(ctx context.Context, qs []string, limits map[strin
 		}
 		return c.Val()
 	}
-	out := make(map[string]queueUse, len(qs))
+	out := make(map[string]QueueUse, len(qs))
 	for q, c := range byQueue {
-		out[q] = queueUse{size: c.size.Val(), inUse: val(c.inUse), started: val(c.started)}
+		out[q] = QueueUse{Size: c.size.Val(), InUse: val(c.inUse), Started: val(c.started)}
 	}
 	return out, nil
 }
 
-// publishedLimits reads the limits the nodes published, per queue (an unreadable record counts
+// PublishedLimits reads the limits the nodes published, per queue (an unreadable record counts
 // as none).
-func (jq *jobQueue) publishedLimits(ctx context.Context) (map[string]limitsRecord, error) {
+func (jq *Store) PublishedLimits(ctx context.Context) (map[string]LimitsRecord, error) {
 	raw, err := jq.rdb.HGetAll(ctx, jq.keys.Limits()).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]limitsRecord, len(raw))
+	out := make(map[string]LimitsRecord, len(raw))
 	for q, s := range raw {
-		var r limitsRecord
+		var r LimitsRecord
 		_ = json.Unmarshal([]byte(s), &r)
 		out[q] = r
 	}
 	return out, nil
 }
 
-// dropOwnLeases removes the leases on queue q named after this node: those a previous process
+// DropOwnLeases removes the leases on queue q named after this node: those a previous process
 // with the same NodeID left when it died (its jobs go back to their queue at Start). Lease
 // numbers restart at 1 in every process, so they would otherwise hold slots until they lapse.
-func (jq *jobQueue) dropOwnLeases(ctx context.Context, q string) (int64, error) {
+func (jq *Store) DropOwnLeases(ctx context.Context, q string) (int64, error) {
 	members, err := jq.rdb.ZRange(ctx, jq.keys.Leases(q), 0, -1).Result()
 	if err != nil {
 		return 0, err
@@ -156,8 +157,8 @@ func (jq *jobQueue) dropOwnLeases(ctx context.Context, q string) (int64, error) 
 	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), mine...).Result()
 }
 
-// stopWaiting removes this node from the lease waiters of queues.
-func (jq *jobQueue) stopWaiting(ctx context.Context, queues []string) error {
+// StopWaiting removes this node from the lease waiters of queues.
+func (jq *Store) StopWaiting(ctx context.Context, queues []string) error {
 	if len(queues) == 0 {
 		return nil
 	}

@@ -1,35 +1,34 @@
-package exq
+package store
 
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// cronRecord is a periodic job as stored in sidekiq-cron 1.x's hash (whoever wrote it).
-type cronRecord struct {
-	name, class, spec, description string
-	queue                          string          // from message, "default" when it names none
-	args                           json.RawMessage // the args field, else message's args, else []
-	enabled                        bool            // status "enabled", or no status (sidekiq-cron's default)
-	lastEnqueue                    time.Time
-	problem                        string // what exq cannot read in it, "" when nothing
+// CronRecord is a periodic job as stored in sidekiq-cron 1.x's hash (whoever wrote it).
+type CronRecord struct {
+	Name, Class, Spec, Description string
+	Queue                          string          // from message, "default" when it names none
+	Args                           json.RawMessage // the args field, else message's args, else []
+	Enabled                        bool            // status "enabled", or no status (sidekiq-cron's default)
+	LastEnqueue                    time.Time
+	Problem                        string // what exq cannot read in it, "" when nothing
 }
 
 // readCronRecord reads a stored hash as sidekiq-cron does (job.rb: the args field wins over
 // message.args, a missing status means enabled, the queue lives only in message).
-func readCronRecord(member string, h map[string]string) cronRecord {
-	r := cronRecord{name: h["name"], class: h["klass"], spec: h["cron"], description: h["description"], queue: DefaultQueue,
-		enabled: h["status"] == "" || h["status"] == "enabled"}
-	if r.name == "" {
-		r.name = strings.TrimPrefix(member, "cron_job:")
+func readCronRecord(member string, h map[string]string) CronRecord {
+	r := CronRecord{Name: h["name"], Class: h["klass"], Spec: h["cron"], Description: h["description"], Queue: defaultQueue,
+		Enabled: h["status"] == "" || h["status"] == "enabled"}
+	if r.Name == "" {
+		r.Name = strings.TrimPrefix(member, "cron_job:")
 	}
 	var msg struct {
 		Queue string          `json:"queue"`
@@ -38,38 +37,38 @@ func readCronRecord(member string, h map[string]string) cronRecord {
 	}
 	if m := h["message"]; m != "" {
 		if err := json.Unmarshal([]byte(m), &msg); err != nil {
-			r.problem = "message is not JSON"
+			r.Problem = "message is not JSON"
 		}
 	}
 	if msg.Queue != "" {
-		r.queue = msg.Queue
+		r.Queue = msg.Queue
 	}
-	if r.class == "" {
-		r.class = msg.Class
+	if r.Class == "" {
+		r.Class = msg.Class
 	}
-	r.args = json.RawMessage("[]")
+	r.Args = json.RawMessage("[]")
 	switch a := h["args"]; {
 	case a != "" && json.Valid([]byte(a)):
-		r.args = json.RawMessage(a)
+		r.Args = json.RawMessage(a)
 	case a != "":
 		// sidekiq-cron wraps a string that is not JSON in a list.
-		r.args, _ = json.Marshal([]string{a})
+		r.Args, _ = json.Marshal([]string{a})
 	case len(msg.Args) > 0:
-		r.args = msg.Args
+		r.Args = msg.Args
 	}
-	if t, err := parseCronTime(h["last_enqueue_time"]); err != nil {
-		r.problem = err.Error()
+	if t, err := wire.ParseCronTime(h["last_enqueue_time"]); err != nil {
+		r.Problem = err.Error()
 	} else {
-		r.lastEnqueue = t
+		r.LastEnqueue = t
 	}
-	if r.class == "" && r.problem == "" {
-		r.problem = "no klass"
+	if r.Class == "" && r.Problem == "" {
+		r.Problem = "no klass"
 	}
 	return r
 }
 
-// loadCron reads every periodic job of the namespace.
-func (jq *jobQueue) loadCron(ctx context.Context) ([]cronRecord, error) {
+// LoadCron reads every periodic job of the namespace.
+func (jq *Store) LoadCron(ctx context.Context) ([]CronRecord, error) {
 	members, err := jq.rdb.SMembers(ctx, jq.keys.CronJobs()).Result()
 	if err != nil || len(members) == 0 {
 		return nil, err
@@ -83,7 +82,7 @@ func (jq *jobQueue) loadCron(ctx context.Context) ([]cronRecord, error) {
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]cronRecord, 0, len(members))
+	out := make([]CronRecord, 0, len(members))
 	for i, m := range members {
 		if h := cmds[i].Val(); len(h) > 0 {
 			out = append(out, readCronRecord(m, h))
@@ -92,37 +91,42 @@ func (jq *jobQueue) loadCron(ctx context.Context) ([]cronRecord, error) {
 	return out, nil
 }
 
+// CronJob is a periodic job to save, already checked: Spec is its stored spec line, Args its
+// JSON arguments, Prev the ticks before now that must not fire (CronTick names).
+type CronJob struct {
+	Name, Class, Queue, Description, Spec string
+	Args                                  json.RawMessage
+	Disabled                              bool
+	Prev                                  []string
+}
+
 // cronFields renders p as sidekiq-cron 1.x's hash fields (without status and
 // last_enqueue_time), in its order, every value a string it can read.
-func cronFields(p PeriodicJob, line string) ([]any, error) {
-	args, err := encodeArgs(p.Args)
-	if err != nil {
-		return nil, err
-	}
+func cronFields(p CronJob) ([]any, error) {
 	msg, err := json.Marshal(struct {
 		Queue string          `json:"queue"`
 		Class string          `json:"class"`
 		Args  json.RawMessage `json:"args"`
-	}{p.queue(), p.Class, args})
+	}{p.Queue, p.Class, p.Args})
 	if err != nil {
 		return nil, err
 	}
-	return []any{"name", p.Name, "klass", p.Class, "cron", line, "description", p.Description, "args", string(args),
+	return []any{"name", p.Name, "klass", p.Class, "cron", p.Spec, "description", p.Description, "args", string(p.Args),
 		"date_as_argument", "false", "message", string(msg), "active_job", "false", "queue_name_prefix", "",
 		"queue_name_delimiter", "", "symbolize_args", "false"}, nil
 }
 
-// Modes of saveCron.
+// Modes of SaveCron.
 const (
-	cronUpsert = "upsert"
-	cronCreate = "create"
-	cronUpdate = "update"
+	CronUpsert = "upsert"
+	CronCreate = "create"
+	CronUpdate = "update"
 )
 
-// saveCron writes p (already checked; line is its stored spec, s its schedule) in mode and
-// reports what cron_save.lua returned (1 created, 0 updated, -1 not found, -2 exists).
-func (jq *jobQueue) saveCron(ctx context.Context, p PeriodicJob, line string, s schedule, mode string, now time.Time) (int64, error) {
-	fields, err := cronFields(p, line)
+// SaveCron writes p in mode and reports what cron_save.lua returned (1 created, 0 updated,
+// -1 not found, -2 exists).
+func (jq *Store) SaveCron(ctx context.Context, p CronJob, mode string, now time.Time) (int64, error) {
+	fields, err := cronFields(p)
 	if err != nil {
 		return 0, err
 	}
@@ -130,36 +134,28 @@ func (jq *jobQueue) saveCron(ctx context.Context, p PeriodicJob, line string, s 
 	if p.Disabled {
 		status = "disabled"
 	}
-	// The tick before now as exq sees it, and as sidekiq-cron does (the latest at or before the
-	// second before now): a poll of either in this second must not fire a tick from before.
-	var prev []string
-	for _, at := range []time.Time{now, now.Truncate(time.Second).Add(-time.Second)} {
-		if t := s.latest(at); !t.IsZero() && !slices.Contains(prev, tickMember(t)) {
-			prev = append(prev, tickMember(t))
-		}
-	}
-	args := append([]any{wire.CronMember(p.Name), mode, status, strings.Join(prev, " "), float64(now.UnixMicro()) / 1e6}, fields...)
+	args := append([]any{wire.CronMember(p.Name), mode, status, strings.Join(p.Prev, " "), float64(now.UnixMicro()) / 1e6}, fields...)
 	return scripts.CronSave.Run(ctx, jq.rdb, []string{jq.keys.CronJob(p.Name), jq.keys.CronJobs(), jq.keys.CronEnqueued(p.Name)}, args...).Int64()
 }
 
-// cronClaim is one periodic enqueue of a tick. Sent again after a lost reply, the same claim
+// CronClaim is one periodic enqueue of a tick. Sent again after a lost reply, the same claim
 // learns whether the tick is its own (cron_enqueue.lua).
-type cronClaim struct {
-	id    string        // random; names the claim's marker key
-	ttl   time.Duration // how long the marker lives
-	check bool          // only ask whether this claim was made, writing nothing
+type CronClaim struct {
+	ID    string        // random; names the claim's marker key
+	TTL   time.Duration // how long the marker lives
+	Check bool          // only ask whether this claim was made, writing nothing
 }
 
-// cronEnqueue pushes doc, the job of schedule name for tick (zero: now, unclaimed), as
+// CronEnqueue pushes doc, the job of schedule name for tick (zero: now, unclaimed), as
 // cron_enqueue.lua does, and reports whether it did (or an earlier call with the same claim).
-func (jq *jobQueue) cronEnqueue(ctx context.Context, name, queue, jid, doc string, tick, now time.Time, claim cronClaim) (bool, error) {
+func (jq *Store) CronEnqueue(ctx context.Context, name, queue, jid, doc string, tick, now time.Time, claim CronClaim) (bool, error) {
 	member, score := "", 0.0
 	keys := []string{jq.keys.CronJob(name), jq.keys.CronEnqueued(name), jq.keys.Queue(queue), jq.keys.Queues(), jq.keys.CronHistory(name)}
 	if !tick.IsZero() {
-		member, score = tickMember(tick), float64(tick.Unix())
-		keys = append(keys, jq.keys.CronClaim(claim.id))
+		member, score = wire.CronTick(tick), float64(tick.Unix())
+		keys = append(keys, jq.keys.CronClaim(claim.ID))
 	}
-	at := now.UTC().Format(cronTimeLayout)
+	at := now.UTC().Format(wire.CronTimeLayout)
 	entry, err := json.Marshal(struct {
 		JID      string `json:"jid"`
 		Enqueued string `json:"enqueued"`
@@ -168,24 +164,24 @@ func (jq *jobQueue) cronEnqueue(ctx context.Context, name, queue, jid, doc strin
 		return false, err
 	}
 	mode := ""
-	if claim.check {
+	if claim.Check {
 		mode = "check"
 	}
 	n, err := scripts.CronEnqueue.Run(ctx, jq.rdb, keys, member, score, doc, queue, at, string(entry),
-		now.Add(-24*time.Hour).Unix(), jq.keys.Wake(), max(claim.ttl.Milliseconds(), 1), mode).Int64()
+		now.Add(-24*time.Hour).Unix(), jq.keys.Wake(), max(claim.TTL.Milliseconds(), 1), mode).Int64()
 	return n == 1, err
 }
 
-// setCronStatus sets the status of schedule name ("enabled" or "disabled") and reports
+// SetCronStatus sets the status of schedule name ("enabled" or "disabled") and reports
 // whether the schedule exists.
-func (jq *jobQueue) setCronStatus(ctx context.Context, name, status string) (bool, error) {
+func (jq *Store) SetCronStatus(ctx context.Context, name, status string) (bool, error) {
 	n, err := scripts.CronStatus.Run(ctx, jq.rdb, []string{jq.keys.CronJob(name)}, status).Int64()
 	return n == 1, err
 }
 
-// deleteCron removes schedule name with its enqueued ticks and history, as sidekiq-cron's
+// DeleteCron removes schedule name with its enqueued ticks and history, as sidekiq-cron's
 // destroy does, and reports whether it existed.
-func (jq *jobQueue) deleteCron(ctx context.Context, name string) (bool, error) {
+func (jq *Store) DeleteCron(ctx context.Context, name string) (bool, error) {
 	var gone *redis.IntCmd
 	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.SRem(ctx, jq.keys.CronJobs(), wire.CronMember(name))
@@ -196,16 +192,16 @@ func (jq *jobQueue) deleteCron(ctx context.Context, name string) (bool, error) {
 	return err == nil && gone.Val() > 0, err
 }
 
-// cronRecordOf reads one schedule; ok is false when it does not exist.
-func (jq *jobQueue) cronRecordOf(ctx context.Context, name string) (cronRecord, bool, error) {
+// CronRecordOf reads one schedule; ok is false when it does not exist.
+func (jq *Store) CronRecordOf(ctx context.Context, name string) (CronRecord, bool, error) {
 	h, err := jq.rdb.HGetAll(ctx, jq.keys.CronJob(name)).Result()
 	if err != nil || len(h) == 0 {
-		return cronRecord{}, false, err
+		return CronRecord{}, false, err
 	}
 	return readCronRecord(wire.CronMember(name), h), true, nil
 }
 
-// cronHistory reads the history of schedule name, newest first.
-func (jq *jobQueue) cronHistory(ctx context.Context, name string) ([]string, error) {
+// CronHistory reads the history of schedule name, newest first.
+func (jq *Store) CronHistory(ctx context.Context, name string) ([]string, error) {
 	return jq.rdb.LRange(ctx, jq.keys.CronHistory(name), 0, -1).Result()
 }

@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -141,23 +141,26 @@ func (w *replicaWait) shortfall(what string, err error) {
 // evalScript runs a script on jq's Redis and, with WaitReplicas, WAITs for it (see
 // replicaWait.eval); replErr reports a shortfall. A refusal for want of memory matches
 // ErrRedisOOM.
-func (jq *jobQueue) evalScript(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, replErr error) {
+func (jq *Store) evalScript(ctx context.Context, s *redis.Script, keys []string, args ...any) (cmd *redis.Cmd, replErr error) {
 	if jq.wait == nil {
 		cmd = s.Run(ctx, jq.rdb, keys, args...)
 	} else {
 		cmd, replErr = jq.wait.eval(ctx, jq.rdb, s, keys, args...)
 	}
 	if err := cmd.Err(); err != nil {
-		cmd.SetErr(markOOM(err))
+		cmd.SetErr(MarkOOM(err))
 	}
 	return cmd, replErr
 }
 
-// replicaWaitFor returns the WAIT settings of o for a jobQueue on rdb: nil without
-// WaitReplicas, or an error when rdb's read timeout would cut the wait short.
-func replicaWaitFor(o ClientOptions, rdb redis.UniversalClient) (*replicaWait, error) {
-	if err := checkWaitTimeout(o, rdb); err != nil {
-		return nil, err
+// ReadTimeout is the read timeout of rdb's connections (0 when unknown): a WAIT in a pipeline
+// must end before it.
+func ReadTimeout(rdb redis.UniversalClient) time.Duration {
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		return c.Options().ReadTimeout
+	case interface{ Options() *redis.ClusterOptions }:
+		return c.Options().ReadTimeout
 	}
-	return newReplicaWait(o.WaitReplicas, o.WaitTimeout, o.Logger), nil
+	return 0
 }
