@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -21,14 +19,13 @@ import (
 // paginated and every search scans in pages, so no call loads an unbounded set into memory.
 // Get one from a running node with Exq.API, or without one with NewAPI.
 type API struct {
-	rdb       redis.UniversalClient
-	ownClient bool
-	jq        *store.Store
-	log       *slog.Logger
-	wakeOnce  *sync.Once   // the missing channel permission is reported once
-	clock     *serverClock // the Redis server's clock, for the calls that need the time
-	opened    bool         // NewAPI connected it: Close ends its use of rdb
-	closed    atomic.Bool  // Close was called
+	conn     *store.Conn
+	jq       *store.Store
+	log      *slog.Logger
+	wakeOnce *sync.Once   // the missing channel permission is reported once
+	clock    *serverClock // the Redis server's clock, for the calls that need the time
+	opened   bool         // NewAPI connected it: Close ends its use of conn
+	closed   atomic.Bool  // Close was called
 }
 
 // now reads the Redis server's clock (serverclock.go), taking a sample first when the last
@@ -47,17 +44,22 @@ func (a *API) Namespace() string { return a.jq.Namespace() }
 // opts.MaxRetries is not used. A program that also starts a node passes the node's options:
 // NewAPI(ctx, opts.ClientOptions()). Close it when done.
 func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
-	o, rdb, own, err := openRedis(ctx, opts)
+	o, conn, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, opened: true, jq: store.New(rdb, store.Config{Namespace: o.Namespace}),
-		log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(rdb, time.Now, o.Logger)}, nil
+	jq, err := conn.Store(store.Config{Namespace: o.Namespace})
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return &API{conn: conn, opened: true, jq: jq, log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(conn.Time, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: store.New(e.rdb, store.Config{Namespace: e.jq.Namespace()}), log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
+	jq, _ := e.conn.Store(store.Config{Namespace: e.jq.Namespace()}) // no WaitReplicas: no error
+	return &API{conn: e.conn, jq: jq, log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
@@ -65,7 +67,7 @@ func (a *API) Close() error {
 	if !a.opened || a.closed.Swap(true) {
 		return nil
 	}
-	return closeClient(a.rdb, a.ownClient)
+	return a.conn.Close()
 }
 
 // Set names where a job is stored, for the API calls that work on any of them.

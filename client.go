@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -30,28 +28,27 @@ var (
 // enqueuer mode). Scheduled jobs and retries come due only where some node runs the
 // scheduler. Create it with NewClient; Close it when done.
 type Client struct {
-	enq       *enqueuer
-	rdb       redis.UniversalClient
-	ownClient bool
-	closed    atomic.Bool // Close was called
+	enq    *enqueuer
+	conn   *store.Conn
+	closed atomic.Bool // Close was called
 }
 
 // NewClient connects to Redis and returns an enqueue-only Client. A program that also starts
 // a node passes the node's options: NewClient(ctx, opts.ClientOptions()).
 func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
-	o, rdb, own, err := openRedis(ctx, opts)
+	o, conn, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	jq, err := newStore(o, rdb, "")
+	jq, err := newStore(o, conn, "")
 	if err != nil {
-		_ = closeClient(rdb, own)
+		_ = conn.Close()
 		return nil, err
 	}
-	clock := newServerClock(rdb, time.Now, o.Logger)
+	clock := newServerClock(conn.Time, time.Now, o.Logger)
 	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
 		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
-		rdb: rdb, ownClient: own}, nil
+		conn: conn}, nil
 }
 
 // Enqueue pushes a job onto queue now; see Exq.Enqueue.
@@ -79,7 +76,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	return closeClient(c.rdb, c.ownClient)
+	return c.conn.Close()
 }
 
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with

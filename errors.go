@@ -17,7 +17,7 @@ import (
 var (
 	// ErrInvalidOptions is wrapped by Start when an Options field is out of range; the message
 	// names the field.
-	ErrInvalidOptions = errors.New("exq: invalid options")
+	ErrInvalidOptions = store.ErrInvalidOptions
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
@@ -47,7 +47,7 @@ var (
 	// the same exq.JID and a unique lock, or accept that it may run twice.
 	ErrNotReplicated = store.ErrNotReplicated
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
-	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	ErrRedisUnavailable = store.ErrRedisUnavailable
 	// ErrRedisOOM is matched by the error of a call that Redis refused because it is out of
 	// memory (maxmemory reached under the noeviction policy): every kind of enqueue, and Start.
 	// Nothing was written. Running nodes carry on meanwhile: they beat, fetch, run and

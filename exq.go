@@ -52,20 +52,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/exqgo/exq/internal/store"
-	"github.com/exqgo/exq/internal/wire"
 )
 
 // Exq is a running node: it fetches and runs jobs of its queues and enqueues new ones. It is
 // safe for concurrent use. Create it with Start; end it with Stop.
 type Exq struct {
-	opts      settings
-	rdb       redis.UniversalClient
-	ownClient bool
-	log       *slog.Logger
-	clock     *serverClock // the Redis server's clock; opts.now reads it
+	opts  settings
+	conn  *store.Conn
+	log   *slog.Logger
+	clock *serverClock // the Redis server's clock; opts.now reads it
 
 	jq       *store.Store
 	enq      *enqueuer
@@ -123,18 +119,18 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e := &Exq{opts: o, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
 		done: make(chan struct{})}
-	e.rdb, e.ownClient, err = connect(ctx, o.ClientOptions())
+	e.conn, err = connect(ctx, o.ClientOptions())
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
-		_ = closeClient(e.rdb, e.ownClient)
+		_ = e.conn.Close()
 		return nil, store.MarkOOM(err)
 	}
 
 	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
 	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
-	e.clock = newServerClock(e.rdb, o.now, e.log)
+	e.clock = newServerClock(e.conn.Time, o.now, e.log)
 	if o.serverNow != nil {
 		o.now = o.serverNow
 	} else {
@@ -148,8 +144,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.opts = o
 
-	keys := wire.NewKeys(o.Namespace)
-	e.jq, err = newStore(o.ClientOptions(), e.rdb, o.NodeID)
+	e.jq, err = newStore(o.ClientOptions(), e.conn, o.NodeID)
 	if err != nil {
 		return fail(err)
 	}
@@ -217,7 +212,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goLoop(func() { e.mgr.listen(e.wakeups, due) })
 	if !o.DisableBlockingIdleWait {
 		// Made here, past every failure of Start: the poll loop's end closes it.
-		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
+		e.mgr.idle = e.jq.NewIdleWaiter(idleCap(o.PollTimeout), func() { signal(e.mgr.wake) }, e.log)
 	}
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {
@@ -404,7 +399,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 	case <-e.stopDone:
 		e.closeOnce.Do(func() {
 			e.stopped.Store(true)
-			_ = closeClient(e.rdb, e.ownClient)
+			_ = e.conn.Close()
 		})
 	default:
 		// The first stop is still under way and uses the client: it stays open.

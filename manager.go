@@ -97,14 +97,14 @@ type manager struct {
 type managerParts struct {
 	jq          *store.Store
 	acker       *acker
-	perform     func(*run)      // runs one job to its end, then calls release
-	dequeuer    Dequeuer        // Options.Dequeuer; nil: the local concurrency alone
-	events      listeners       // RedisLost, RedisBack
-	jobsCtx     context.Context // parent of every job's context
-	timeout     time.Duration   // bounds each Redis call
-	pollTimeout time.Duration   // idle poll interval
-	leaseTTL    time.Duration   // how long a lease lives unless renewed: the heartbeat window
-	idle        *idleWaiter     // wakes the loop for jobs pushed without a wake-up; nil: polling alone
+	perform     func(*run)        // runs one job to its end, then calls release
+	dequeuer    Dequeuer          // Options.Dequeuer; nil: the local concurrency alone
+	events      listeners         // RedisLost, RedisBack
+	jobsCtx     context.Context   // parent of every job's context
+	timeout     time.Duration     // bounds each Redis call
+	pollTimeout time.Duration     // idle poll interval
+	leaseTTL    time.Duration     // how long a lease lives unless renewed: the heartbeat window
+	idle        *store.IdleWaiter // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
 }
@@ -303,7 +303,7 @@ func (m *manager) run(ctx context.Context) {
 	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	defer m.idle.stop()
+	defer m.idle.Stop()
 	// wait reports false when ctx ended, and whether something other than the timer ended it.
 	wait := func(d time.Duration) (ok, woken bool) {
 		if !timer.Stop() {
@@ -347,7 +347,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		reqs, limited := m.available()
 		if len(reqs) == 0 {
-			m.idle.disarmAll()
+			m.idle.DisarmAll()
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
 			// slots back may allow them later without either: poll as an idle node does.
@@ -410,7 +410,7 @@ func (m *manager) run(ctx context.Context) {
 			reconcile = true
 			m.unsent(reqs, func(i int) int { return len(res.Jobs[i]) })
 		}
-		m.idle.arm(reqs, res)
+		m.idle.Arm(reqs, res)
 		if m.dispatch(reqs, res) > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)

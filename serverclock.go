@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // serverClock is this process's reading of the Redis server's clock (TIME). Every time that
@@ -23,8 +21,8 @@ import (
 // interval (run); a Client or an API takes one at its first call that needs the time and again
 // when it is older than clientClockAge (fresh).
 type serverClock struct {
-	rdb   redis.UniversalClient
-	local func() time.Time // this process's clock: time.Now, or a test's skewed one
+	read  func(context.Context) (time.Time, error) // the server's TIME
+	local func() time.Time                         // this process's clock: time.Now, or a test's skewed one
 	log   *slog.Logger
 	// syncing is held by the one fresh call that takes a sample: the calls that meet a stale
 	// sample at once (a Client's first burst of enqueues) share one TIME round trip.
@@ -50,11 +48,11 @@ const maxClockRoundTrip = time.Second
 // which the first sample, and a change of that size later, is logged.
 const clockSkewWarning = time.Second
 
-func newServerClock(rdb redis.UniversalClient, local func() time.Time, log *slog.Logger) *serverClock {
+func newServerClock(read func(context.Context) (time.Time, error), local func() time.Time, log *slog.Logger) *serverClock {
 	if local == nil {
 		local = time.Now
 	}
-	return &serverClock{rdb: rdb, local: local, log: log, syncing: make(chan struct{}, 1)}
+	return &serverClock{read: read, local: local, log: log, syncing: make(chan struct{}, 1)}
 }
 
 // now is the server's time as this process reads it. Before the first sample it is the local
@@ -72,7 +70,7 @@ func (c *serverClock) now() time.Time {
 // sync takes a sample of the server's clock.
 func (c *serverClock) sync(ctx context.Context) error {
 	before := c.local()
-	server, err := c.rdb.Time(ctx).Result()
+	server, err := c.read(ctx)
 	if err != nil {
 		return fmt.Errorf("read the Redis server's clock (TIME): %w", err)
 	}

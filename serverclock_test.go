@@ -15,7 +15,7 @@ func TestServerClockReadsTheServersTimeWhateverThisProcesssClockSays(t *testing.
 	t.Parallel()
 	v := newEnv(t)
 	for _, skew := range []time.Duration{0, 30 * time.Second, -10 * time.Minute, 365 * 24 * time.Hour} {
-		c := newServerClock(v.rdb, skewedClock(skew), testLogger())
+		c := newServerClock(timeOf(v.rdb), skewedClock(skew), testLogger())
 		assert.InDelta(t, skew.Seconds(), time.Until(c.now()).Seconds(), 1, "before a sample: the local clock, %s off", skew)
 		require.NoError(t, c.sync(context.Background()))
 		for i := 0; i < 3; i++ {
@@ -30,7 +30,7 @@ func TestServerClockCallsThatMeetAStaleSampleShareOneTIME(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	rdb, counter := v.countingClient()
-	c := newServerClock(rdb, time.Now, testLogger())
+	c := newServerClock(timeOf(rdb), time.Now, testLogger())
 	var wg sync.WaitGroup
 	for i := 0; i < 50; i++ {
 		wg.Add(1)
@@ -53,7 +53,7 @@ func TestServerClockWithoutASampleFailsTheCallThatNeedsIt(t *testing.T) {
 	opts.MaxRetries = -1
 	down := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = down.Close() })
-	c := newServerClock(down, time.Now, testLogger())
+	c := newServerClock(timeOf(down), time.Now, testLogger())
 	en := &enqueuer{jq: testStore(down, v.keys, ""), now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
 	_, err := en.enqueueIn(context.Background(), "q", "W", time.Minute, nil, nil)
 	require.Error(t, err)
@@ -65,7 +65,7 @@ func TestServerClockWithoutASampleFailsTheCallThatNeedsIt(t *testing.T) {
 func TestAClientOnASkewedMachineSchedulesByTheServersClock(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
-	c := newServerClock(v.rdb, skewedClock(10*time.Minute), testLogger())
+	c := newServerClock(timeOf(v.rdb), skewedClock(10*time.Minute), testLogger())
 	en := &enqueuer{jq: testStore(v.rdb, v.keys, ""), now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
 	before := v.serverTime()

@@ -1,20 +1,20 @@
-package exq
+package store
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// idleWaiter notices jobs pushed without a wake-up (by Sidekiq's client, Exq's enqueue, a plain
+// IdleWaiter notices jobs pushed without a wake-up (by Sidekiq's client, Exq's enqueue, a plain
 // LPUSH) onto the queues an idle node polled empty, so that such a job does not wait for the
 // poll loop's backed-off timer (up to 5 s). For every such queue it blocks in
 //
@@ -35,7 +35,7 @@ import (
 // gave every job asked for). A paused queue is seen after the BLMOVE (SISMEMBER of the paused
 // set) and does not wake the loop. Idle cost: one BLMOVE per armed queue per block (5 s with
 // the default PollTimeout), and one connection per armed queue, opened on first use.
-type idleWaiter struct {
+type IdleWaiter struct {
 	rdb    redis.UniversalClient // a client of its own: Close ends a blocked BLMOVE at once
 	keys   wire.Keys
 	block  time.Duration // BLMOVE timeout
@@ -64,16 +64,17 @@ const (
 	idleWaitRetry    = time.Second
 )
 
-// newIdleWaiter builds the waiter of a node on its own client, made from rdb's options; nil
-// (polling alone) when rdb is a client whose options it cannot copy.
-func newIdleWaiter(rdb redis.UniversalClient, keys wire.Keys, pollTimeout time.Duration, wake func(), log *slog.Logger) *idleWaiter {
-	own := blockingClient(rdb)
+// NewIdleWaiter builds the waiter of the store's node on a client of its own, made from the
+// store's client's options, each BLMOVE blocking for block (at least minIdleWaitBlock); nil
+// (polling alone) when the store's client is one whose options it cannot copy.
+func (jq *Store) NewIdleWaiter(block time.Duration, wake func(), log *slog.Logger) *IdleWaiter {
+	own := blockingClient(jq.rdb)
 	if own == nil {
 		log.Info("exq: jobs pushed without a wake-up are found by polling alone: the Redis client is neither a *redis.Client nor a *redis.ClusterClient")
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &idleWaiter{rdb: own, keys: keys, block: max(idleCap(pollTimeout), minIdleWaitBlock), wake: wake, log: log,
+	return &IdleWaiter{rdb: own, keys: jq.keys, block: max(block, minIdleWaitBlock), wake: wake, log: log,
 		ctx: ctx, cancel: cancel, queues: map[string]*queueWait{}}
 }
 
@@ -97,9 +98,9 @@ func blockingClient(rdb redis.UniversalClient) redis.UniversalClient {
 	return nil
 }
 
-// arm sets the armed queues after a fetch: those it asked for jobs and got fewer from, with no
+// Arm sets the armed queues after a fetch: those it asked for jobs and got fewer from, with no
 // limit holding them back. Every other queue is disarmed. nil-safe.
-func (w *idleWaiter) arm(reqs []store.FetchReq, res store.FetchRes) {
+func (w *IdleWaiter) Arm(reqs []FetchReq, res FetchRes) {
 	if w == nil {
 		return
 	}
@@ -123,22 +124,25 @@ func (w *idleWaiter) arm(reqs []store.FetchReq, res store.FetchRes) {
 			go w.watch(s)
 		}
 		s.armed = true
-		signal(s.kick)
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// disarmAll disarms every queue (no slot free anywhere). nil-safe.
-func (w *idleWaiter) disarmAll() { w.arm(nil, store.FetchRes{}) }
+// DisarmAll disarms every queue (no slot free anywhere). nil-safe.
+func (w *IdleWaiter) DisarmAll() { w.Arm(nil, FetchRes{}) }
 
 // isArmed reports whether s is armed and the waiter still runs.
-func (w *idleWaiter) isArmed(s *queueWait) bool {
+func (w *IdleWaiter) isArmed(s *queueWait) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return s.armed && !w.stopped && !w.disabled
 }
 
 // fire disarms s and wakes the poll loop, if s was still armed.
-func (w *idleWaiter) fire(s *queueWait) {
+func (w *IdleWaiter) fire(s *queueWait) {
 	w.mu.Lock()
 	armed := s.armed && !w.stopped
 	s.armed = false
@@ -150,7 +154,7 @@ func (w *idleWaiter) fire(s *queueWait) {
 
 // watch is the goroutine of one queue: it waits to be armed, then blocks on the queue until a
 // job is there, the block times out (and it blocks again while armed), or the waiter stops.
-func (w *idleWaiter) watch(s *queueWait) {
+func (w *IdleWaiter) watch(s *queueWait) {
 	defer w.wg.Done()
 	key := w.keys.Queue(s.name)
 	for {
@@ -199,7 +203,7 @@ func refused(err error) bool {
 }
 
 // disable turns the waiter off for good: polling alone finds foreign pushes.
-func (w *idleWaiter) disable(err error) {
+func (w *IdleWaiter) disable(err error) {
 	w.mu.Lock()
 	first := !w.disabled
 	w.disabled = true
@@ -210,9 +214,9 @@ func (w *idleWaiter) disable(err error) {
 	}
 }
 
-// stop ends every blocked BLMOVE at once (by closing the waiter's client) and waits for the
+// Stop ends every blocked BLMOVE at once (by closing the waiter's client) and waits for the
 // goroutines. Nothing is lost: a BLMOVE that ran put its job back where it was. nil-safe.
-func (w *idleWaiter) stop() {
+func (w *IdleWaiter) Stop() {
 	if w == nil {
 		return
 	}
@@ -222,4 +226,30 @@ func (w *idleWaiter) stop() {
 	w.cancel()
 	_ = w.rdb.Close()
 	w.wg.Wait()
+}
+
+// ArmedQueues lists the queues armed now, for diagnostics and tests.
+func (w *IdleWaiter) ArmedQueues() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for name, s := range w.queues {
+		if s.armed {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sleepCtx sleeps for d and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"

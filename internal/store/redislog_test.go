@@ -1,10 +1,12 @@
-package exq
+package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +33,13 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	other := &logLines{}
 	otherClient := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))})
 	redisLogs.add(otherClient, slog.New(slog.NewTextHandler(other, nil)))
-	defer func() { _ = closeClient(otherClient, true) }()
+	defer func() { redisLogs.drop(otherClient); _ = otherClient.Close() }()
 	for _, tc := range []struct {
 		name string
 		w    io.Writer
 	}{{"a logger of the user's", &logLines{}}, {"a logger that discards", io.Discard}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Start(context.Background(), Options{RedisURL: url, RedisTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
+			_, err := Open(context.Background(), ConnOptions{URL: url, Timeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
 			require.ErrorIs(t, err, ErrRedisUnavailable)
 			if b, ok := tc.w.(*logLines); ok {
 				assert.Contains(t, b.String(), "exq: go-redis: connection pool: failed to dial")
@@ -51,4 +53,22 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	for rdb := range redisLogs.users {
 		assert.NotContains(t, fmt.Sprint(rdb), addr, "the failed client's use was dropped")
 	}
+}
+
+// logLines is a log destination that tests read while goroutines write to it.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
