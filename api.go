@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -22,19 +23,19 @@ type API struct {
 	conn     *store.Conn
 	jq       *store.Store
 	log      *slog.Logger
-	wakeOnce *sync.Once   // the missing channel permission is reported once
-	clock    *serverClock // the Redis server's clock, for the calls that need the time
-	opened   bool         // NewAPI connected it: Close ends its use of conn
-	closed   atomic.Bool  // Close was called
+	wakeOnce *sync.Once         // the missing channel permission is reported once
+	clock    *serverclock.Clock // the Redis server's clock, for the calls that need the time
+	opened   bool               // NewAPI connected it: Close ends its use of conn
+	closed   atomic.Bool        // Close was called
 }
 
 // now reads the Redis server's clock (serverclock.go), taking a sample first when the last
 // one is old.
 func (a *API) now(ctx context.Context) (time.Time, error) {
-	if err := a.clock.freshForClient(ctx); err != nil {
+	if err := a.clock.FreshForClient(ctx); err != nil {
 		return time.Time{}, err
 	}
-	return a.clock.now(), nil
+	return a.clock.Now(), nil
 }
 
 // Namespace is the namespace the API works on ("" for none).
@@ -53,7 +54,7 @@ func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	return &API{conn: conn, opened: true, jq: jq, log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(conn.Time, time.Now, o.Logger)}, nil
+	return &API{conn: conn, opened: true, jq: jq, log: o.Logger, wakeOnce: &sync.Once{}, clock: serverclock.New(conn.Time, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.

@@ -172,7 +172,7 @@ func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	}
-	en := &enqueuer{jq: a.jq, now: a.clock.now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: a.jq, now: a.clock.Now, maxRetries: DefaultMaxRetries}
 	b, err := en.buildAt(ctx, now, "enqueue periodic "+name, r.Queue, r.Class, r.Args, time.Time{}, nil)
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -45,8 +46,8 @@ func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	clock := newServerClock(conn.Time, time.Now, o.Logger)
-	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
+	clock := serverclock.New(conn.Time, time.Now, o.Logger)
+	return &Client{enq: &enqueuer{jq: jq, now: clock.Now, fresh: clock.FreshForClient, maxRetries: o.MaxRetries,
 		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
 		conn: conn}, nil
 }

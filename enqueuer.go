@@ -188,7 +188,7 @@ type enqueuer struct {
 	hooks      []EnqueueHook
 	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
 	// (groupcommit.go).
-	group groupCommit
+	group store.GroupCommit
 }
 
 // hold marks jids as being written until the returned function is called, after their
@@ -438,7 +438,7 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
+	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -485,7 +485,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
+	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}

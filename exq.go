@@ -52,6 +52,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -61,7 +62,7 @@ type Exq struct {
 	opts  settings
 	conn  *store.Conn
 	log   *slog.Logger
-	clock *serverClock // the Redis server's clock; opts.now reads it
+	clock *serverclock.Clock // the Redis server's clock; opts.now reads it
 
 	jq       *store.Store
 	enq      *enqueuer
@@ -130,17 +131,17 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
 	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
-	e.clock = newServerClock(e.conn.Time, o.now, e.log)
+	e.clock = serverclock.New(e.conn.Time, o.now, e.log)
 	if o.serverNow != nil {
 		o.now = o.serverNow
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
-		err := e.clock.sync(cctx)
+		err := e.clock.Sync(cctx)
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("exq: start: %w", err))
 		}
-		o.now = e.clock.now
+		o.now = e.clock.Now
 	}
 	e.opts = o
 
@@ -189,7 +190,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.goOps(func() { e.stats.run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
 	if o.serverNow == nil {
-		e.goOps(func() { e.clock.run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+		e.goOps(func() { e.clock.Run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })

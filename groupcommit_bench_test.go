@@ -100,7 +100,7 @@ func (stubRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 
 // BenchmarkGroupCommitLoneCaller is what group commit adds to a lone caller's enqueue, with the
 // round trip taken out (stubRedis): "direct" writes with the one-job script as before group
-// commit, "group" goes through groupCommit.write, which finds no write in flight and does the
+// commit, "group" goes through GroupCommit.Write, which finds no write in flight and does the
 // same. The difference is the whole cost a single caller pays.
 func BenchmarkGroupCommitLoneCaller(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -120,7 +120,7 @@ func BenchmarkGroupCommitLoneCaller(b *testing.B) {
 	b.Run("group", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := en.group.write(ctx, en.jq, item); err != nil {
+			if _, err := en.group.Write(ctx, en.jq, item); err != nil {
 				b.Fatal(err)
 			}
 		}

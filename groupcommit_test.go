@@ -18,16 +18,14 @@ import (
 
 // queuedCalls is how many calls wait for en's next group write.
 func queuedCalls(en *enqueuer) int {
-	en.group.mu.Lock()
-	defer en.group.mu.Unlock()
-	return len(en.group.queued)
+	n, _ := en.group.Waiting()
+	return n
 }
 
 // writeInFlight reports whether en has a write in flight.
 func writeInFlight(en *enqueuer) bool {
-	en.group.mu.Lock()
-	defer en.group.mu.Unlock()
-	return en.group.busy
+	_, busy := en.group.Waiting()
+	return busy
 }
 
 // slowClient is a client of the env's Redis through a proxy that delays every reply by
@@ -463,32 +461,4 @@ func TestCloseAndStopWithCallersQueued(t *testing.T) {
 			t.Logf("%d of %d calls wrote their job before the close", ok, len(results))
 		})
 	}
-}
-
-func TestGroupContextKeepsValuesAndTheLatestDeadlineOnly(t *testing.T) {
-	type key struct{}
-	base := context.WithValue(context.Background(), key{}, "writer")
-	early, cancel1 := context.WithTimeout(base, time.Minute)
-	defer cancel1()
-	late, cancel2 := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel2()
-	cancelled, cancel3 := context.WithCancel(context.Background())
-	cancel3()
-
-	ctx, cancel := groupContext([]*groupCall{{ctx: early}, {ctx: late}})
-	defer cancel()
-	assert.Equal(t, "writer", ctx.Value(key{}))
-	d, ok := ctx.Deadline()
-	require.True(t, ok)
-	ld, _ := late.Deadline()
-	assert.Equal(t, ld, d, "the latest deadline of the group")
-
-	cancel1()
-	assert.NoError(t, ctx.Err(), "the writer's cancellation does not end the group's write")
-
-	ctx2, cancel := groupContext([]*groupCall{{ctx: early}, {ctx: cancelled}})
-	defer cancel()
-	_, ok = ctx2.Deadline()
-	assert.False(t, ok, "a caller without a deadline: none")
-	assert.NoError(t, ctx2.Err())
 }

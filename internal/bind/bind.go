@@ -1,6 +1,8 @@
-package exq
+// Package bind is Job.Bind: it decodes a job's JSON args array into the caller's destinations.
+package bind
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,9 +17,9 @@ import (
 // accepts exactly the texts json.Unmarshal accepts into a []json.RawMessage) and decodes
 // each arg whose destination is a pointer to a common built-in type (bindArg) without
 // reflection. Every other destination, and every arg the fast path declines, goes through
-// decodeArg (encoding/json with UseNumber), as before. The fast path never reports an
+// Decode (encoding/json with UseNumber), as before. The fast path never reports an
 // error of its own: it either stores exactly what encoding/json would store and succeeds,
-// or it declines before writing anything, and decodeArg then decides (and words the error).
+// or it declines before writing anything, and Decode then decides (and words the error).
 // FuzzBindMatchesEncodingJSON checks both halves against encoding/json.
 
 // bindSpans is how many args Bind splits without allocating.
@@ -26,7 +28,10 @@ const bindSpans = 8
 // argSpan is one arg's text in Job.Args: Args[start:end].
 type argSpan struct{ start, end int }
 
-func (j *Job) bind(dst []any) error {
+// Args decodes args, a job's JSON args array, into dst (one destination per arg; a nil one
+// skips its arg), as encoding/json with UseNumber would. Errors name class, the job's class.
+func Args(class string, args []byte, dst []any) error {
+	j := job{Class: class, Args: args}
 	var buf [bindSpans]argSpan
 	spans, ok := scanArgs(j.Args, buf[:0])
 	if !ok {
@@ -43,16 +48,22 @@ func (j *Job) bind(dst []any) error {
 		if bindArg(raw, d) {
 			continue
 		}
-		if err := decodeArg(raw, d); err != nil {
+		if err := Decode(raw, d); err != nil {
 			return fmt.Errorf("exq: bind %s: arg %d (%s): %w", j.Class, i, raw, err)
 		}
 	}
 	return nil
 }
 
+// job is what Args reads of a job.
+type job struct {
+	Class string
+	Args  []byte
+}
+
 // bindSlow is Bind with encoding/json splitting the args: it words the error for args that
 // are not a JSON array.
-func (j *Job) bindSlow(dst []any) error {
+func (j job) bindSlow(dst []any) error {
 	var args []json.RawMessage
 	if err := json.Unmarshal(j.Args, &args); err != nil {
 		return fmt.Errorf("exq: bind %s: args are not a JSON array: %w", j.Class, err)
@@ -64,7 +75,7 @@ func (j *Job) bindSlow(dst []any) error {
 		if d == nil {
 			continue
 		}
-		if err := decodeArg(args[i], d); err != nil {
+		if err := Decode(args[i], d); err != nil {
 			return fmt.Errorf("exq: bind %s: arg %d (%s): %w", j.Class, i, args[i], err)
 		}
 	}
@@ -736,4 +747,12 @@ func getU4(s []byte) rune {
 		r = r*16 + rune(c)
 	}
 	return r
+}
+
+// Decode decodes one arg into dst with encoding/json, numbers as json.Number where dst takes
+// any: what Bind does with every arg its fast path declines.
+func Decode(raw json.RawMessage, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(dst)
 }

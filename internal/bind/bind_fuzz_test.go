@@ -1,4 +1,4 @@
-package exq
+package bind
 
 import (
 	"encoding/json"
@@ -175,7 +175,7 @@ func checkBindArg(t *testing.T, raw []byte) {
 		for k, init := range d.inits {
 			fast, ref, orig := init(), init(), init()
 			handled := bindArg(raw, fast)
-			refErr := decodeArg(raw, ref)
+			refErr := Decode(raw, ref)
 			if handled {
 				if refErr != nil {
 					t.Fatalf("%s into *%s (init %d): fast path took it as %s, encoding/json fails: %v", short(raw), d.name, k, show(fast), refErr)
@@ -203,7 +203,9 @@ func checkBindArg(t *testing.T, raw []byte) {
 }
 
 // bindReference is Job.Bind as it was before the fast path: encoding/json all the way.
-func bindReference(j *Job, dst ...any) error { return j.bindSlow(dst) }
+func bindReference(j *testJob, dst ...any) error {
+	return job{Class: j.Class, Args: j.Args}.bindSlow(dst)
+}
 
 // checkBind compares scanArgs with encoding/json's split of args, each arg through
 // checkBindArg, and Bind with bindReference for destinations picked by sel.
@@ -244,7 +246,7 @@ func checkBind(t *testing.T, args string, sel uint8) {
 			fast[i], want[i] = nil, nil // a skipped arg
 		}
 	}
-	j := &Job{Class: "W", Args: json.RawMessage(args)}
+	j := &testJob{Class: "W", Args: json.RawMessage(args)}
 	err, wantErr := j.Bind(fast...), bindReference(j, want...)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("%s: Bind: %s, encoding/json: %s", short(args), short(fmt.Sprint(err)), short(fmt.Sprint(wantErr)))

@@ -1,4 +1,4 @@
-package exq
+package bind
 
 import (
 	"encoding/json"
@@ -125,9 +125,9 @@ func TestBindEdgeCases(t *testing.T) {
 	} {
 		for _, args := range []string{"[" + c.arg + "]", " [ " + c.arg + " ] "} {
 			dst := c.dst()
-			err := (&Job{Class: "W", Args: json.RawMessage(args)}).Bind(dst)
+			err := (&testJob{Class: "W", Args: json.RawMessage(args)}).Bind(dst)
 			ref := c.dst()
-			refErr := decodeArg(json.RawMessage(c.arg), ref)
+			refErr := Decode(json.RawMessage(c.arg), ref)
 			if c.want == errBindFails {
 				assert.Error(t, err, "%s into %T", args, dst)
 				assert.Error(t, refErr, "encoding/json: %s into %T", args, dst)
@@ -214,7 +214,7 @@ func TestBindFastPathTakesCommonArgs(t *testing.T) {
 }
 
 func TestBindTwoIntsDoesNotAllocate(t *testing.T) {
-	j := &Job{Class: "W", Args: json.RawMessage(`[12345,67890]`)}
+	j := &testJob{Class: "W", Args: json.RawMessage(`[12345,67890]`)}
 	var x, y int
 	allocs := testing.AllocsPerRun(100, func() {
 		if err := j.Bind(&x, &y); err != nil {
@@ -232,7 +232,7 @@ func TestBindTwoIntsDoesNotAllocate(t *testing.T) {
 		args[i] = strconv.Itoa(i * i)
 		dst[i] = &got[i]
 	}
-	j = &Job{Class: "W", Args: json.RawMessage("[" + strings.Join(args, ", ") + "]")}
+	j = &testJob{Class: "W", Args: json.RawMessage("[" + strings.Join(args, ", ") + "]")}
 	require.NoError(t, j.Bind(dst...))
 	for i := range got {
 		assert.Equal(t, i*i, got[i])
@@ -282,7 +282,7 @@ func TestBindKeepsEncodingJSONForOtherDestinations(t *testing.T) {
 		held     = 0
 		anyP any = &held
 	)
-	j := &Job{Class: "W", Args: json.RawMessage(`[ 42 , "abc", 7, {"user_id":1,"tags":[2,"x"],"name":"ada"}, {"a":1}, 9, 11 ]`)}
+	j := &testJob{Class: "W", Args: json.RawMessage(`[ 42 , "abc", 7, {"user_id":1,"tags":[2,"x"],"name":"ada"}, {"a":1}, 9, 11 ]`)}
 	require.NoError(t, j.Bind(&id, &up, &n, &p, &m, &pp, &anyP))
 	assert.Equal(t, "json:42", id.s)
 	assert.Equal(t, upperArg("ABC"), up)
@@ -293,7 +293,7 @@ func TestBindKeepsEncodingJSONForOtherDestinations(t *testing.T) {
 	assert.Equal(t, 9, *pp)
 	assert.Equal(t, 11, held, "an interface holding a pointer decodes through it")
 
-	err := (&Job{Class: "W", Args: json.RawMessage(`[-1]`)}).Bind(&n)
+	err := (&testJob{Class: "W", Args: json.RawMessage(`[-1]`)}).Bind(&n)
 	assert.ErrorContains(t, err, "strictInt: not a natural number")
 }
 
@@ -317,10 +317,18 @@ func TestBindErrors(t *testing.T) {
 		{`[1]`, []any{x}, `exq: bind W: arg 0 (1): json: Unmarshal(non-pointer int)`},
 		{`[1]`, []any{(*int)(nil)}, `exq: bind W: arg 0 (1): json: Unmarshal(nil *int)`},
 	} {
-		j := &Job{Class: "W", Args: json.RawMessage(c.args)}
+		j := &testJob{Class: "W", Args: json.RawMessage(c.args)}
 		err := j.Bind(c.dst...)
 		require.Error(t, err, c.args)
 		assert.Equal(t, c.want, err.Error(), c.args)
 		assert.Equal(t, bindReference(j, c.dst...).Error(), err.Error(), c.args)
 	}
 }
+
+// testJob is the part of an exq.Job that Bind reads; its Bind is Job.Bind.
+type testJob struct {
+	Class string
+	Args  json.RawMessage
+}
+
+func (j *testJob) Bind(dst ...any) error { return Args(j.Class, j.Args, dst) }

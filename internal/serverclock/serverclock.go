@@ -1,4 +1,6 @@
-package exq
+// Package serverclock is a process's reading of the Redis server's clock, which every time
+// several exq nodes rely on is read from.
+package serverclock
 
 import (
 	"context"
@@ -8,7 +10,7 @@ import (
 	"time"
 )
 
-// serverClock is this process's reading of the Redis server's clock (TIME). Every time that
+// Clock is this process's reading of the Redis server's clock (TIME). Every time that
 // more than one node relies on is read from it: the due times of scheduled, retried and snoozed
 // jobs, the scheduler's "due now", periodic ticks and the ticks a new schedule marks as past,
 // unique lock lifetimes, dead-set trimming, stats keys. Nodes whose own clocks disagree then
@@ -20,7 +22,7 @@ import (
 // (NTP, a user) changes nothing. A node takes a sample at Start and then every heartbeat
 // interval (run); a Client or an API takes one at its first call that needs the time and again
 // when it is older than clientClockAge (fresh).
-type serverClock struct {
+type Clock struct {
 	read  func(context.Context) (time.Time, error) // the server's TIME
 	local func() time.Time                         // this process's clock: time.Now, or a test's skewed one
 	log   *slog.Logger
@@ -48,16 +50,18 @@ const maxClockRoundTrip = time.Second
 // which the first sample, and a change of that size later, is logged.
 const clockSkewWarning = time.Second
 
-func newServerClock(read func(context.Context) (time.Time, error), local func() time.Time, log *slog.Logger) *serverClock {
+// New returns the clock that read reads (the server's TIME), measured on local (nil:
+// time.Now) between samples; log gets the warnings of a skew or a failing read.
+func New(read func(context.Context) (time.Time, error), local func() time.Time, log *slog.Logger) *Clock {
 	if local == nil {
 		local = time.Now
 	}
-	return &serverClock{read: read, local: local, log: log, syncing: make(chan struct{}, 1)}
+	return &Clock{read: read, local: local, log: log, syncing: make(chan struct{}, 1)}
 }
 
-// now is the server's time as this process reads it. Before the first sample it is the local
+// Now is the server's time as this process reads it. Before the first sample it is the local
 // clock: nodes take one in Start, and Clients and APIs call fresh before they read now.
-func (c *serverClock) now() time.Time {
+func (c *Clock) Now() time.Time {
 	l := c.local()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -67,8 +71,8 @@ func (c *serverClock) now() time.Time {
 	return c.server.Add(l.Sub(c.at))
 }
 
-// sync takes a sample of the server's clock.
-func (c *serverClock) sync(ctx context.Context) error {
+// Sync takes a sample of the server's clock.
+func (c *Clock) Sync(ctx context.Context) error {
 	before := c.local()
 	server, err := c.read(ctx)
 	if err != nil {
@@ -93,11 +97,11 @@ func (c *serverClock) sync(ctx context.Context) error {
 	return nil
 }
 
-// fresh takes a sample when there is none or the last one is older than maxAge. With a sample
+// Fresh takes a sample when there is none or the last one is older than maxAge. With a sample
 // in hand, a failed TIME is not an error: the sample still reads the server's clock well, and
 // the call that needs the time meets Redis' trouble itself.
-func (c *serverClock) fresh(ctx context.Context, maxAge time.Duration) error {
-	if ok, _ := c.young(maxAge); ok {
+func (c *Clock) Fresh(ctx context.Context, maxAge time.Duration) error {
+	if ok, _ := c.Young(maxAge); ok {
 		return nil
 	}
 	select {
@@ -106,26 +110,26 @@ func (c *serverClock) fresh(ctx context.Context, maxAge time.Duration) error {
 	case <-ctx.Done():
 		return fmt.Errorf("read the Redis server's clock: %w", ctx.Err())
 	}
-	ok, sampled := c.young(maxAge)
+	ok, sampled := c.Young(maxAge)
 	if ok {
 		return nil // another call took a sample meanwhile
 	}
-	if err := c.sync(ctx); err != nil && !sampled {
+	if err := c.Sync(ctx); err != nil && !sampled {
 		return err
 	}
 	return nil
 }
 
-// young reports whether there is a sample younger than maxAge, and whether there is one.
-func (c *serverClock) young(maxAge time.Duration) (ok, sampled bool) {
+// Young reports whether there is a sample younger than maxAge, and whether there is one.
+func (c *Clock) Young(maxAge time.Duration) (ok, sampled bool) {
 	l := c.local()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sampled && l.Sub(c.at) < maxAge, c.sampled
 }
 
-// run takes a sample every interval until ctx ends.
-func (c *serverClock) run(ctx context.Context, interval, timeout time.Duration) {
+// Run takes a sample every interval until ctx ends.
+func (c *Clock) Run(ctx context.Context, interval, timeout time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	failing := false
@@ -136,7 +140,7 @@ func (c *serverClock) run(ctx context.Context, interval, timeout time.Duration) 
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		err := c.sync(cctx)
+		err := c.Sync(cctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -148,5 +152,5 @@ func (c *serverClock) run(ctx context.Context, interval, timeout time.Duration) 
 	}
 }
 
-// freshForClient is fresh for a Client or an API: a sample at most clientClockAge old.
-func (c *serverClock) freshForClient(ctx context.Context) error { return c.fresh(ctx, clientClockAge) }
+// FreshForClient is fresh for a Client or an API: a sample at most clientClockAge old.
+func (c *Clock) FreshForClient(ctx context.Context) error { return c.Fresh(ctx, clientClockAge) }

@@ -1,15 +1,13 @@
-package exq
+package store
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/exqgo/exq/internal/store"
 )
 
-// Group commit: concurrent one-job enqueues (Enqueue, EnqueueIn, EnqueueAt on one *Exq or
+// GroupCommit is group commit: concurrent one-job enqueues (Enqueue, EnqueueIn, EnqueueAt on one *Exq or
 // *Client) share round trips. There is no goroutine of its own:
 //
 //   - A caller that finds no write in flight writes its job alone at once, with the one-job
@@ -37,8 +35,9 @@ import (
 // short deadline fails the others' jobs. The client's read and write timeouts still bound it.
 // A group of one job is written under its caller's own context, as a lone enqueue.
 //
-// Events and EnqueueHooks are untouched: each caller reports its own job (enqueuer.go).
-type groupCommit struct {
+// Events and EnqueueHooks are untouched: each caller reports its own job (enqueuer.go). The zero
+// GroupCommit is ready; an enqueuer has one.
+type GroupCommit struct {
 	mu   sync.Mutex
 	busy bool // a write is in flight
 	// queued are the calls waiting for the next write, in arrival order.
@@ -51,23 +50,23 @@ const maxGroup = 500
 // groupCall is one queued one-job write.
 type groupCall struct {
 	ctx  context.Context
-	item store.BatchItem
+	item BatchItem
 	// ready is closed when the outcome is in, or when this call must write group.
 	ready chan struct{}
-	// taken is set (under groupCommit.mu) once the call left the queue: into a group, or out
+	// taken is set (under GroupCommit.mu) once the call left the queue: into a group, or out
 	// of it with its context's error.
 	taken bool
 	// group is the calls this one writes, itself first; set with taken for a group's writer.
 	group []*groupCall
-	// holder and err are the outcome, as jobQueue.enqueue returns them.
+	// holder and err are the outcome, as Store.Enqueue returns them.
 	holder string
 	err    error
 }
 
-// write writes one job (a zero item.at: to its queue now; otherwise to the schedule) and
-// returns what jobQueue.enqueue or enqueueAt would: the holder's jid on a unique conflict, an
+// Write writes one job (a zero item.at: to its queue now; otherwise to the schedule) and
+// returns what Store.Enqueue or EnqueueAt would: the holder's jid on a unique conflict, an
 // error wrapping ErrNotReplicated after a write too few replicas confirmed, or the error.
-func (g *groupCommit) write(ctx context.Context, jq *store.Store, item store.BatchItem) (holder string, err error) {
+func (g *GroupCommit) Write(ctx context.Context, jq *Store, item BatchItem) (holder string, err error) {
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
@@ -99,7 +98,7 @@ func (g *groupCommit) write(ctx context.Context, jq *store.Store, item store.Bat
 }
 
 // drop removes c from the queue (under mu).
-func (g *groupCommit) drop(c *groupCall) {
+func (g *GroupCommit) drop(c *groupCall) {
 	for i, q := range g.queued {
 		if q == c {
 			g.queued = append(g.queued[:i], g.queued[i+1:]...)
@@ -111,7 +110,7 @@ func (g *groupCommit) drop(c *groupCall) {
 // handOn ends a write: the queued calls (up to maxGroup) go to the first of them to write, or,
 // with none queued, no write is in flight any more. A queued call whose context has ended is
 // answered with its context's error instead, its job unwritten.
-func (g *groupCommit) handOn() {
+func (g *GroupCommit) handOn() {
 	g.mu.Lock()
 	var group []*groupCall
 	var gone []*groupCall
@@ -150,7 +149,7 @@ func (g *groupCommit) handOn() {
 
 // writeGroup writes the jobs of group in one round trip and answers every call but the
 // first, whose outcome it leaves in group[0] for its caller (the writer) to return.
-func (g *groupCommit) writeGroup(jq *store.Store, group []*groupCall) {
+func (g *GroupCommit) writeGroup(jq *Store, group []*groupCall) {
 	answered := false
 	defer func() {
 		if !answered { // a panic in the write: no caller may wait for ever
@@ -170,7 +169,7 @@ func (g *groupCommit) writeGroup(jq *store.Store, group []*groupCall) {
 	}
 	ctx, cancel := groupContext(group)
 	defer cancel()
-	items := make([]store.BatchItem, len(group))
+	items := make([]BatchItem, len(group))
 	for i, c := range group {
 		items[i] = c.item
 	}
@@ -206,4 +205,11 @@ func groupContext(group []*groupCall) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(ctx, latest)
+}
+
+// Waiting reports how many calls wait for the next write and whether a write is in flight.
+func (g *GroupCommit) Waiting() (queued int, busy bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queued), g.busy
 }
