@@ -101,7 +101,7 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 		write func(jq *store.Store, epoch string) error
 	}{
 		{"ack", func(jq *store.Store, epoch string) error {
-			_, err := jq.AckMany(context.Background(), []ackReq{{Queue: "q", Raw: raw, Epoch: epoch}})
+			_, err := jq.AckMany(context.Background(), []store.AckReq{{Queue: "q", Raw: raw, Epoch: epoch}})
 			return err
 		}},
 		{"unique ack", func(jq *store.Store, epoch string) error {

@@ -52,6 +52,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/store"
 )
@@ -70,7 +72,7 @@ type Exq struct {
 	handler  Handler
 	mgr      *manager
 	stats    *stats
-	acker    *acker
+	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *pinger
 	hb       *heartbeat
@@ -156,7 +158,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
 	e.stats.noMetrics = o.DisableMetrics
-	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
+	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
@@ -186,7 +188,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
-	e.goOps(func() { e.acker.run(opsCtx) })
+	e.goOps(func() { e.acker.Run(opsCtx) })
 	e.goOps(func() { e.stats.run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
 	if o.serverNow == nil {
@@ -202,12 +204,11 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	e.cancelRun = cancelRun
-	var sched *scheduler
+	var sched *scheduler.Scheduler
 	var due func(string)
 	if !o.DisableScheduler {
-		sched = &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout,
-			wake: make(chan struct{}, 1)}
-		due = sched.due
+		sched = scheduler.New(e.jq, o.SchedulerPollTimeout, o.schedulerPage, o.now, e.log, o.RedisTimeout)
+		due = sched.Due
 	}
 	e.wakeups = e.jq.SubscribeWake(runCtx)
 	e.goLoop(func() { e.mgr.listen(e.wakeups, due) })
@@ -217,7 +218,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e.goLoop(func() { e.mgr.run(runCtx) })
 	if sched != nil {
-		e.goLoop(func() { sched.run(runCtx) })
+		e.goLoop(func() { sched.Run(runCtx) })
 		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
 			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
 		e.goLoop(func() { p.run(runCtx) })
@@ -493,7 +494,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	// leases go with them).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
-	if !e.acker.drain(sctx) {
+	if !e.acker.Drain(sctx) {
 		e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
 		return nil, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -96,7 +98,7 @@ type manager struct {
 // managerParts are what a manager is built from.
 type managerParts struct {
 	jq          *store.Store
-	acker       *acker
+	acker       *acker.Acker
 	perform     func(*run)        // runs one job to its end, then calls release
 	dequeuer    Dequeuer          // Options.Dequeuer; nil: the local concurrency alone
 	events      listeners         // RedisLost, RedisBack
@@ -197,7 +199,7 @@ func (m *manager) available() (reqs []store.FetchReq, limited bool) {
 			free = 0
 		}
 		if free > 0 {
-			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.heldIn(q.Name), Limits: q.limits()})
+			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.HeldIn(q.Name), Limits: q.limits()})
 		}
 	}
 	m.mu.Unlock()
@@ -238,7 +240,7 @@ func (m *manager) unsent(reqs []store.FetchReq, took func(i int) int) {
 	for i, r := range reqs {
 		if r.Limits.Global > 0 {
 			for n := r.First + uint64(took(i)); n < r.First+uint64(r.N); n++ {
-				m.acker.release(r.Queue, m.jq.LeaseMember(n))
+				m.acker.Release(r.Queue, m.jq.LeaseMember(n))
 			}
 		}
 	}
@@ -449,7 +451,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 	}
 	queues := m.askedQueues()
 	m.mu.Unlock()
-	for raw, n := range m.acker.held() {
+	for raw, n := range m.acker.Held() {
 		held[raw] += n
 	}
 	for _, q := range queues {
@@ -623,7 +625,7 @@ func (m *manager) release(r *run) {
 	}
 	m.mu.Unlock()
 	if lease != "" {
-		m.acker.release(r.queue, lease)
+		m.acker.Release(r.queue, lease)
 	}
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)
@@ -771,12 +773,12 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 }
 
 // listen wakes the poll loop when an enqueue announces jobs in a subscribed queue, and hands
-// announcements of scheduled and retry jobs (payloads starting with dueWakePrefix, which no
+// announcements of scheduled and retry jobs (payloads starting with scheduler.DueWakePrefix, which no
 // queue name can) to due, when set: the scheduler's. go-redis re-subscribes by itself after a
 // reconnect; wake-ups missed meanwhile are covered by polling.
 func (m *manager) listen(w *store.Wakeups, due func(payload string)) {
 	w.Each(func(payload string) {
-		if strings.HasPrefix(payload, dueWakePrefix) {
+		if strings.HasPrefix(payload, scheduler.DueWakePrefix) {
 			if due != nil {
 				due(payload)
 			}

@@ -101,7 +101,7 @@ func (e *Exq) process(r *run) {
 			token = job.uniqueToken
 		}
 		if token == "" {
-			e.acker.submit(r.queue, r.raw, r.epoch)
+			e.acker.Submit(r.queue, r.raw, r.epoch)
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {

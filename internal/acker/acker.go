@@ -1,4 +1,6 @@
-package exq
+// Package acker is a node's acknowledgements: it takes finished jobs off the backup lists, and
+// the leases of ended jobs off their leases sets, in pipelines.
+package acker
 
 import (
 	"context"
@@ -9,7 +11,7 @@ import (
 	"github.com/exqgo/exq/internal/store"
 )
 
-// acker removes successfully finished jobs from the backup lists in pipelines, so under load
+// Acker removes successfully finished jobs from the backup lists in pipelines, so under load
 // one round trip acknowledges many jobs, and a lone job still goes at once. The worker hands
 // its job over and frees its slot; the acker keeps the job until Redis has taken the LREM,
 // retrying while Redis is unreachable. Until then the job is still in the backup list: a crash
@@ -19,7 +21,7 @@ import (
 //
 // Handing a job over never blocks, however long Redis is away: a worker stuck on a full
 // channel would keep its slot, and Stop would wait for it forever.
-type acker struct {
+type Acker struct {
 	jq      *store.Store
 	timeout time.Duration
 	log     *slog.Logger
@@ -43,23 +45,24 @@ type ackReq = store.AckReq
 // maxAckBatch bounds one pipeline.
 const maxAckBatch = 256
 
-func newAcker(jq *store.Store, timeout time.Duration, log *slog.Logger) *acker {
-	return &acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
+// New returns the acker of the store's node; timeout bounds each write.
+func New(jq *store.Store, timeout time.Duration, log *slog.Logger) *Acker {
+	return &Acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		perQueue: map[string]int{}}
 }
 
-// submit hands a finished job over, with the incarnation its run belongs to. After the acker
+// Submit hands a finished job over, with the incarnation its run belongs to. After the acker
 // has stopped (a worker that outlived Stop), it tries the LREM itself.
-func (a *acker) submit(queue, raw, epoch string) {
+func (a *Acker) Submit(queue, raw, epoch string) {
 	a.hand(ackReq{Queue: queue, Raw: raw, Epoch: epoch})
 }
 
-// release hands over the lease of a job that ended, whatever its outcome, so that the slot is
+// Release hands over the lease of a job that ended, whatever its outcome, so that the slot is
 // free for every node as soon as Redis has the ZREM (a lease never released lapses within the
 // heartbeat window: nothing renews it).
-func (a *acker) release(queue, lease string) { a.hand(ackReq{Queue: queue, Lease: lease}) }
+func (a *Acker) Release(queue, lease string) { a.hand(ackReq{Queue: queue, Lease: lease}) }
 
-func (a *acker) hand(r ackReq) {
+func (a *Acker) hand(r ackReq) {
 	a.mu.Lock()
 	if r.Lease == "" {
 		a.perQueue[r.Queue]++
@@ -74,12 +77,15 @@ func (a *acker) hand(r ackReq) {
 		a.direct([]ackReq{r})
 		return
 	}
-	signal(a.kick)
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
 }
 
-// drain waits until every job handed over is acknowledged in Redis, or ctx ends.
-func (a *acker) drain(ctx context.Context) bool {
-	for a.count() > 0 {
+// Drain waits until every job handed over is acknowledged in Redis, or ctx ends.
+func (a *Acker) Drain(ctx context.Context) bool {
+	for a.Count() > 0 {
 		select {
 		case <-ctx.Done():
 			return false
@@ -91,7 +97,7 @@ func (a *acker) drain(ctx context.Context) bool {
 
 // take moves up to max requests from the front of the queue to the end of sending, and
 // returns sending.
-func (a *acker) take(max int) []ackReq {
+func (a *Acker) take(max int) []ackReq {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := min(len(a.queued), max)
@@ -103,7 +109,7 @@ func (a *acker) take(max int) []ackReq {
 	return a.sending
 }
 
-func (a *acker) run(ctx context.Context) {
+func (a *Acker) Run(ctx context.Context) {
 	defer close(a.done)
 	backoff := time.Duration(0)
 	for {
@@ -143,7 +149,7 @@ func (a *acker) run(ctx context.Context) {
 
 // stop makes one last attempt at everything still held, a pipeline per batch within one
 // timeout; what fails stays in the backup list for a rescue. Later submits write directly.
-func (a *acker) stop(batch []ackReq) {
+func (a *Acker) stop(batch []ackReq) {
 	a.mu.Lock()
 	a.stopped = true
 	rest := append(append([]ackReq(nil), batch...), a.queued...)
@@ -170,7 +176,7 @@ func (a *acker) stop(batch []ackReq) {
 
 // send writes one batch at stop and forgets it, written or not; it returns how many
 // acknowledgements failed (a lease that fails to go lapses by itself).
-func (a *acker) send(ctx context.Context, batch []ackReq) int {
+func (a *Acker) send(ctx context.Context, batch []ackReq) int {
 	failed, err := a.jq.AckMany(ctx, batch)
 	a.written(batch, nil)
 	if err == nil {
@@ -187,7 +193,7 @@ func (a *acker) send(ctx context.Context, batch []ackReq) int {
 
 // flush sends run's batch, one pipeline of LREMs, and leaves in sending the requests that
 // failed, which it returns.
-func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
+func (a *Acker) flush(batch []ackReq) ([]ackReq, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
 	failed, err := a.jq.AckMany(ctx, batch)
@@ -209,7 +215,7 @@ func (a *acker) flush(batch []ackReq) ([]ackReq, error) {
 
 // written forgets requests that are done with, and sets what run still has to send, in one
 // step, so that held never misses a job nor counts one twice.
-func (a *acker) written(reqs, sending []ackReq) {
+func (a *Acker) written(reqs, sending []ackReq) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range reqs {
@@ -226,10 +232,10 @@ func (a *acker) written(reqs, sending []ackReq) {
 	}
 }
 
-// held returns the jobs handed over and not yet acknowledged in Redis, by job. Only
+// Held returns the jobs handed over and not yet acknowledged in Redis, by job. Only
 // reconcile asks, after a failed fetch, so the multiset is built here rather than kept up to
 // date for every job.
-func (a *acker) held() map[string]int {
+func (a *Acker) Held() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string]int, len(a.queued)+len(a.sending))
@@ -243,22 +249,22 @@ func (a *acker) held() map[string]int {
 	return out
 }
 
-// count is how many jobs are handed over and not yet acknowledged in Redis.
-func (a *acker) count() int {
+// Count is how many jobs are handed over and not yet acknowledged in Redis.
+func (a *Acker) Count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.pending
 }
 
-// heldIn counts the jobs of queue handed over and not yet acknowledged in Redis.
-func (a *acker) heldIn(queue string) int {
+// HeldIn counts the jobs of queue handed over and not yet acknowledged in Redis.
+func (a *Acker) HeldIn(queue string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.perQueue[queue]
 }
 
 // direct tries each LREM (or lease ZREM) once, outside the loop.
-func (a *acker) direct(reqs []ackReq) {
+func (a *Acker) direct(reqs []ackReq) {
 	for _, r := range reqs {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		var err error
