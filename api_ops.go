@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -151,7 +152,7 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	if to.Before(from) {
 		return nil, fmt.Errorf("exq: api: stats between %s and %s: the range is empty", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	}
-	if to.Sub(from) > statDayTTL {
+	if to.Sub(from) > stats.DayTTL {
 		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
 	}
 	var days []time.Time
@@ -205,7 +206,7 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 
 // The seconds Realtime reads: as long back as the counters live, and a little ahead.
 const (
-	realtimeWindow = statSecondTTL
+	realtimeWindow = stats.SecondTTL
 	realtimeAhead  = 5 * time.Second
 )
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
@@ -225,7 +226,7 @@ func BenchmarkComplete(b *testing.B) {
 	keys := keysFor(ns)
 	jq := testStore(rdb, keys, "bench-node")
 	backup := keys.Backup("bench-node", "default")
-	st := newStats(nil, 0, nil, nil, false) // record touches only the in-memory counters
+	st := stats.New(nil, 0, nil, nil, false, false) // record touches only the in-memory counters
 	for _, inFlight := range []int{50, 200} {
 		b.Run(fmt.Sprint(inFlight), func(b *testing.B) {
 			rdb.Del(ctx, backup)
@@ -239,7 +240,7 @@ func BenchmarkComplete(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				oldest := queue[0]
-				st.record(true, time.Now())
+				st.Record(true, time.Now())
 				if err := jq.Ack(ctx, "default", oldest, "", "", ""); err != nil {
 					b.Fatal(err)
 				}
@@ -256,12 +257,12 @@ func BenchmarkComplete(b *testing.B) {
 
 // BenchmarkStatsRecord is the per-job counter update under contention (every worker calls it).
 func BenchmarkStatsRecord(b *testing.B) {
-	st := newStats(nil, 0, nil, nil, false)
+	st := stats.New(nil, 0, nil, nil, false, false)
 	b.ReportAllocs()
 	b.SetParallelism(25)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st.record(true, time.Now())
+			st.Record(true, time.Now())
 		}
 	})
 }

@@ -55,6 +55,7 @@ import (
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
+	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -71,7 +72,7 @@ type Exq struct {
 	registry *registry
 	handler  Handler
 	mgr      *manager
-	stats    *stats
+	stats    *stats.Stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *pinger
@@ -156,8 +157,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
 	e.handler = chain(e.callWorker, o.Middleware)
-	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
-	e.stats.noMetrics = o.DisableMetrics
+	e.stats = stats.New(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
 	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
@@ -189,7 +189,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
 	e.goOps(func() { e.acker.Run(opsCtx) })
-	e.goOps(func() { e.stats.run(opsCtx) })
+	e.goOps(func() { e.stats.Run(opsCtx) })
 	e.goOps(func() { e.pinger.run(opsCtx) })
 	if o.serverNow == nil {
 		e.goOps(func() { e.clock.Run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
@@ -509,7 +509,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	if err := e.stats.flush(ctx); err != nil {
+	if err := e.stats.Flush(ctx); err != nil {
 		e.log.Warn("exq: stop: the last counters could not be written", "error", err)
 	}
 	if err := e.pinger.unregister(ctx); err != nil {

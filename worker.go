@@ -31,7 +31,7 @@ func (e *Exq) process(r *run) {
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {
 		if r.claim() {
-			e.stats.record(false, e.opts.now())
+			e.stats.Record(false, e.opts.now())
 			e.deadLetterPoison(r, err)
 			if e.events.has() {
 				e.events.emit(Event{Kind: JobDied, Queue: r.queue, Err: err})
@@ -87,14 +87,14 @@ func (e *Exq) process(r *run) {
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
-		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
@@ -109,10 +109,10 @@ func (e *Exq) process(r *run) {
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
-		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
+		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
 		out = e.snooze(r, job, snoozeOf(err).Delay)
 	default:
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, err)
 	}
 	e.reportOutcome(job, out)

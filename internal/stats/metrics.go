@@ -1,4 +1,4 @@
-package exq
+package stats
 
 import (
 	"time"
@@ -22,7 +22,7 @@ type runMetrics = store.MinuteRuns
 
 // addRunLocked counts one run of class that ended in second sec after took. Sidekiq counts
 // the time of successful runs only (a failure's time says little). Call with mu held.
-func (s *stats) addRunLocked(ok bool, sec int64, class string, took time.Duration) {
+func (s *Stats) addRunLocked(ok bool, sec int64, class string, took time.Duration) {
 	k := metricKey{Minute: sec / 60, Class: class}
 	if sec < 0 {
 		k.Minute = (sec - 59) / 60

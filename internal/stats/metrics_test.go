@@ -1,21 +1,44 @@
-package exq
+package stats
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
 
 // histogram reads a histogram as Sidekiq's Histogram#fetch does (metrics/shared.rb FETCH:
 // BITFIELD_RO key GET u16 #0 … GET u16 #25).
+// env is a Redis and a namespace of a test's own.
+type env struct {
+	t    *testing.T
+	rdb  *redis.Client
+	ns   string
+	keys wire.Keys
+}
+
+func newEnv(t *testing.T) *env {
+	rdb, ns := testutil.Redis(t)
+	return &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns)}
+}
+
+func (v *env) hash(key string) map[string]string {
+	v.t.Helper()
+	h, err := v.rdb.HGetAll(context.Background(), key).Result()
+	require.NoError(v.t, err)
+	return h
+}
+
 func (v *env) histogram(key string) []int64 {
 	v.t.Helper()
 	args := []any{"BITFIELD_RO", key}
@@ -44,15 +67,15 @@ func TestRunMetricsAreWrittenAsSidekiq7And8WriteThem(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
 	later := time.Date(2026, 12, 1, 9, 6, 10, 0, time.UTC)
-	jq := testStore(v.client, v.keys, "metrics-node")
-	st := newStats(jq, time.Second, func() time.Time { return later }, testLogger(), false)
-	st.recordRun(true, at, "HardJob", 25*time.Millisecond)          // bucket 1 (20 ≤ 25 < 30)
-	st.recordRun(true, at, "HardJob", 150*time.Millisecond)         // bucket 6 (150 ≤ 150 < 225)
-	st.recordRun(false, at, "HardJob", 10*time.Millisecond)         // a failure: p and f, no time
-	st.recordRun(true, at, "Slow", 400*time.Second)                 // bucket 25, "Slow"
-	st.recordRun(true, later, "HardJob", 19*time.Millisecond)       // next minute, bucket 0
-	st.recordRun(true, at.In(time.FixedZone("x", 3600)), "Zone", 0) // keys are UTC
-	require.NoError(t, st.flush(ctx))
+	jq := store.New(v.rdb, store.Config{Namespace: v.ns, Node: "metrics-node"})
+	st := New(jq, time.Second, func() time.Time { return later }, slog.New(slog.DiscardHandler), false, false)
+	st.RecordRun(true, at, "HardJob", 25*time.Millisecond)          // bucket 1 (20 ≤ 25 < 30)
+	st.RecordRun(true, at, "HardJob", 150*time.Millisecond)         // bucket 6 (150 ≤ 150 < 225)
+	st.RecordRun(false, at, "HardJob", 10*time.Millisecond)         // a failure: p and f, no time
+	st.RecordRun(true, at, "Slow", 400*time.Second)                 // bucket 25, "Slow"
+	st.RecordRun(true, later, "HardJob", 19*time.Millisecond)       // next minute, bucket 0
+	st.RecordRun(true, at.In(time.FixedZone("x", 3600)), "Zone", 0) // keys are UTC
+	require.NoError(t, st.Flush(ctx))
 
 	p := v.ns + ":"
 	for key, want := range map[string]map[string]string{
@@ -102,48 +125,15 @@ func TestRunMetricsOfABatchSentTwiceCountOnceAndBucketsSaturate(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
-	jq := testStore(v.client, v.keys, "metrics-node")
-	st := newStats(jq, time.Second, func() time.Time { return at }, testLogger(), false)
-	st.recordRun(true, at, "HardJob", time.Millisecond)
+	jq := store.New(v.rdb, store.Config{Namespace: v.ns, Node: "metrics-node"})
+	st := New(jq, time.Second, func() time.Time { return at }, slog.New(slog.DiscardHandler), false, false)
+	st.RecordRun(true, at, "HardJob", time.Millisecond)
 	b := &statBatch{id: "b1", counts: map[statKey]int64{}, runs: st.runs}
 	require.NoError(t, st.send(ctx, b))
 	require.NoError(t, st.send(ctx, b))
 	assert.Equal(t, "1", v.hash(v.ns + ":j|20261201|9:5")["HardJob|p"])
-	b.runs[metricKey{Minute: at.Unix() / 60, Class: "HardJob"}].Hist[0] = 70000
+	b.runs[store.MetricKey{Minute: at.Unix() / 60, Class: "HardJob"}].Hist[0] = 70000
 	b.id = "b2"
 	require.NoError(t, st.send(ctx, b))
 	assert.Equal(t, int64(65535), v.histogram(v.ns + ":HardJob-01-09:5")[0])
-}
-
-// A node's runs reach the metrics by themselves, once a second, per class; DisableMetrics
-// writes none (and no other key changes).
-func TestNodeRunsShowInTheMetrics(t *testing.T) {
-	t.Parallel()
-	for _, off := range []bool{false, true} {
-		v := newEnv(t)
-		ctx := context.Background()
-		rec := &recorder{}
-		v.start(Options{DisableMetrics: off, Workers: map[string]Worker{"HardJob": rec, "Other": rec}}, testHooks{statsInterval: 20 * time.Millisecond})
-		now := time.Now().UTC()
-		v.push("default", `{"class":"HardJob","args":[],"queue":"default","jid":"m1"}`)
-		v.push("default", `{"class":"Other","args":[],"queue":"default","jid":"m2"}`)
-		testutil.WaitFor(t, "both ran and were counted", func() bool {
-			n, _ := v.rdb.Get(ctx, v.keys.Stat("processed")).Int()
-			return n == 2
-		})
-		keys, err := v.rdb.Keys(ctx, v.ns+":j|*").Result()
-		require.NoError(t, err)
-		if off {
-			assert.Empty(t, keys)
-			continue
-		}
-		// Sidekiq 7's minute, 8's minute and 8's ten minutes (twice that if a minute turned)
-		assert.True(t, len(keys) >= 3 && len(keys) <= 6, "%v", keys)
-		h := v.hash(v.keys.Metrics7(now))
-		if len(h) == 0 { // the minute turned between the runs and now
-			h = v.hash(v.keys.Metrics7(now.Add(-time.Minute)))
-		}
-		assert.Equal(t, "1", h["HardJob|p"])
-		assert.Equal(t, "1", h["Other|p"])
-	}
 }

@@ -1,4 +1,6 @@
-package exq
+// Package stats counts a node's processed and failed runs and each class's run metrics in
+// memory, and writes them in one script call per flush.
+package stats
 
 import (
 	"context"
@@ -12,18 +14,18 @@ import (
 
 // Stat key lifetimes, as Sidekiq sets them.
 const (
-	statDayTTL    = 5 * 365 * 24 * time.Hour
-	statSecondTTL = 120 * time.Second
+	DayTTL    = 5 * 365 * 24 * time.Hour
+	SecondTTL = 120 * time.Second
 )
 
-// stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
+// Stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
 // Metrics tab (metrics.go), in memory and writes them in one script call per flush: never a
 // round trip per job. A Redis outage never blocks a worker; what was counted
 // meanwhile is written once Redis answers. (The busy list is the pinger's: node.go.)
 //
 // A flush whose reply is lost may have been applied, so it is sent again as the same batch,
 // with the same id, before anything counted later: the script applies a batch id once.
-type stats struct {
+type Stats struct {
 	jq       *store.Store
 	interval time.Duration // between flushes (1 s)
 	now      func() time.Time
@@ -65,16 +67,18 @@ type statKey struct {
 	at   int64
 }
 
-func newStats(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled bool) *stats {
-	return &stats{jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
+// New returns the stats of the store's node, flushed every interval (by Run) with the times
+// of now; disabled counts nothing, noMetrics counts no run metrics.
+func New(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled, noMetrics bool) *Stats {
+	return &Stats{noMetrics: noMetrics, jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
 }
 
-// record counts one run that ended at now: ok for processed, else failed.
-func (s *stats) record(ok bool, now time.Time) { s.recordRun(ok, now, "", 0) }
+// Record counts one run that ended at now: ok for processed, else failed.
+func (s *Stats) Record(ok bool, now time.Time) { s.RecordRun(ok, now, "", 0) }
 
-// recordRun counts one run of class that ended at now after took: in the counters, and in the
-// run metrics of Sidekiq 7 and 8's Metrics tab (metrics.go) unless class is "".
-func (s *stats) recordRun(ok bool, now time.Time, class string, took time.Duration) {
+// RecordRun counts one run of class that ended at now after took: in the counters, and in the
+// Run metrics of Sidekiq 7 and 8's Metrics tab (metrics.go) unless class is "".
+func (s *Stats) RecordRun(ok bool, now time.Time, class string, took time.Duration) {
 	if s.disabled {
 		return
 	}
@@ -97,7 +101,7 @@ func (s *stats) recordRun(ok bool, now time.Time, class string, took time.Durati
 
 // foldLocked moves the counts of the current second into pending: its all-time, day and
 // second counters. Call with mu held.
-func (s *stats) foldLocked() {
+func (s *Stats) foldLocked() {
 	c := s.cur
 	s.cur = statSecond{sec: c.sec}
 	day := c.sec - ((c.sec%86400)+86400)%86400 // the UTC midnight that began its day
@@ -114,8 +118,8 @@ func (s *stats) foldLocked() {
 	}
 }
 
-// run flushes every interval until ctx ends.
-func (s *stats) run(ctx context.Context) {
+// Run flushes every interval until ctx ends.
+func (s *Stats) Run(ctx context.Context) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	failing := false
@@ -125,7 +129,7 @@ func (s *stats) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := s.flush(ctx)
+		err := s.Flush(ctx)
 		switch {
 		case err != nil && !failing:
 			s.log.Warn("exq: stats: writing counters failed; keeping them until Redis answers", "error", err)
@@ -141,8 +145,8 @@ func (s *stats) run(ctx context.Context) {
 // batch is sent again within seconds, or after an outage of at most this long.
 const statFlushMarkerTTL = time.Hour
 
-// flush writes the batch whose reply was lost, if any, then the pending counters.
-func (s *stats) flush(ctx context.Context) error {
+// Flush writes the batch whose reply was lost, if any, then the pending counters.
+func (s *Stats) Flush(ctx context.Context) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	for {
@@ -166,21 +170,21 @@ func (s *stats) flush(ctx context.Context) error {
 }
 
 // send applies one batch in one script call, once however often it is sent.
-func (s *stats) send(ctx context.Context, b *statBatch) error {
+func (s *Stats) send(ctx context.Context, b *statBatch) error {
 	now := s.now()
 	counts := make([]store.StatCount, 0, len(b.counts))
 	for k, n := range b.counts {
 		c := store.StatCount{Name: k.kind, Span: k.span, At: time.Unix(k.at, 0), N: n}
 		switch k.span {
 		case 'd':
-			c.TTL = statDayTTL
+			c.TTL = DayTTL
 		case 's':
-			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
+			if now.Unix()-k.at > int64(SecondTTL/time.Second) {
 				// Already expired had it been written in time: writing it late would only
 				// distort the realtime graph.
 				continue
 			}
-			c.TTL = statSecondTTL
+			c.TTL = SecondTTL
 		}
 		counts = append(counts, c)
 	}
