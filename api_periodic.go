@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/exqgo/exq/internal/cronspec"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -73,12 +74,12 @@ func (a *API) PeriodicJob(ctx context.Context, name string) (PeriodicState, erro
 func periodicState(r store.CronRecord, now time.Time) PeriodicState {
 	st := PeriodicState{Name: r.Name, Spec: r.Spec, Queue: r.Queue, Class: r.Class, Args: r.Args, Description: r.Description,
 		Enabled: r.Enabled, LastEnqueued: r.LastEnqueue, Problem: r.Problem}
-	s, err := parseSpec(r.Spec, "")
+	s, err := cronspec.Parse(r.Spec, "")
 	switch {
 	case err != nil && st.Problem == "":
 		st.Problem = err.Error()
 	case err == nil && r.Enabled:
-		st.Next = s.next(now)
+		st.Next = s.Next(now)
 	}
 	return st
 }

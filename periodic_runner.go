@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/exqgo/exq/internal/cronspec"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -49,7 +50,7 @@ func (p *periodicRunner) cronClaimTTL() time.Duration { return p.grace + 10*time
 // tickState is what the runner knows of one schedule.
 type tickState struct {
 	rec      store.CronRecord
-	sched    schedule
+	sched    cronspec.Schedule
 	upcoming time.Time // the first tick not evaluated yet
 }
 
@@ -125,9 +126,9 @@ func (p *periodicRunner) load(ctx context.Context) error {
 	for _, r := range recs {
 		seen[r.Name] = true
 		problem := r.Problem
-		var s schedule
+		var s cronspec.Schedule
 		if problem == "" {
-			if s, err = parseSpec(r.Spec, ""); err != nil {
+			if s, err = cronspec.Parse(r.Spec, ""); err != nil {
 				problem = err.Error()
 			}
 		}
@@ -162,11 +163,11 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 	lastErr := p.resend(ctx, now)
 	for _, st := range p.states {
 		if st.upcoming.IsZero() {
-			st.upcoming = st.sched.next(now.Add(-p.grace - time.Nanosecond))
+			st.upcoming = st.sched.Next(now.Add(-p.grace - time.Nanosecond))
 		}
 		var due time.Time
 		for !st.upcoming.IsZero() && !st.upcoming.After(now) {
-			due, st.upcoming = st.upcoming, st.sched.next(st.upcoming)
+			due, st.upcoming = st.upcoming, st.sched.Next(st.upcoming)
 		}
 		if !due.IsZero() && st.rec.Enabled && now.Sub(due) <= p.grace {
 			if err := p.enqueue(ctx, st.rec, due, now); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/cronspec"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
@@ -89,10 +90,10 @@ func TestStartRefusesABadPeriodicJobNamingIt(t *testing.T) {
 // ticksBetween lists the ticks of spec from (exclusive) to until (inclusive).
 func ticksBetween(t *testing.T, spec string, from, until time.Time) []time.Time {
 	t.Helper()
-	s, err := parseSpec(spec, "")
+	s, err := cronspec.Parse(spec, "")
 	require.NoError(t, err)
 	var out []time.Time
-	for at := s.next(from); !at.After(until); at = s.next(at) {
+	for at := s.Next(from); !at.After(until); at = s.Next(at) {
 		out = append(out, at)
 	}
 	return out
