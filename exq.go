@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/stats"
@@ -75,7 +76,7 @@ type Exq struct {
 	stats    *stats.Stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
-	pinger   *pinger
+	pinger   *pinger.Pinger
 	hb       *heartbeat
 
 	cancelRun  context.CancelFunc
@@ -163,8 +164,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
-	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
-		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, pingEvery: o.pingInterval, now: o.now, log: e.log})
+	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
+		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
+		PingEvery: o.pingInterval, Now: o.now, Log: e.log})
 
 	e.publishLimits(ctx)
 	if err := e.savePeriodic(ctx); err != nil {
@@ -190,7 +192,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.cancelOps = cancelOps
 	e.goOps(func() { e.acker.Run(opsCtx) })
 	e.goOps(func() { e.stats.Run(opsCtx) })
-	e.goOps(func() { e.pinger.run(opsCtx) })
+	e.goOps(func() { e.pinger.Run(opsCtx) })
 	if o.serverNow == nil {
 		e.goOps(func() { e.clock.Run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
@@ -512,7 +514,7 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	if err := e.stats.Flush(ctx); err != nil {
 		e.log.Warn("exq: stop: the last counters could not be written", "error", err)
 	}
-	if err := e.pinger.unregister(ctx); err != nil {
+	if err := e.pinger.Unregister(ctx); err != nil {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
 	switch {

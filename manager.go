@@ -801,3 +801,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// pingView is the manager as the pinger sees it.
+type pingView struct{ m *manager }
+
+func (v pingView) Subscriptions() []string {
+	subs := v.m.subscriptions()
+	names := make([]string, len(subs))
+	for i, q := range subs {
+		names[i] = q.Name
+	}
+	return names
+}
+
+func (v pingView) InFlight() int               { return v.m.inFlight() }
+func (v pingView) Concurrency() int            { return v.m.concurrency() }
+func (v pingView) BusyJobs() map[string]string { return v.m.busyJobs() }
+func (v pingView) Quieted() bool               { return v.m.quiet.Load() }

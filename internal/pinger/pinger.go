@@ -1,4 +1,6 @@
-package exq
+// Package pinger keeps a node where Exq's and Sidekiq's UIs look for processes: the node
+// hash, the busy list and the processes set; it reads the node's signals and prunes dead nodes.
+package pinger
 
 import (
 	"bufio"
@@ -17,7 +19,7 @@ import (
 // maxSignalsPerPing bounds the signals read in one ping, as Exq does.
 const maxSignalsPerPing = 100
 
-// pinger registers this node where Exq's and Sidekiq's UIs look for processes: the processes
+// Pinger registers this node where Exq's and Sidekiq's UIs look for processes: the processes
 // set, the node hash (info, busy, beat, quiet, rtt_us, rss) and the busy list; it reads the
 // node's signals; and it prunes nodes whose hash has expired.
 //
@@ -28,8 +30,8 @@ const maxSignalsPerPing = 100
 // after a calm spell is written at the next check (a tenth of the refresh interval), a burst
 // of changes once a second. Signals are read at every refresh, so a UI's Quiet button shows
 // within a second or two.
-type pinger struct {
-	pingerParts
+type Pinger struct {
+	Parts
 	hostname  string
 	started   time.Time
 	rtt       time.Duration // of the previous write
@@ -53,27 +55,38 @@ func (s *nodeState) sameAs(o *nodeState) bool {
 		slices.Equal(s.queues, o.queues) && sameRuns(s.busy, o)
 }
 
-// pingerParts are what a pinger is built from.
-type pingerParts struct {
-	jq            *store.Store
-	mgr           *manager         // its view of subscriptions and running jobs
-	handle        func(sig string) // acts on one signal
-	stopping      func() bool      // the node is stopping (it shows as quiet)
-	tag           string           // Options.Tag
-	labels        []string         // Options.Labels
-	statsDisabled bool             // no busy list
-	refresh       time.Duration    // how soon a change reaches Redis (1 s)
-	pingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
-	now           func() time.Time
-	log           *slog.Logger
+// View is the node's view of its subscriptions and running jobs (the manager's).
+type View interface {
+	Subscriptions() []string     // the subscribed queues, in order
+	InFlight() int               // the jobs running or finishing
+	Concurrency() int            // the sum of the subscriptions' concurrency
+	BusyJobs() map[string]string // run id → WIRE §4 JSON of every running job
+	Quieted() bool               // Quiet, TSTP or TERM
 }
 
-func newPinger(parts pingerParts) *pinger {
+// Parts are what a pinger is built from.
+type Parts struct {
+	Store         *store.Store
+	View          View             // subscriptions and running jobs
+	Handle        func(sig string) // acts on one signal
+	Stopping      func() bool      // the node is stopping (it shows as quiet)
+	Tag           string           // Options.Tag
+	Labels        []string         // Options.Labels
+	Version       string           // the node's version field
+	StatsDisabled bool             // no busy list
+	Refresh       time.Duration    // how soon a change reaches Redis (1 s)
+	PingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
+	Now           func() time.Time
+	Log           *slog.Logger
+}
+
+// New returns the pinger of parts.
+func New(parts Parts) *Pinger {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "localhost"
 	}
-	return &pinger{pingerParts: parts, hostname: host, started: parts.now()}
+	return &Pinger{Parts: parts, hostname: host, started: parts.Now()}
 }
 
 // What a tick does: a ping writes everything and prunes; a refresh reads the signals and
@@ -84,13 +97,13 @@ const (
 	tickChange
 )
 
-// run pings at once and every pingEvery; every refresh interval (the stats interval, 1 s) it
+// Run pings at once and every pingEvery; every refresh interval (the stats interval, 1 s) it
 // reads the signals and writes the node state if it changed; and in between it looks for
 // changes that cost nothing to see (the number of running jobs, quiet, subscriptions) every
 // tenth of that, writing them as soon as the rate limit allows. Until ctx ends.
-func (p *pinger) run(ctx context.Context) {
-	pingEvery := p.pingEvery
-	refresh := min(p.refresh, pingEvery)
+func (p *Pinger) Run(ctx context.Context) {
+	pingEvery := p.PingEvery
+	refresh := min(p.Refresh, pingEvery)
 	step := max(refresh/10, time.Millisecond)
 	t := time.NewTicker(step)
 	defer t.Stop()
@@ -104,7 +117,7 @@ func (p *pinger) run(ctx context.Context) {
 		case now.Sub(lastPing) >= pingEvery-step/2:
 			lastPing, lastRefresh = now, now
 			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
-				err = p.jq.Prune(ctx, p.log)
+				err = p.Store.Prune(ctx, p.Log)
 			}
 		case now.Sub(lastRefresh) >= refresh-step/2:
 			lastRefresh = now
@@ -117,10 +130,10 @@ func (p *pinger) run(ctx context.Context) {
 		switch {
 		case !ran:
 		case err != nil && ctx.Err() == nil && !failing:
-			p.log.Warn("exq: node ping failed; will retry", "error", err)
+			p.Log.Warn("exq: node ping failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			p.log.Info("exq: node ping works again")
+			p.Log.Info("exq: node ping works again")
 			failing = false
 		}
 		select {
@@ -134,17 +147,17 @@ func (p *pinger) run(ctx context.Context) {
 // changedCheaply reports a change that is seen without rendering the busy list: the number
 // of running jobs, quiet, or the subscriptions. (A job ending as another starts is seen by the
 // next refresh.)
-func (p *pinger) changedCheaply() bool {
+func (p *Pinger) changedCheaply() bool {
 	w := p.written
 	if w == nil {
 		return true
 	}
-	subs := p.mgr.subscriptions()
-	if p.mgr.inFlight() != w.count || p.quiet(subs) != w.quiet || len(subs) != len(w.queues) || p.mgr.concurrency() != w.concurrency {
+	subs := p.View.Subscriptions()
+	if p.View.InFlight() != w.count || p.quiet(subs) != w.quiet || len(subs) != len(w.queues) || p.View.Concurrency() != w.concurrency {
 		return true
 	}
 	for i, q := range subs {
-		if q.Name != w.queues[i] {
+		if q != w.queues[i] {
 			return true
 		}
 	}
@@ -161,16 +174,16 @@ func (p *pinger) changedCheaply() bool {
 // lost after Redis ran the removal, or a replay of it, loses no signal and removes no newer
 // one. If the removal is lost, the next refresh handles the same signals again, which is
 // harmless: TSTP and TERM are idempotent, and a CANCEL for a job no longer running does nothing.
-func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error {
+func (p *Pinger) tick(ctx context.Context, kind int, minGap time.Duration) error {
 	var sigs []string
 	if kind != tickChange {
 		// The oldest signals are at the right end (senders LPUSH).
 		var err error
-		if sigs, err = p.jq.Signals(ctx, maxSignalsPerPing); err != nil {
+		if sigs, err = p.Store.Signals(ctx, maxSignalsPerPing); err != nil {
 			return err
 		}
 		for i := len(sigs) - 1; i >= 0; i-- {
-			p.handle(sigs[i])
+			p.Handle(sigs[i])
 		}
 	}
 	state := p.state()
@@ -185,21 +198,21 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 			return nil
 		}
 	}
-	writeBusyList := !p.statsDisabled && (kind == tickPing || !sameRuns(state.busy, p.written))
+	writeBusyList := !p.StatsDisabled && (kind == tickPing || !sameRuns(state.busy, p.written))
 	info := wire.NodeInfo{
 		Hostname:    p.hostname,
-		Identity:    p.jq.Node(),
+		Identity:    p.Store.Node(),
 		StartedAt:   float64(p.started.UnixMicro()) / 1e6,
 		PID:         os.Getpid(),
-		Tag:         p.tag,
-		Labels:      p.labels,
+		Tag:         p.Tag,
+		Labels:      p.Labels,
 		Queues:      state.queues,
 		Concurrency: state.concurrency,
 		Busy:        state.count,
 		Quiet:       state.quiet,
-		Version:     nodeVersion(),
+		Version:     p.Version,
 	}
-	w := store.NodeWrite{Info: info.Encode(), Concurrency: state.concurrency, Busy: state.count, Beat: wire.FormatTime(p.now()), Quiet: state.quiet,
+	w := store.NodeWrite{Info: info.Encode(), Concurrency: state.concurrency, Busy: state.count, Beat: wire.FormatTime(p.Now()), Quiet: state.quiet,
 		Rtt: p.rtt, RSSKB: rssKB(), Handled: sigs}
 	if writeBusyList {
 		w.BusyList = state.busy
@@ -208,7 +221,7 @@ func (p *pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		}
 	}
 	begin := time.Now()
-	err := p.jq.WriteNode(ctx, w)
+	err := p.Store.WriteNode(ctx, w)
 	p.rtt = time.Since(begin)
 	if err != nil {
 		p.pending = true
@@ -233,16 +246,16 @@ func sameRuns(busy map[string]string, o *nodeState) bool {
 
 // state reads what the node hash and busy list should say now. Busy count and busy list come
 // from one snapshot of the running jobs, so they cannot disagree.
-func (p *pinger) state() *nodeState {
-	subs := p.mgr.subscriptions()
-	s := &nodeState{queues: make([]string, len(subs)), concurrency: p.mgr.concurrency()}
+func (p *Pinger) state() *nodeState {
+	subs := p.View.Subscriptions()
+	s := &nodeState{queues: make([]string, len(subs)), concurrency: p.View.Concurrency()}
 	for i, q := range subs {
-		s.queues[i] = q.Name
+		s.queues[i] = q
 	}
-	if p.statsDisabled {
-		s.count = p.mgr.inFlight()
+	if p.StatsDisabled {
+		s.count = p.View.InFlight()
 	} else {
-		s.busy = p.mgr.busyJobs()
+		s.busy = p.View.BusyJobs()
 		s.count = len(s.busy)
 	}
 	s.quiet = p.quiet(subs)
@@ -251,17 +264,13 @@ func (p *pinger) state() *nodeState {
 
 // quiet reports whether the node fetches no more jobs: quieted (Quiet, TSTP, TERM), without
 // subscriptions, or stopping (Sidekiq's UI shows a Ruby process quiet in its shutdown too).
-func (p *pinger) quiet(subs []Queue) bool {
-	return p.mgr.quiet.Load() || len(subs) == 0 || p.stopping()
+func (p *Pinger) quiet(subs []string) bool {
+	return p.View.Quieted() || len(subs) == 0 || p.Stopping()
 }
 
-// unregister removes this node from the processes set and deletes its busy list (clean stop).
+// Unregister removes this node from the processes set and deletes its busy list (clean stop).
 // The node hash is left to expire, as Sidekiq does.
-func (p *pinger) unregister(ctx context.Context) error { return p.jq.Unregister(ctx) }
-
-// prune removes from the processes set every node whose hash has expired (it stopped pinging
-// a minute ago), and deletes those nodes' busy lists, and only theirs.
-func (e *Exq) prune(ctx context.Context) error { return e.jq.Prune(ctx, e.log) }
+func (p *Pinger) Unregister(ctx context.Context) error { return p.Store.Unregister(ctx) }
 
 // rssKB is this process' resident set size in KB (Linux), or 0 where it cannot be read.
 func rssKB() int64 {
