@@ -248,10 +248,7 @@ func sameRuns(busy map[string]string, o *nodeState) bool {
 // from one snapshot of the running jobs, so they cannot disagree.
 func (p *Pinger) state() *nodeState {
 	subs := p.View.Subscriptions()
-	s := &nodeState{queues: make([]string, len(subs)), concurrency: p.View.Concurrency()}
-	for i, q := range subs {
-		s.queues[i] = q
-	}
+	s := &nodeState{queues: subs, concurrency: p.View.Concurrency()}
 	if p.StatsDisabled {
 		s.count = p.View.InFlight()
 	} else {
