@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/exqgo/exq/internal/store"
@@ -192,13 +190,13 @@ type enqueuer struct {
 }
 
 // hold marks jids as being written until the returned function is called, after their
-// JobEnqueued (eventOrder): a worker of this node that fetched one meanwhile reports
+// JobEnqueued (eventorder.Order): a worker of this node that fetched one meanwhile reports
 // JobStarted after it.
 func (en *enqueuer) hold(jids ...string) func() {
 	if !en.events.has() {
 		return func() {}
 	}
-	return en.events.order.hold(jids...)
+	return en.events.order.Hold(jids...)
 }
 
 // stampUnit is the unit of job timestamps Options.MillisecondTimestamps asks for.
@@ -265,7 +263,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	if err := checkQueueName(queue); err != nil {
 		return bad("%v", err)
 	}
-	rawArgs, err := encodeArgs(args)
+	rawArgs, err := wire.EncodeArgs(args)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -370,66 +368,6 @@ func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s J
 		at = now.Add(s.In)
 	}
 	return en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, at, s.Options)
-}
-
-// encodeArgs renders args as a JSON array. nil is the empty list.
-func encodeArgs(args any) (json.RawMessage, error) {
-	if args == nil {
-		return json.RawMessage("[]"), nil
-	}
-	if list, ok := args.([]any); ok {
-		if b, ok := appendSimpleArgs(make([]byte, 0, 16*len(list)+2), list); ok {
-			return b, nil
-		}
-	}
-	if raw, ok := args.(json.RawMessage); ok && !json.Valid(raw) {
-		return nil, fmt.Errorf("args: invalid JSON %q", raw)
-	}
-	b, err := wire.Marshal(args)
-	if err != nil {
-		return nil, fmt.Errorf("args cannot be encoded as JSON: %v", err)
-	}
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		return json.RawMessage("[]"), nil
-	}
-	if len(b) == 0 || b[0] != '[' {
-		return nil, fmt.Errorf("args must be a list (a slice or array), got %s", describe(args))
-	}
-	return b, nil
-}
-
-// appendSimpleArgs renders the usual args (strings, ints, bools, nil, finite floats) without
-// reflection, as encoding/json would; ok is false when some arg needs encoding/json.
-func appendSimpleArgs(b []byte, list []any) (_ []byte, ok bool) {
-	b = append(b, '[')
-	for i, a := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		switch v := a.(type) {
-		case string:
-			b = wire.AppendQuote(b, v)
-		case int:
-			b = strconv.AppendInt(b, int64(v), 10)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case nil:
-			b = append(b, "null"...)
-		default:
-			return nil, false
-		}
-	}
-	return append(b, ']'), true
-}
-
-func describe(v any) string {
-	if _, ok := v.(json.RawMessage); ok {
-		return "JSON that is not an array"
-	}
-	return reflect.TypeOf(v).String()
 }
 
 func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, opts []EnqueueOption) (string, error) {

@@ -201,13 +201,13 @@ func TestSimpleArgsEncodeExactlyAsEncodingJSON(t *testing.T) {
 	} {
 		want, err := wire.Marshal(args)
 		require.NoError(t, err)
-		got, ok := appendSimpleArgs(nil, args)
+		got, ok := wire.AppendSimpleArgs(nil, args)
 		require.True(t, ok)
 		assert.Equal(t, string(want), string(got))
 	}
-	_, ok := appendSimpleArgs(nil, []any{1.5})
+	_, ok := wire.AppendSimpleArgs(nil, []any{1.5})
 	assert.False(t, ok, "floats go through encoding/json")
-	_, ok = appendSimpleArgs(nil, []any{map[string]int{}})
+	_, ok = wire.AppendSimpleArgs(nil, []any{map[string]int{}})
 	assert.False(t, ok)
 }
 

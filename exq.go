@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/eventorder"
 	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
@@ -153,7 +154,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if err != nil {
 		return fail(err)
 	}
-	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventorder.Order{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)

@@ -103,7 +103,7 @@ func (p PeriodicJob) check() (string, cronspec.Schedule, error) {
 	if err := checkQueueName(p.queue()); err != nil {
 		return bad("Queue", "%v", err)
 	}
-	if _, err := encodeArgs(p.Args); err != nil {
+	if _, err := wire.EncodeArgs(p.Args); err != nil {
 		return bad("Args", "%v", err)
 	}
 	line, err := p.storedSpec()
@@ -141,7 +141,7 @@ func tickJID(name string, tick time.Time) string {
 // second before now), are passed along: a poll of either in this second must not fire a tick
 // from before.
 func (p PeriodicJob) stored(line string, s cronspec.Schedule, now time.Time) (store.CronJob, error) {
-	args, err := encodeArgs(p.Args)
+	args, err := wire.EncodeArgs(p.Args)
 	if err != nil {
 		return store.CronJob{}, err
 	}

@@ -58,7 +58,7 @@ func (e *Exq) process(r *run) {
 	began := time.Now() // for the run metrics and the events
 	if e.events.has() {
 		// A write of this node that made the job runnable reports its event first.
-		e.events.order.wait(job.JID, e.opts.RedisTimeout)
+		e.events.order.Wait(job.JID, e.opts.RedisTimeout)
 		began = time.Now()
 		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
@@ -66,7 +66,7 @@ func (e *Exq) process(r *run) {
 	if e.events.has() {
 		// The outcome's write may make the job runnable again (a retry, a snooze): its next
 		// run on this node reports JobStarted after this run's outcome.
-		defer e.events.order.hold(job.JID)()
+		defer e.events.order.Hold(job.JID)()
 	}
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.

@@ -1,11 +1,12 @@
-package exq
+// Package eventorder keeps the events of one job in order across a node's goroutines.
+package eventorder
 
 import (
 	"sync"
 	"time"
 )
 
-// eventOrder keeps the promise that a node's Listeners hear the events of one job in order.
+// Order keeps the promise that a node's Listeners hear the events of one job in order.
 // A write that makes a job runnable (an enqueue, a periodic tick, a retry or a snooze) reports
 // its event (JobEnqueued, JobRetried, JobSnoozed) once Redis has answered, on the goroutine that
 // wrote; meanwhile a worker of the same node may already have fetched the job. So the writer
@@ -13,7 +14,7 @@ import (
 // JobStarted for a held jid waits for the release. An event is never reported for a write
 // that failed, and a job never waits for more than the writer's Redis round trip and its
 // listeners (bounded by maxWait in case a write hangs).
-type eventOrder struct {
+type Order struct {
 	mu   sync.Mutex
 	held map[string]*heldJID
 }
@@ -24,9 +25,9 @@ type heldJID struct {
 	done chan struct{}
 }
 
-// hold marks jids as being written; the returned function, called once the write's event (or
-// its failure) is reported, releases them. A nil eventOrder holds nothing.
-func (o *eventOrder) hold(jids ...string) (release func()) {
+// Hold marks jids as being written; the returned function, called once the write's event (or
+// its failure) is reported, releases them. A nil Order holds nothing.
+func (o *Order) Hold(jids ...string) (release func()) {
 	if o == nil || len(jids) == 0 {
 		return func() {}
 	}
@@ -60,8 +61,8 @@ func (o *eventOrder) hold(jids ...string) (release func()) {
 	}
 }
 
-// wait returns once no write of jid is in flight, or after maxWait.
-func (o *eventOrder) wait(jid string, maxWait time.Duration) {
+// Wait returns once no write of jid is in flight, or after maxWait.
+func (o *Order) Wait(jid string, maxWait time.Duration) {
 	if o == nil {
 		return
 	}
