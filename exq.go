@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
 	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/scheduler"
@@ -199,8 +200,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	if e.hb != nil {
 		e.goOps(func() { e.hb.run(opsCtx) })
-		watch := newExqBeatWatch(e.jq, o.Options, foreignDeclared, e.log)
-		e.goOps(func() { watch.run(opsCtx) })
+		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
+		e.goOps(func() { watch.Run(opsCtx) })
 	}
 
 	e.checkWakeChannel(ctx)
