@@ -55,6 +55,7 @@ import (
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
@@ -86,9 +87,9 @@ type Exq struct {
 	cancelJobs context.CancelCauseFunc
 	graceOver  chan struct{}
 	wakeups    *store.Wakeups
-	loops      sync.WaitGroup // fetching and scheduling: end when Stop starts
+	loops      loop.Group // fetching and scheduling: end when Stop starts
 	cancelOps  context.CancelFunc
-	ops        sync.WaitGroup // stats, ping, heartbeat: end once the jobs have drained
+	ops        loop.Group // stats, ping, heartbeat: end once the jobs have drained
 
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
@@ -192,16 +193,16 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
-	e.goOps(func() { e.acker.Run(opsCtx) })
-	e.goOps(func() { e.stats.Run(opsCtx) })
-	e.goOps(func() { e.pinger.Run(opsCtx) })
+	e.ops.Go(opsCtx, "acker", e.acker.Run)
+	e.ops.Go(opsCtx, "stats", e.stats.Run)
+	e.ops.Go(opsCtx, "pinger", e.pinger.Run)
 	if o.serverNow == nil {
-		e.goOps(func() { e.clock.Run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+		e.ops.Go(opsCtx, "server clock", func(ctx context.Context) { e.clock.Run(ctx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
 	if e.hb != nil {
-		e.goOps(func() { e.hb.run(opsCtx) })
+		e.ops.Go(opsCtx, "heartbeat", e.hb.run)
 		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
-		e.goOps(func() { watch.Run(opsCtx) })
+		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
 
 	e.checkWakeChannel(ctx)
@@ -215,17 +216,17 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		due = sched.Due
 	}
 	e.wakeups = e.jq.SubscribeWake(runCtx)
-	e.goLoop(func() { e.mgr.listen(e.wakeups, due) })
+	e.loops.Go(runCtx, "wake-ups", func(context.Context) { e.mgr.listen(e.wakeups, due) }) // ends when Stop closes them
 	if !o.DisableBlockingIdleWait {
 		// Made here, past every failure of Start: the poll loop's end closes it.
 		e.mgr.idle = e.jq.NewIdleWaiter(idleCap(o.PollTimeout), func() { signal(e.mgr.wake) }, e.log)
 	}
-	e.goLoop(func() { e.mgr.run(runCtx) })
+	e.loops.Go(runCtx, "manager", e.mgr.run)
 	if sched != nil {
-		e.goLoop(func() { sched.Run(runCtx) })
+		e.loops.Go(runCtx, "scheduler", sched.Run)
 		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
 			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
-		e.goLoop(func() { p.run(runCtx) })
+		e.loops.Go(runCtx, "periodic runner", p.run)
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
@@ -251,17 +252,6 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 			}
 		case <-e.stopDone:
 		}
-	}()
-}
-
-func (e *Exq) goLoop(f func()) { goIn(&e.loops, f) }
-func (e *Exq) goOps(f func())  { goIn(&e.ops, f) }
-
-func goIn(wg *sync.WaitGroup, f func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f()
 	}()
 }
 
