@@ -109,6 +109,9 @@ func (a *Acker) take(max int) []ackReq {
 	return a.sending
 }
 
+// Run writes what is handed over, a pipeline at a time, retrying with a back-off while Redis
+// does not answer, until ctx ends; then it makes one last attempt (stop), and later submits
+// write directly.
 func (a *Acker) Run(ctx context.Context) {
 	defer close(a.done)
 	backoff := time.Duration(0)

@@ -76,6 +76,7 @@ func (s *Scheduler) Due(payload string) {
 	}
 }
 
+// Run moves due jobs, sleeping between passes as the type's comment says, until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
