@@ -66,9 +66,6 @@ func (jq *Store) SetEpoch(epoch string) { jq.epoch.Store(&epoch) }
 // Epoch is the token of this node's current incarnation, "" before it joined.
 func (jq *Store) Epoch() string { return jq.incarnation() }
 
-// Client is the Redis client the store sends its commands on.
-func (jq *Store) Client() redis.UniversalClient { return jq.rdb }
-
 // Errors the store's methods wrap; the root package exports them under its own names.
 var (
 	// ErrNotReplicated: the write ran and fewer replicas than asked confirmed it.
