@@ -199,7 +199,7 @@ func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"r1","bid":"keep","retry_count":3}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw)).Err())
 			moved, err := a.Requeue(ctx, s, []string{raw})
@@ -222,7 +222,7 @@ func TestAPIKillMovesJobsToDeadByteIdenticalAndIdempotently(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"k1","bid":"keep","retry_count":3}`
 			other := `{"class":"W","args":[],"queue":"custom","jid":"k2"}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now().Add(time.Hour), other)).Err())
@@ -253,7 +253,7 @@ func TestAPIRequeueJobMovesOneJobByJIDByteForByteOnce(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"r1","bid":"keep","retry_count":3}`
 			other := `{"class":"W","args":[],"queue":"custom","jid":"r2"}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now(), other)).Err())
@@ -318,7 +318,7 @@ func TestAPIRequeueAllMovesOnlyWhatWasThereWhileMovedJobsFailBackIn(t *testing.T
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(tc.set)
+			key := setKeyOf(v.keys, tc.set)
 			start := time.Now().Add(time.Hour)
 			for i := 0; i < n; i += 500 {
 				zs := make([]redis.Z, 0, 500)

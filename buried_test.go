@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -127,21 +128,21 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 	raw := `{"class":"W","args":[],"queue":"q","jid":"j1","unique_token":"tok","unique_until":"success"}`
 	outcomes := []struct {
 		name  string
-		write func(jq *jobQueue, epoch string) error
+		write func(jq *store.Store, epoch string) error
 	}{
-		{"ack", func(jq *jobQueue, epoch string) error {
-			_, err := jq.ackMany(context.Background(), []ackReq{{queue: "q", raw: raw, epoch: epoch}})
+		{"ack", func(jq *store.Store, epoch string) error {
+			_, err := jq.AckMany(context.Background(), []store.AckReq{{Queue: "q", Raw: raw, Epoch: epoch}})
 			return err
 		}},
-		{"unique ack", func(jq *jobQueue, epoch string) error {
-			return jq.ack(context.Background(), "q", raw, "tok", "j1", epoch)
+		{"unique ack", func(jq *store.Store, epoch string) error {
+			return jq.Ack(context.Background(), "q", raw, "tok", "j1", epoch)
 		}},
-		{"retry", func(jq *jobQueue, epoch string) error {
-			_, err := jq.retry(context.Background(), "q", raw, raw, time.Now().Add(time.Hour), epoch)
+		{"retry", func(jq *store.Store, epoch string) error {
+			_, err := jq.Retry(context.Background(), "q", raw, raw, time.Now().Add(time.Hour), epoch)
 			return err
 		}},
-		{"dead", func(jq *jobQueue, epoch string) error {
-			_, err := jq.dead(context.Background(), "q", raw, raw, time.Now(), time.Hour, 10, "tok", "j1", epoch)
+		{"dead", func(jq *store.Store, epoch string) error {
+			_, err := jq.Dead(context.Background(), "q", raw, raw, time.Now(), time.Hour, 10, "tok", "j1", epoch)
 			return err
 		}},
 	}
@@ -150,15 +151,15 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 			t.Run(how+", "+o.name, func(t *testing.T) {
 				v := newEnv(t)
 				ctx := context.Background()
-				jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
-				_, err := jq.join(ctx, time.Minute, nil, "old")
+				jq := testStore(v.client, v.keys, "n")
+				_, err := jq.Join(ctx, time.Minute, nil, "old")
 				require.NoError(t, err)
 				require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
 				require.NoError(t, v.rdb.Set(ctx, v.keys.Unique("tok"), "j1", time.Hour).Err())
 				current := "old"
 				if how == "joined again" {
 					current = "new"
-					_, err = jq.join(ctx, time.Minute, nil, current)
+					_, err = jq.Join(ctx, time.Minute, nil, current)
 					require.NoError(t, err)
 				} else {
 					require.NoError(t, v.rdb.ZRem(ctx, v.keys.Heartbeats(), "n").Err())
@@ -167,15 +168,15 @@ func TestOutcomesOfABuriedIncarnationLeaveTheBackupListAlone(t *testing.T) {
 				assert.Equal(t, []string{raw}, v.list(v.keys.Backup("n", "q")), "the entry stays")
 				assert.Zero(t, v.zcard(v.keys.Retry())+v.zcard(v.keys.Dead()), "no outcome written")
 				assert.Equal(t, "j1", v.rdb.Get(ctx, v.keys.Unique("tok")).Val(), "the lock stays")
-				alive, _, err := jq.beat(ctx, time.Minute, nil, "old", 0)
+				alive, _, err := jq.Beat(ctx, time.Minute, nil, "old", 0)
 				require.NoError(t, err)
 				assert.False(t, alive, "the old incarnation's beat is refused")
-				jq.epoch.Store(&current)
+				jq.SetEpoch(current)
 				if how == "joined again" {
 					require.NoError(t, v.rdb.LPush(ctx, v.keys.Queue("q"), raw).Err())
 					old := "old"
-					jq.epoch.Store(&old)
-					_, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: 1}}, time.Minute, 0)
+					jq.SetEpoch(old)
+					_, err := jq.Fetch(ctx, []store.FetchReq{{Queue: "q", N: 1}}, time.Minute, 0)
 					assert.ErrorIs(t, err, errBuried, "the old incarnation fetches nothing")
 					assert.Len(t, v.list(v.keys.Queue("q")), 1)
 					require.NoError(t, o.write(jq, current))
@@ -193,18 +194,18 @@ func TestBuryRefusesANodeWithJobsLeft(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
 	stale := v.staleBackup("dead", "seen", 1)
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "monitor"}
-	res, err := jq.bury(ctx, stale, []string{"seen"})
+	jq := testStore(v.client, v.keys, "monitor")
+	res, err := jq.Bury(ctx, stale, []string{"seen"})
 	require.NoError(t, err)
-	assert.Equal(t, buryJobsLeft, res, "a list holds a job")
-	_, err = jq.rescueBackup(ctx, stale, "seen", time.Second)
+	assert.Equal(t, store.BuryJobsLeft, res, "a list holds a job")
+	_, err = jq.RescueBackup(ctx, stale, "seen", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, v.rdb.SAdd(ctx, v.keys.BackupQueues("dead"), "seen", "unseen").Err())
-	res, err = jq.bury(ctx, stale, []string{"seen"})
+	res, err = jq.Bury(ctx, stale, []string{"seen"})
 	require.NoError(t, err)
-	assert.Equal(t, buryJobsLeft, res, "the set names a queue the rescue did not look at")
-	res, err = jq.bury(ctx, stale, []string{"seen", "unseen"})
+	assert.Equal(t, store.BuryJobsLeft, res, "the set names a queue the rescue did not look at")
+	res, err = jq.Bury(ctx, stale, []string{"seen", "unseen"})
 	require.NoError(t, err)
-	assert.Equal(t, buryDone, res)
+	assert.Equal(t, store.BuryDone, res)
 	assert.Zero(t, v.rdb.Exists(ctx, v.keys.BackupQueues("dead")).Val(), "its set goes with it")
 }

@@ -21,7 +21,7 @@ import (
 // enqueuer is a node's enqueue side without its loops, for tests that look at what an
 // enqueue writes.
 func (v *env) enqueuer(now func() time.Time) *enqueuer {
-	return &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "test-node"}, now: now, maxRetries: DefaultMaxRetries}
+	return &enqueuer{jq: testStore(v.rdb, v.keys, "test-node"), now: now, maxRetries: DefaultMaxRetries}
 }
 
 // enqueueN enqueues n jobs of class W on queue q, with args [i], and returns their jids in order.
@@ -143,8 +143,8 @@ func TestEnqueueAllWritesMixedJobsAtomicallyInOrder(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
 	en := v.enqueuer(func() time.Time { return now })
-	var counter *testutil.Counter
-	en.jq.rdb, counter = v.countingClient()
+	client, counter := v.countingClient()
+	en.jq = testStore(client, v.keys, "test-node")
 
 	res, err := en.enqueueAll(ctx, []JobSpec{
 		{Queue: "default", Class: "A", Args: []any{1}},
@@ -207,13 +207,13 @@ func TestSimpleArgsEncodeExactlyAsEncodingJSON(t *testing.T) {
 	} {
 		want, err := wire.Marshal(args)
 		require.NoError(t, err)
-		got, ok := appendSimpleArgs(nil, args)
+		got, ok := wire.AppendSimpleArgs(nil, args)
 		require.True(t, ok)
 		assert.Equal(t, string(want), string(got))
 	}
-	_, ok := appendSimpleArgs(nil, []any{1.5})
+	_, ok := wire.AppendSimpleArgs(nil, []any{1.5})
 	assert.False(t, ok, "floats go through encoding/json")
-	_, ok = appendSimpleArgs(nil, []any{map[string]int{}})
+	_, ok = wire.AppendSimpleArgs(nil, []any{map[string]int{}})
 	assert.False(t, ok)
 }
 

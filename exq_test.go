@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -89,7 +90,7 @@ func TestStartFailsClearlyWhenRedisIsUnreachableAndMasksThePassword(t *testing.T
 
 func TestRedissURLGivesATLSClient(t *testing.T) {
 	t.Parallel()
-	c, err := newRedisClient("rediss://user:pw@cache.example:6380/2", 3*time.Second)
+	c, err := store.NewURLClient("rediss://user:pw@cache.example:6380/2", 3*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
 	o := c.Options()
@@ -120,12 +121,12 @@ func TestStartWithRedisURLConnectsAndClosesItsClient(t *testing.T) {
 	rec := &recorder{}
 	e, err := Start(context.Background(), Options{RedisURL: url, Namespace: ns, Logger: testLogger(), Workers: map[string]Worker{"W": rec}})
 	require.NoError(t, err)
-	defer testutil.DeleteNamespace(redis.NewClient(e.rdb.(*redis.Client).Options()), ns)
+	defer testutil.DeleteNamespace(redis.NewClient(e.conn.Client().(*redis.Client).Options()), ns)
 	_, err = e.Enqueue(context.Background(), "default", "W", nil)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job ran", func() bool { return rec.count() == 1 })
 	require.NoError(t, e.Stop(context.Background()))
-	assert.ErrorIs(t, e.rdb.Ping(context.Background()).Err(), redis.ErrClosed)
+	assert.ErrorIs(t, e.conn.Client().Ping(context.Background()).Err(), redis.ErrClosed)
 }
 
 func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {

@@ -94,7 +94,7 @@ func TestPanicWithoutBacktraceFieldStoresACappedBacktrace(t *testing.T) {
 	_, m := failedEntry(t, Options{}, panics, `{"class":"W","args":[],"queue":"default","jid":"bt3","retry":3}`)
 	lines := backtraceOf(t, m)
 	assert.Contains(t, lines[0], "panickingHelper")
-	assert.LessOrEqual(t, len(lines), panicBacktraceLines)
+	assert.LessOrEqual(t, len(lines), wire.PanicBacktraceLines)
 	_, hasField := m["backtrace"]
 	assert.False(t, hasField, "the job's own fields are not added to")
 

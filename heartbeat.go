@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
@@ -22,7 +24,7 @@ const ForeignHeartbeatWindow = 6 * time.Minute
 // of their queues, so a crashed process loses nothing. Beats use the Redis server's clock, so
 // client clock skew cannot make a live node look dead.
 type heartbeat struct {
-	jq       *jobQueue
+	jq       *store.Store
 	interval time.Duration
 	missed   int
 	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
@@ -55,18 +57,6 @@ func (h *heartbeat) previousCall() float64 {
 
 // window is how long this node may go without a beat before others count it as dead.
 func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
-
-// stallGap is the longest gap, by the server's clock, between two consecutive calls (beats and
-// checks) of a node with this window that is not a stall: a longer one means that the server
-// could not run the node's calls in between (another client's long script, DEBUG SLEEP, BUSY
-// replies, calls timing out), or that the node itself was stopped, and the scripts record when
-// it ended (scripts/stale.lua). A node checks every interval/2 and beats every interval, and
-// its window is at least two intervals (MissedHeartbeatsAllowed ≥ 1), so half a window is at
-// least twice its usual gap; and a stall no longer than half a window ends no later than the
-// deadline of a node that beat on time before it (its beats are at most an interval apart, its
-// deadline a window after the last one), and the beats that waited in it run before a check
-// can prove that deadline passed (see rescueDead).
-func stallGap(window time.Duration) time.Duration { return window / 2 }
 
 // run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
 // within its window plus half of this node's interval. Beats and checks run on goroutines of
@@ -113,7 +103,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
+	alive, at, err := h.jq.Beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
@@ -129,7 +119,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 		n = h.orphan()
 	}
 	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
-		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.Node(), "jobs", n)
 	return h.enter(cctx)
 }
 
@@ -145,13 +135,13 @@ func (h *heartbeat) join(ctx context.Context) error {
 // Fetches and acknowledgements carry the token from then on.
 func (h *heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
-	at, err := h.jq.join(ctx, h.window(), h.heldLeases(), epoch)
+	at, err := h.jq.Join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
 	}
 	h.called(at)
 	h.epoch = epoch
-	h.jq.epoch.Store(&epoch)
+	h.jq.SetEpoch(epoch)
 	return nil
 }
 
@@ -182,17 +172,17 @@ func (h *heartbeat) heldLeases() map[string][]string {
 func (h *heartbeat) rescueDead(ctx context.Context) error {
 	previous := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow(), h.window(), previous)
+	stale, now, err := h.jq.StaleNodes(cctx, h.foreignWindow(), h.window(), previous)
 	cancel()
 	if err != nil {
 		return err
 	}
 	h.called(now)
 	for _, n := range stale {
-		if n.node == h.jq.node {
+		if n.Node == h.jq.Node() {
 			continue // we are alive; our own beat is just late
 		}
-		if n.deadline >= previous {
+		if n.Deadline >= previous {
 			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {
@@ -204,9 +194,9 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 
 // rescue moves dead node n's backup lists, for every known queue, back to their queues and
 // then forgets the node, unless it beats again meanwhile.
-func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
+func (h *heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	queues, err := h.jq.knownQueues(cctx)
+	queues, err := h.jq.KnownQueues(cctx)
 	cancel()
 	if err != nil {
 		return err
@@ -217,7 +207,7 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
 	// never adds them.
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	more, err := h.jq.backupQueuesOf(cctx, n.node)
+	more, err := h.jq.BackupQueuesOf(cctx, n.Node)
 	cancel()
 	if err != nil {
 		return err
@@ -232,31 +222,31 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		}
 		seen[q] = true
 		distinct = append(distinct, q)
-		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
+		moved, err := h.jq.RescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if moved > 0 && h.events.has() {
-			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.node})
+			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.Node})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	res, err := h.jq.bury(cctx, n, distinct)
+	res, err := h.jq.Bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
 	}
-	buried := res == buryDone
-	if res == buryJobsLeft {
+	buried := res == store.BuryDone
+	if res == store.BuryJobsLeft {
 		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
-			"node", n.node)
+			"node", n.Node)
 	}
 	switch {
 	case buried:
-		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.Node, "jobs", total)
 	case total > 0:
-		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.Node, "jobs", total)
 	}
 	return nil
 }

@@ -2,15 +2,14 @@ package exq
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"log/slog"
-
 	"github.com/stretchr/testify/assert"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 

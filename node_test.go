@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -129,7 +129,7 @@ func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("alive"), "b", "{}").Err())
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("ghost"), "a", "{}").Err())
 	require.NoError(t, v.rdb.SAdd(ctx, v.keys.Processes(), "ghost", "alive").Err())
-	require.NoError(t, e.prune(ctx))
+	require.NoError(t, e.jq.Prune(ctx, e.log))
 	members := v.rdb.SMembers(ctx, v.keys.Processes()).Val()
 	assert.NotContains(t, members, "ghost")
 	assert.Contains(t, members, "alive")

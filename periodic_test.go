@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 func mustLoad(t *testing.T, name string) *time.Location {
@@ -89,10 +92,10 @@ func TestStartRefusesABadPeriodicJobNamingIt(t *testing.T) {
 // ticksBetween lists the ticks of spec from (exclusive) to until (inclusive).
 func ticksBetween(t *testing.T, spec string, from, until time.Time) []time.Time {
 	t.Helper()
-	s, err := parseSpec(spec, "")
+	s, err := cronspec.Parse(spec, "")
 	require.NoError(t, err)
 	var out []time.Time
-	for at := s.next(from); !at.After(until); at = s.next(at) {
+	for at := s.Next(from); !at.After(until); at = s.Next(at) {
 		out = append(out, at)
 	}
 	return out
@@ -119,7 +122,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, tick := range ticksBetween(t, tc.spec, tc.from, tc.until) {
-				got = append(got, tickMember(tick))
+				got = append(got, wire.CronTick(tick))
 			}
 			assert.Equal(t, tc.want, got)
 		})
@@ -140,7 +143,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 
 // periodicRunner builds a runner on the env's Redis with clock now, as a node would.
 func (v *env) periodicRunner(now func() time.Time, grace time.Duration) *periodicRunner {
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "test-node"}
+	jq := testStore(v.client, v.keys, "test-node")
 	return &periodicRunner{jq: jq, en: &enqueuer{jq: jq, now: now, maxRetries: DefaultMaxRetries}, grace: grace, reload: time.Second,
 		timeout: 5 * time.Second, now: now, log: testLogger(), states: map[string]*tickState{}, warned: map[string]string{}}
 }
@@ -150,7 +153,9 @@ func (v *env) savePeriodic(p PeriodicJob, now time.Time) {
 	v.t.Helper()
 	line, s, err := p.check()
 	require.NoError(v.t, err)
-	_, err = (&jobQueue{rdb: v.client, keys: v.keys}).saveCron(context.Background(), p, line, s, cronUpsert, now)
+	stored, err := p.stored(line, s, now)
+	require.NoError(v.t, err)
+	_, err = testStore(v.client, v.keys, "").SaveCron(context.Background(), stored, store.CronUpsert, now)
 	require.NoError(v.t, err)
 }
 

@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/redact"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
 func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
 	t.Parallel()
-	c, err := newRedisClient("redis://sentuser:sentpw@127.0.0.1:26379/3?master_name=mymaster&addr=127.0.0.1:26380&addr=127.0.0.1:26381&password=masterpw", 2*time.Second)
+	c, err := store.NewURLClient("redis://sentuser:sentpw@127.0.0.1:26379/3?master_name=mymaster&addr=127.0.0.1:26380&addr=127.0.0.1:26381&password=masterpw", 2*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
 	o := c.Options()
@@ -29,12 +30,12 @@ func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
 	assert.Equal(t, 2*time.Second, o.WriteTimeout)
 	assert.Equal(t, 2*time.Second, o.DialTimeout)
 	assert.True(t, o.ContextTimeoutEnabled)
-	assert.Equal(t, 0, clientRetries(c), "exq's own client never resends a command")
+	assert.Equal(t, 0, store.ClientRetries(c), "exq's own client never resends a command")
 
-	c2, err := newRedisClient("redis://127.0.0.1:26379/0?master_name=m&max_retries=2&read_timeout=7s", time.Second)
+	c2, err := store.NewURLClient("redis://127.0.0.1:26379/0?master_name=m&max_retries=2&read_timeout=7s", time.Second)
 	require.NoError(t, err)
 	defer c2.Close()
-	assert.Equal(t, 2, clientRetries(c2), "the URL's own max_retries wins")
+	assert.Equal(t, 2, store.ClientRetries(c2), "the URL's own max_retries wins")
 	assert.Equal(t, 7*time.Second, c2.Options().ReadTimeout)
 	assert.Equal(t, time.Second, c2.Options().WriteTimeout)
 }

@@ -70,7 +70,7 @@ func TestRescueOfADeadNodeEndsWhenRedisHangs(t *testing.T) {
 	cl := redis.NewClient(&opts)
 	defer cl.Close()
 	c.staleBackup("dead", "default", 3)
-	h := &heartbeat{jq: &jobQueue{rdb: cl, keys: c.keys, node: "monitor"}, interval: time.Second, missed: 3,
+	h := &heartbeat{jq: testStore(cl, c.keys, "monitor"), interval: time.Second, missed: 3,
 		timeout: 200 * time.Millisecond, queues: func() []Queue { return nil }, log: testLogger()}
 
 	c.proxy.Freeze()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -172,14 +173,14 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	ctx := context.Background()
 	keys := keysFor(testutil.Namespace(t))
 	const window = time.Second
-	victim := &jobQueue{rdb: rdb, keys: keys, node: "victim"}
-	checker := &jobQueue{rdb: rdb, keys: keys, node: "checker"}
-	joined, err := victim.join(ctx, window, nil, "e1")
+	victim := testStore(rdb, keys, "victim")
+	checker := testStore(rdb, keys, "checker")
+	joined, err := victim.Join(ctx, window, nil, "e1")
 	require.NoError(t, err)
 	// The checker passes the server's time of its previous call, as its heartbeat does.
 	previous := 0.0
-	check := func() []staleNode {
-		stale, now, err := checker.staleNodes(ctx, time.Minute, window, previous)
+	check := func() []store.StaleNode {
+		stale, now, err := checker.StaleNodes(ctx, time.Minute, window, previous)
 		require.NoError(t, err)
 		previous = now
 		return stale
@@ -202,8 +203,8 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	require.NoError(t, err, "the check recorded the stall's end")
 	assert.InDelta(t, now, ended, 1e-6)
 	// A node whose calls the stall did not hold (it had made none) judges by that record too.
-	fresh := &jobQueue{rdb: rdb, keys: keys, node: "fresh"}
-	stale, _, err = fresh.staleNodes(ctx, time.Minute, window, 0)
+	fresh := testStore(rdb, keys, "fresh")
+	stale, _, err = fresh.StaleNodes(ctx, time.Minute, window, 0)
 	require.NoError(t, err)
 	assert.Empty(t, stale, "a node with no previous call, right after the stall")
 
@@ -218,11 +219,11 @@ func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
 	}
 	// ...and a whole window after it, the victim, which never beat again, is.
 	require.Len(t, stale, 1, "a whole window after the stall")
-	assert.Equal(t, "victim", stale[0].node)
+	assert.Equal(t, "victim", stale[0].Node)
 
 	// A beat that runs more than half a window after its node's previous call records a stall
 	// the same way.
-	alive, at, err := victim.beat(ctx, window, nil, "e1", joined)
+	alive, at, err := victim.Beat(ctx, window, nil, "e1", joined)
 	require.NoError(t, err)
 	require.True(t, alive)
 	ended, err = rdb.Get(ctx, keys.HeartbeatResumed()).Float64()

@@ -99,7 +99,7 @@ func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
-	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
+	jq := testStore(v.rdb, v.keys, "monitor")
 	now, err := v.rdb.Time(ctx).Result()
 	require.NoError(t, err)
 	at := func(ago time.Duration) float64 { return float64(now.Add(-ago).UnixMicro()) / 1e6 }
@@ -114,11 +114,11 @@ func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
 		redis.Z{Score: at(-time.Minute), Member: "go-slow-live"}, // deadline a minute from now
 		redis.Z{Score: at(time.Second), Member: "go-stopped"},    // deadline passed, heartbeat gone
 	).Err())
-	stale, _, err := jq.staleNodes(ctx, ForeignHeartbeatWindow, time.Minute, 0)
+	stale, _, err := jq.StaleNodes(ctx, ForeignHeartbeatWindow, time.Minute, 0)
 	require.NoError(t, err)
 	var names []string
 	for _, s := range stale {
-		names = append(names, s.node)
+		names = append(names, s.Node)
 	}
 	assert.Equal(t, []string{"exq-elixir-dead"}, names)
 	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.HeartbeatDeadlines(), "go-stopped").Err(),

@@ -423,7 +423,7 @@ func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
 			if tc.outcome == nil {
 				// A success frees its slot at once; the acker holds the acknowledgement.
 				testutil.WaitFor(t, "the slot is free", func() bool { return e.mgr.inFlight() == 0 })
-				assert.EqualValues(t, 1, e.acker.count(), "the acknowledgement waits for Redis")
+				assert.EqualValues(t, 1, e.acker.Count(), "the acknowledgement waits for Redis")
 			} else {
 				assert.Equal(t, 1, e.mgr.inFlight(), "a failure holds its slot until its retry is written")
 			}
