@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// flowJob is one job a batch add or a workflow creation pushes: its jid, queue, class and
+// FlowJob is one job a batch add or a workflow creation pushes: its jid, queue, class and
 // document.
-type flowJob struct {
-	jid, queue, class, doc string
-	done                   []func(string, error) // the EnqueueHooks' functions (finishFlow)
+type FlowJob struct {
+	JID, Queue, Class, Doc string
+	Done                   []func(string, error) // the EnqueueHooks' functions, for the caller
 }
 
 // flowQueues caches, per batch and per workflow, the route of its settle script: the queues
@@ -60,12 +60,12 @@ func splitQueues(s string) []string {
 }
 
 // flowQueueNumbers numbers the distinct queues of jobs from 1, in order of first use.
-func flowQueueNumbers(jobs []flowJob) (names []string, no map[string]int) {
+func flowQueueNumbers(jobs []FlowJob) (names []string, no map[string]int) {
 	no = map[string]int{}
 	for _, j := range jobs {
-		if _, ok := no[j.queue]; !ok {
-			names = append(names, j.queue)
-			no[j.queue] = len(names)
+		if _, ok := no[j.Queue]; !ok {
+			names = append(names, j.Queue)
+			no[j.Queue] = len(names)
 		}
 	}
 	return names, no
@@ -73,20 +73,20 @@ func flowQueueNumbers(jobs []flowJob) (names []string, no map[string]int) {
 
 // Replies of batch_add.lua.
 const (
-	batchOK        = "ok"
-	batchReplay    = "replay"
-	batchExists    = "exists"
-	batchGone      = "gone"
-	batchNotMember = "not_member"
-	batchDone      = "done"
-	batchNoParent  = "parent_gone"
+	BatchOK          = "ok"
+	BatchReplay      = "replay"
+	BatchExistsReply = "exists"
+	BatchGone        = "gone"
+	BatchNotMember   = "not_member"
+	BatchDone        = "done"
+	BatchNoParent    = "parent_gone"
 )
 
-// batchWrite creates batch bid (mode "create", by the call with token who) with the hash fields
+// BatchWrite creates batch bid (mode "create", by the call with token who) with the hash fields
 // given and jobs, as a child of batch parent when it is not "" (created by the parent's running
 // job adder, or "" outside one), or adds jobs to it (mode "add", who being the adding job's
 // jid). It returns batch_add.lua's status and how many jobs were new to the batch.
-func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who, parent, adder string, now time.Time, live time.Duration, fields [][2]string, jobs []flowJob) (string, int, error) {
+func (jq *Store) BatchWrite(ctx context.Context, bid, mode, who, parent, adder string, now time.Time, live time.Duration, fields [][2]string, jobs []FlowJob) (string, int, error) {
 	queues, no := flowQueueNumbers(jobs)
 	keys := make([]string, 0, 9+len(queues))
 	keys = append(keys, jq.keys.Batch(bid), jq.keys.BatchJobs(bid), jq.keys.BatchPending(bid), jq.keys.BatchDead(bid),
@@ -105,7 +105,7 @@ func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who, parent, adde
 		args = append(args, f[0], f[1])
 	}
 	for _, j := range jobs {
-		args = append(args, j.jid, no[j.queue], j.doc)
+		args = append(args, j.JID, no[j.Queue], j.Doc)
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.BatchAdd, keys, args...)
 	res, err := cmd.Slice()
@@ -122,25 +122,25 @@ func (jq *jobQueue) batchWrite(ctx context.Context, bid, mode, who, parent, adde
 
 // Outcomes of a run of a batch's job, as batch_settle.lua names them.
 const (
-	runSucceeded = "succeeded"
-	runFailed    = "failed"
-	runDied      = "died"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"
+	RunDied      = "died"
 )
 
-// batchSettle records how a run of job jid of batch bid ended (runSucceeded, runFailed or
-// runDied) and enqueues the callbacks whose condition first holds. changed is false when the
+// BatchSettle records how a run of job jid of batch bid ended (RunSucceeded, RunFailed or
+// RunDied) and enqueues the callbacks whose condition first holds. changed is false when the
 // call changed nothing (an outcome already recorded, or a batch that no longer exists).
-func (jq *jobQueue) batchSettle(ctx context.Context, bid, jid, out string, now time.Time) (changed bool, fired []string, err error) {
-	res, err := jq.settleOne(ctx, settleItem{bid: bid, runs: [][2]string{{jid, out}}}, now)
+func (jq *Store) BatchSettle(ctx context.Context, bid, jid, out string, now time.Time) (changed bool, fired []string, err error) {
+	res, err := jq.settleOne(ctx, SettleItem{Batch: bid, Runs: [][2]string{{jid, out}}}, now)
 	if err != nil {
 		return false, nil, err
 	}
-	return batchSettled(res)
+	return BatchSettled(res)
 }
 
 // batchSettleCall is batch_settle.lua's keys and arguments for the outcomes runs (jid,
 // outcome) of jobs of batch bid.
-func (jq *jobQueue) batchSettleCall(bid string, runs [][2]string, now time.Time) (keys []string, args []any) {
+func (jq *Store) batchSettleCall(bid string, runs [][2]string, now time.Time) (keys []string, args []any) {
 	route := jq.flows.get("b:" + bid)
 	names := splitQueues(route.queues)
 	parents := splitQueues(route.parents)
@@ -161,8 +161,8 @@ func (jq *jobQueue) batchSettleCall(bid string, runs [][2]string, now time.Time)
 	return keys, args
 }
 
-// batchSettled reads batch_settle.lua's reply (not the {-1, queues} one).
-func batchSettled(res []any) (changed bool, fired []string, err error) {
+// BatchSettled reads batch_settle.lua's reply (not the {-1, queues} one).
+func BatchSettled(res []any) (changed bool, fired []string, err error) {
 	if len(res) == 0 {
 		return false, nil, fmt.Errorf("batch outcome: unexpected reply %v", res)
 	}
@@ -174,32 +174,32 @@ func batchSettled(res []any) (changed bool, fired []string, err error) {
 	return n > 0, fired, nil
 }
 
-// batchState is what Redis holds about one batch: its hash and the sizes of its sets.
-type batchState struct {
-	fields               map[string]string
-	total, pending, dead int64
+// BatchState is what Redis holds about one batch: its hash and the sizes of its sets.
+type BatchState struct {
+	Fields               map[string]string
+	Total, Pending, Dead int64
 }
 
-// batchRead reads batch bid; a zero fields map means there is no such batch.
-func (jq *jobQueue) batchRead(ctx context.Context, bid string) (batchState, error) {
+// BatchRead reads batch bid; a zero fields map means there is no such batch.
+func (jq *Store) BatchRead(ctx context.Context, bid string) (BatchState, error) {
 	p := jq.rdb.Pipeline()
 	h := p.HGetAll(ctx, jq.keys.Batch(bid))
 	total := p.SCard(ctx, jq.keys.BatchJobs(bid))
 	pending := p.HLen(ctx, jq.keys.BatchPending(bid))
 	dead := p.SCard(ctx, jq.keys.BatchDead(bid))
 	if _, err := p.Exec(ctx); err != nil {
-		return batchState{}, err
+		return BatchState{}, err
 	}
-	return batchState{fields: h.Val(), total: total.Val(), pending: pending.Val(), dead: dead.Val()}, nil
+	return BatchState{Fields: h.Val(), Total: total.Val(), Pending: pending.Val(), Dead: dead.Val()}, nil
 }
 
-// batchIDs lists up to count batch ids, newest first, from offset.
-func (jq *jobQueue) batchIDs(ctx context.Context, offset, count int64) ([]string, error) {
+// BatchIDs lists up to count batch ids, newest first, from offset.
+func (jq *Store) BatchIDs(ctx context.Context, offset, count int64) ([]string, error) {
 	return jq.rdb.ZRevRange(ctx, jq.keys.Batches(), offset, offset+count-1).Result()
 }
 
-// forgetBatches removes ids whose data has expired from the listing.
-func (jq *jobQueue) forgetBatches(ctx context.Context, ids ...string) error {
+// ForgetBatches removes ids whose data has expired from the listing.
+func (jq *Store) ForgetBatches(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -210,8 +210,8 @@ func (jq *jobQueue) forgetBatches(ctx context.Context, ids ...string) error {
 	return jq.rdb.ZRem(ctx, jq.keys.Batches(), m...).Err()
 }
 
-// batchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
-func (jq *jobQueue) batchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
+// BatchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
+func (jq *Store) BatchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
 	key := jq.keys.BatchJobs(bid)
 	if set == "dead" {
 		key = jq.keys.BatchDead(bid)
@@ -244,8 +244,8 @@ func (jq *jobQueue) batchMembers(ctx context.Context, bid, set string, limit int
 	}
 }
 
-// secondsField reads a stored "<seconds>" field as a time; zero when absent or not a number.
-func secondsField(m map[string]string, f string) time.Time {
+// SecondsField reads a stored "<seconds>" field as a time; zero when absent or not a number.
+func SecondsField(m map[string]string, f string) time.Time {
 	v, err := strconv.ParseFloat(m[f], 64)
 	if err != nil || v <= 0 {
 		return time.Time{}
@@ -253,8 +253,8 @@ func secondsField(m map[string]string, f string) time.Time {
 	return wire.ParseTime(v)
 }
 
-// batchExists reports whether batch bid's data is in this namespace.
-func (jq *jobQueue) batchExists(ctx context.Context, bid string) (bool, error) {
+// BatchExists reports whether batch bid's data is in this namespace.
+func (jq *Store) BatchExists(ctx context.Context, bid string) (bool, error) {
 	n, err := jq.rdb.Exists(ctx, jq.keys.Batch(bid)).Result()
 	return n == 1, err
 }

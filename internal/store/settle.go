@@ -1,43 +1,43 @@
-package exq
+package store
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 )
 
-// settleItem is the outcomes of runs of jobs of batch bid (runs: jid and outcome), or one
-// outcome (out) of job wfJob of workflow wf. Outcomes are runSucceeded, runFailed or runDied.
-type settleItem struct {
-	bid       string
-	runs      [][2]string
-	wf, wfJob string
-	out       string
+// SettleItem is the outcomes of runs of jobs of batch bid (runs: jid and outcome), or one
+// outcome (out) of job wfJob of workflow wf. Outcomes are RunSucceeded, RunFailed or RunDied.
+type SettleItem struct {
+	Batch                 string
+	Runs                  [][2]string
+	Workflow, WorkflowJob string
+	Out                   string
 }
 
 // call is the item's script, keys and arguments.
-func (jq *jobQueue) settleCall(it settleItem, now time.Time) (kind string, keys []string, args []any) {
-	if it.bid != "" {
-		keys, args = jq.batchSettleCall(it.bid, it.runs, now)
+func (jq *Store) settleCall(it SettleItem, now time.Time) (kind string, keys []string, args []any) {
+	if it.Batch != "" {
+		keys, args = jq.batchSettleCall(it.Batch, it.Runs, now)
 		return "b", keys, args
 	}
-	keys, args = jq.workflowSettleCall(it.wf, it.wfJob, it.out, now)
+	keys, args = jq.workflowSettleCall(it.Workflow, it.WorkflowJob, it.Out, now)
 	return "w", keys, args
 }
 
 // cacheKey names the item's batch or workflow in the queue cache (flowQueues).
-func (it settleItem) cacheKey() string {
-	if it.bid != "" {
-		return "b:" + it.bid
+func (it SettleItem) cacheKey() string {
+	if it.Batch != "" {
+		return "b:" + it.Batch
 	}
-	return "w:" + it.wf
+	return "w:" + it.Workflow
 }
 
 // stale reports whether a reply is the {-1, queues[, parents]} of a script given a stale
 // route, and caches the stored one if so.
-func (jq *jobQueue) stale(it settleItem, res []any) bool {
+func (jq *Store) stale(it SettleItem, res []any) bool {
 	if n, _ := res[0].(int64); n != -1 || len(res) < 2 {
 		return false
 	}
@@ -51,9 +51,9 @@ func (jq *jobQueue) stale(it settleItem, res []any) bool {
 }
 
 // settleOne records one outcome with its own script and returns the script's reply.
-func (jq *jobQueue) settleOne(ctx context.Context, it settleItem, now time.Time) ([]any, error) {
+func (jq *Store) settleOne(ctx context.Context, it SettleItem, now time.Time) ([]any, error) {
 	s := scripts.BatchSettle
-	if it.bid == "" {
+	if it.Batch == "" {
 		s = scripts.WorkflowSettle
 	}
 	for attempt := 0; attempt < 3; attempt++ {
@@ -78,25 +78,25 @@ func (jq *jobQueue) settleOne(ctx context.Context, it settleItem, now time.Time)
 // script would; an item whose script was given stale queues is recorded again by itself. It
 // returns one reply and one error per item (the outcomes of one batch share a reply, given to
 // the first of them only), or an error for the whole call.
-func (jq *jobQueue) settleMany(ctx context.Context, all []settleItem, now time.Time) ([][]any, []error, error) {
+func (jq *Store) settleMany(ctx context.Context, all []SettleItem, now time.Time) ([][]any, []error, error) {
 	// The outcomes of one batch go in one item: its script then reads and writes the batch's
 	// keys once for all of them.
-	items := make([]settleItem, 0, len(all))
+	items := make([]SettleItem, 0, len(all))
 	at := make([]int, len(all)) // all[i] is in items[at[i]]
 	byBatch := map[string]int{}
 	for i, it := range all {
-		if it.bid == "" {
+		if it.Batch == "" {
 			at[i] = len(items)
 			items = append(items, it)
 			continue
 		}
-		k, ok := byBatch[it.bid]
+		k, ok := byBatch[it.Batch]
 		if !ok {
 			k = len(items)
-			byBatch[it.bid] = k
-			items = append(items, settleItem{bid: it.bid})
+			byBatch[it.Batch] = k
+			items = append(items, SettleItem{Batch: it.Batch})
 		}
-		items[k].runs = append(items[k].runs, it.runs...)
+		items[k].Runs = append(items[k].Runs, it.Runs...)
 		at[i] = k
 	}
 	var keys []string

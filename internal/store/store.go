@@ -30,6 +30,10 @@ type Store struct {
 	// epoch is the token of this node's current incarnation in the heartbeats (see
 	// wire.Keys.HeartbeatEpochs), nil for a node without heartbeats, which checks none.
 	epoch atomic.Pointer[string]
+	// flows caches the queues of batches and workflows (batch.go); settles groups their
+	// jobs' concurrent outcomes into shared round trips (settle_group.go).
+	flows   flowQueues
+	settles settleGroup
 }
 
 // Config is what a Store is built from besides its client.

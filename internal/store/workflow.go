@@ -1,19 +1,19 @@
-package exq
+package store
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// Replies of workflow_create.lua besides batchOK, batchReplay and batchExists.
+// Replies of workflow_create.lua besides BatchOK, BatchReplay and BatchExistsReply.
 
-// workflowCreate writes workflow id, by the call with token: its hash fields (meta), its graph
+// WorkflowCreate writes workflow id, by the call with token: its hash fields (meta), its graph
 // fields, the documents of the jobs that wait (name, document), and the jobs pushed now.
-func (jq *jobQueue) workflowCreate(ctx context.Context, id, token string, now time.Time, live time.Duration, meta, graph, waiting [][2]string, roots []flowJob) (string, error) {
+func (jq *Store) WorkflowCreate(ctx context.Context, id, token string, now time.Time, live time.Duration, meta, graph, waiting [][2]string, roots []FlowJob) (string, error) {
 	queues, no := flowQueueNumbers(roots)
 	keys := make([]string, 0, 5+len(queues))
 	keys = append(keys, jq.keys.Workflow(id), jq.keys.WorkflowGraph(id), jq.keys.WorkflowJobs(id), jq.keys.Workflows(), jq.keys.Queues())
@@ -30,7 +30,7 @@ func (jq *jobQueue) workflowCreate(ctx context.Context, id, token string, now ti
 		}
 	}
 	for _, j := range roots {
-		args = append(args, no[j.queue], j.doc)
+		args = append(args, no[j.Queue], j.Doc)
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.WorkflowCreate, keys, args...)
 	status, err := cmd.Text()
@@ -40,26 +40,26 @@ func (jq *jobQueue) workflowCreate(ctx context.Context, id, token string, now ti
 	return status, replErr
 }
 
-// settled is what workflow_settle.lua did.
-type settled struct {
-	changed, finished  bool
-	released, canceled int
+// Settled is what workflow_settle.lua did.
+type Settled struct {
+	Changed, Finished  bool
+	Released, Canceled int
 }
 
-// workflowSettle records that job name of workflow id ended for good (runSucceeded or
-// runDied) and releases or cancels its dependents.
-func (jq *jobQueue) workflowSettle(ctx context.Context, id, name, out string, now time.Time) (settled, error) {
-	res, err := jq.settleOne(ctx, settleItem{wf: id, wfJob: name, out: out}, now)
+// WorkflowSettle records that job name of workflow id ended for good (RunSucceeded or
+// RunDied) and releases or cancels its dependents.
+func (jq *Store) WorkflowSettle(ctx context.Context, id, name, out string, now time.Time) (Settled, error) {
+	res, err := jq.settleOne(ctx, SettleItem{Workflow: id, WorkflowJob: name, Out: out}, now)
 	if err != nil {
-		return settled{}, err
+		return Settled{}, err
 	}
-	return workflowSettled(res)
+	return WorkflowSettled(res)
 }
 
 // workflowSettleCall is workflow_settle.lua's keys and arguments for one outcome.
-func (jq *jobQueue) workflowSettleCall(id, name, out string, now time.Time) (keys []string, args []any) {
+func (jq *Store) workflowSettleCall(id, name, out string, now time.Time) (keys []string, args []any) {
 	state := "succeeded"
-	if out == runDied {
+	if out == RunDied {
 		state = "dead"
 	}
 	queues := jq.flows.get("w:" + id).queues
@@ -75,21 +75,21 @@ func (jq *jobQueue) workflowSettleCall(id, name, out string, now time.Time) (key
 	return keys, args
 }
 
-// workflowSettled reads workflow_settle.lua's reply (not the {-1, queues} one).
-func workflowSettled(res []any) (settled, error) {
+// WorkflowSettled reads workflow_settle.lua's reply (not the {-1, queues} one).
+func WorkflowSettled(res []any) (Settled, error) {
 	if len(res) != 4 {
-		return settled{}, fmt.Errorf("workflow outcome: unexpected reply %v", res)
+		return Settled{}, fmt.Errorf("workflow outcome: unexpected reply %v", res)
 	}
 	n := make([]int64, 4)
 	for i := range res {
 		n[i], _ = res[i].(int64)
 	}
-	return settled{changed: n[0] == 1, released: int(n[1]), canceled: int(n[2]), finished: n[3] == 1}, nil
+	return Settled{Changed: n[0] == 1, Released: int(n[1]), Canceled: int(n[2]), Finished: n[3] == 1}, nil
 }
 
-// workflowRead reads workflow id's hash and graph; an empty hash means there is no such
+// WorkflowRead reads workflow id's hash and graph; an empty hash means there is no such
 // workflow.
-func (jq *jobQueue) workflowRead(ctx context.Context, id string) (meta, graph map[string]string, err error) {
+func (jq *Store) WorkflowRead(ctx context.Context, id string) (meta, graph map[string]string, err error) {
 	p := jq.rdb.Pipeline()
 	m := p.HGetAll(ctx, jq.keys.Workflow(id))
 	g := p.HGetAll(ctx, jq.keys.WorkflowGraph(id))
@@ -99,18 +99,18 @@ func (jq *jobQueue) workflowRead(ctx context.Context, id string) (meta, graph ma
 	return m.Val(), g.Val(), nil
 }
 
-// workflowIDs lists up to count workflow ids, newest first, from offset.
-func (jq *jobQueue) workflowIDs(ctx context.Context, offset, count int64) ([]string, error) {
+// WorkflowIDs lists up to count workflow ids, newest first, from offset.
+func (jq *Store) WorkflowIDs(ctx context.Context, offset, count int64) ([]string, error) {
 	return jq.rdb.ZRevRange(ctx, jq.keys.Workflows(), offset, offset+count-1).Result()
 }
 
-// workflowMeta reads workflow id's hash only; empty when there is no such workflow.
-func (jq *jobQueue) workflowMeta(ctx context.Context, id string) (map[string]string, error) {
+// WorkflowMeta reads workflow id's hash only; empty when there is no such workflow.
+func (jq *Store) WorkflowMeta(ctx context.Context, id string) (map[string]string, error) {
 	return jq.rdb.HGetAll(ctx, jq.keys.Workflow(id)).Result()
 }
 
-// forgetWorkflows removes ids whose data has expired from the listing.
-func (jq *jobQueue) forgetWorkflows(ctx context.Context, ids ...string) error {
+// ForgetWorkflows removes ids whose data has expired from the listing.
+func (jq *Store) ForgetWorkflows(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
