@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -193,19 +194,19 @@ func TestBatchOutcomeSentAgainChangesNothing(t *testing.T) {
 		fired    []string
 	}
 	for i, s := range []step{
-		{jids[0], runFailed, true, nil},
-		{jids[0], runFailed, false, nil}, // a second failure: it has run already
-		{jids[0], runSucceeded, true, nil},
-		{jids[0], runSucceeded, false, nil}, // sent again
-		{jids[0], runDied, false, nil},      // a late run of a job that succeeded
-		{jids[1], runDied, true, []string{"death"}},
-		{jids[1], runDied, false, nil},
-		{jids[2], runSucceeded, true, []string{"complete"}},
-		{jids[2], runSucceeded, false, nil},
-		{jids[1], runSucceeded, true, []string{"success"}}, // the dead job, retried by hand
-		{jids[1], runSucceeded, false, nil},
+		{jids[0], store.RunFailed, true, nil},
+		{jids[0], store.RunFailed, false, nil}, // a second failure: it has run already
+		{jids[0], store.RunSucceeded, true, nil},
+		{jids[0], store.RunSucceeded, false, nil}, // sent again
+		{jids[0], store.RunDied, false, nil},      // a late run of a job that succeeded
+		{jids[1], store.RunDied, true, []string{"death"}},
+		{jids[1], store.RunDied, false, nil},
+		{jids[2], store.RunSucceeded, true, []string{"complete"}},
+		{jids[2], store.RunSucceeded, false, nil},
+		{jids[1], store.RunSucceeded, true, []string{"success"}}, // the dead job, retried by hand
+		{jids[1], store.RunSucceeded, false, nil},
 	} {
-		changed, fired, err := jq.batchSettle(ctx, bid, s.jid, s.out, now)
+		changed, fired, err := jq.BatchSettle(ctx, bid, s.jid, s.out, now)
 		require.NoError(t, err, "step %d", i)
 		assert.Equal(t, s.changed, changed, "step %d", i)
 		assert.Equal(t, s.fired, fired, "step %d", i)
@@ -334,15 +335,15 @@ func TestNestedBatchesCarryTheChildsCallbacksUpToEveryAncestorOnce(t *testing.T)
 		bid, jid, out string
 		p, ch, g      []string // what has fired in the parent, the child, the grandchild after the step
 	}{
-		{p, pj[0], runSucceeded, nil, nil, nil},
-		{g, gj[0], runDied, []string{"death"}, []string{"death"}, []string{"death"}}, // a death climbs at once
-		{g, gj[0], runDied, []string{"death"}, []string{"death"}, []string{"death"}}, // sent again: nothing
-		{ch, cj[0], runSucceeded, []string{"death"}, []string{"death"}, []string{"death"}},
-		{g, gj[1], runSucceeded, []string{"complete", "death"}, []string{"complete", "death"}, []string{"complete", "death"}},
-		{g, gj[0], runSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}}, // retried by hand
-		{g, gj[0], runSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}},
+		{p, pj[0], store.RunSucceeded, nil, nil, nil},
+		{g, gj[0], store.RunDied, []string{"death"}, []string{"death"}, []string{"death"}}, // a death climbs at once
+		{g, gj[0], store.RunDied, []string{"death"}, []string{"death"}, []string{"death"}}, // sent again: nothing
+		{ch, cj[0], store.RunSucceeded, []string{"death"}, []string{"death"}, []string{"death"}},
+		{g, gj[1], store.RunSucceeded, []string{"complete", "death"}, []string{"complete", "death"}, []string{"complete", "death"}},
+		{g, gj[0], store.RunSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}}, // retried by hand
+		{g, gj[0], store.RunSucceeded, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}, []string{"complete", "death", "success"}},
 	} {
-		_, _, err := jq.batchSettle(ctx, s.bid, s.jid, s.out, now)
+		_, _, err := jq.BatchSettle(ctx, s.bid, s.jid, s.out, now)
 		require.NoError(t, err, "step %d", i)
 		assert.Equal(t, s.p, fired(p), "parent after step %d", i)
 		assert.Equal(t, s.ch, fired(ch), "child after step %d", i)
@@ -362,7 +363,7 @@ func TestNewBatchWithAParentThatIsGoneOrDoneIsRefused(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBatchNotFound)
 	p, pj, err := c.NewBatch(ctx, BatchOptions{}, batchSpecs(1, "W"))
 	require.NoError(t, err)
-	_, _, err = c.enq.jq.batchSettle(ctx, p, pj[0], runSucceeded, time.Now())
+	_, _, err = c.enq.jq.BatchSettle(ctx, p, pj[0], store.RunSucceeded, time.Now())
 	require.NoError(t, err)
 	_, _, err = c.NewBatch(ctx, BatchOptions{Parent: p}, batchSpecs(1, "W"))
 	assert.ErrorIs(t, err, ErrBatchNotFound, "the parent has succeeded")

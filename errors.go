@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -71,30 +72,30 @@ var (
 	// ErrInvalidBatch is wrapped by NewBatch and AddToBatch when the batch or one of its jobs
 	// is not acceptable (no jobs, a scheduled or unique job, a bad callback); the message says
 	// which. Nothing is written to Redis.
-	ErrInvalidBatch = errors.New("exq: invalid batch")
+	ErrInvalidBatch = flows.ErrInvalidBatch
 	// ErrBatchNotFound is returned when no batch has the id (never created, or its data has
 	// expired), and by AddToBatch when the running job's batch is gone.
-	ErrBatchNotFound = errors.New("exq: batch not found")
+	ErrBatchNotFound = flows.ErrBatchNotFound
 	// ErrBatchExists is returned by NewBatch when BatchOptions.ID names an existing batch.
-	ErrBatchExists = errors.New("exq: batch exists")
+	ErrBatchExists = flows.ErrBatchExists
 	// ErrNotInBatch is returned by AddToBatch outside a running job of a batch.
-	ErrNotInBatch = errors.New("exq: not in a running job of a batch")
+	ErrNotInBatch = flows.ErrNotInBatch
 	// ErrInvalidWorkflow is wrapped by EnqueueWorkflow when the workflow is not acceptable: a
 	// cycle, a dependency on an unknown name, a name used twice, a scheduled or unique job.
 	// The message names the job. Nothing is written to Redis.
-	ErrInvalidWorkflow = errors.New("exq: invalid workflow")
+	ErrInvalidWorkflow = flows.ErrInvalidWorkflow
 	// ErrWorkflowNotFound is returned when no workflow has the id (never created, or its data
 	// has expired).
-	ErrWorkflowNotFound = errors.New("exq: workflow not found")
+	ErrWorkflowNotFound = flows.ErrWorkflowNotFound
 	// ErrWorkflowExists is returned by EnqueueWorkflow when WorkflowOptions.ID names an existing
 	// workflow.
-	ErrWorkflowExists = errors.New("exq: workflow exists")
+	ErrWorkflowExists = flows.ErrWorkflowExists
 	// ErrResultTooLarge is wrapped by SetResult when the encoded result is larger than
 	// Options.ResultMaxBytes; nothing is stored.
-	ErrResultTooLarge = errors.New("exq: result too large")
+	ErrResultTooLarge = flows.ErrResultTooLarge
 	// ErrNoResult is returned by Result when the job has stored no result (or it expired), and
 	// by SetResult outside a running job.
-	ErrNoResult = errors.New("exq: no result")
+	ErrNoResult = flows.ErrNoResult
 )
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -227,14 +228,14 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 		bid, _, err := c.NewBatch(ctx, o, flowJobs(perBatch, dying))
 		require.NoError(t, err)
 		bids = append(bids, bid)
-		st, err := c.enq.jq.batchRead(ctx, bid)
+		st, err := c.enq.jq.BatchRead(ctx, bid)
 		require.NoError(t, err)
 		fired := []string{"complete", "death"}
 		if !dying {
 			fired = []string{"complete", "success"}
 		}
 		for _, ev := range fired {
-			callbacks[st.fields["cbjid:"+ev]] = bid + " " + ev
+			callbacks[st.Fields["cbjid:"+ev]] = bid + " " + ev
 		}
 	}
 	// A batch whose first job creates a child batch (again, if a kill makes it run twice).
@@ -245,10 +246,10 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 	}, nestedJobs)
 	require.NoError(t, err)
 	bids = append(bids, nested)
-	st, err := c.enq.jq.batchRead(ctx, nested)
+	st, err := c.enq.jq.BatchRead(ctx, nested)
 	require.NoError(t, err)
 	for _, ev := range []string{"complete", "success"} {
-		callbacks[st.fields["cbjid:"+ev]] = nested + " " + ev
+		callbacks[st.Fields["cbjid:"+ev]] = nested + " " + ev
 	}
 
 	fan := []WorkflowJob{flowStep("root")}
@@ -322,12 +323,12 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			return false
 		}
 		for _, child := range kids {
-			st, err := c.enq.jq.batchRead(ctx, child)
+			st, err := c.enq.jq.BatchRead(ctx, child)
 			if err != nil {
 				return false
 			}
 			for _, ev := range []string{"complete", "success"} {
-				callbacks[st.fields["cbjid:"+ev]] = child + " " + ev
+				callbacks[st.Fields["cbjid:"+ev]] = child + " " + ev
 			}
 		}
 		runs := runsOf()
@@ -337,7 +338,7 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			}
 		}
 		for _, w := range workflows {
-			meta, _, err := c.enq.jq.workflowRead(ctx, w.ID)
+			meta, _, err := c.enq.jq.WorkflowRead(ctx, w.ID)
 			if err != nil || meta["finished_at"] == "" {
 				return false
 			}
@@ -378,10 +379,10 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 	}
 	// No callback that must not fire did: every callback job that ran is expected.
 	for _, bid := range append(bids, children()...) {
-		st, err := c.enq.jq.batchRead(ctx, bid)
+		st, err := c.enq.jq.BatchRead(ctx, bid)
 		require.NoError(t, err)
-		for _, ev := range batchEvents {
-			jid := st.fields["cbjid:"+ev]
+		for _, ev := range flows.Events {
+			jid := st.Fields["cbjid:"+ev]
 			if _, want := callbacks[jid]; !want {
 				assert.Empty(t, runs[jid], "callback %s %s must not run", bid, ev)
 			}

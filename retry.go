@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -82,7 +83,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
-		ok := e.settle(r, job, runFailed) && e.persist(r, "retry", func(ctx context.Context) error {
+		ok := e.settle(r, job, store.RunFailed) && e.persist(r, "retry", func(ctx context.Context) error {
 			_, err := e.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 			return err
 		})
@@ -100,7 +101,7 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 	if job.uniqueUntil == UntilSuccess {
 		token = job.uniqueToken
 	}
-	if !e.settle(r, job, runDied) { // its batch or workflow first (flows.go)
+	if !e.settle(r, job, store.RunDied) { // its batch or workflow first (flows.go)
 		return false
 	}
 	return e.persist(r, "dead-letter", func(ctx context.Context) error {

@@ -4,35 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
-	"github.com/exqgo/exq/internal/wire"
+	"github.com/exqgo/exq/internal/flows"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Under sharding a batch or a workflow lives on one shard, with all of its jobs and callbacks:
 // the shard its id hashes to, or, for a child batch, its parent's shard.
 
-// flowShard picks the shard of a batch or workflow with id (a new id when empty) and parent
-// (a batch id, or ""), and returns it with the id.
+// flowShard is the enqueuer of the shard of a batch or workflow (flows.Shard), and its id.
 func (s *sharder) flowShard(ctx context.Context, id, parent string) (*enqueuer, string, error) {
-	if id == "" {
-		id = wire.NewJID()
+	stores := make([]*store.Store, len(s.ens))
+	for i, en := range s.ens {
+		stores[i] = en.jq
 	}
-	if parent != "" {
-		for _, en := range s.ens {
-			ok, err := en.jq.batchExists(ctx, parent)
-			if err != nil {
-				return nil, "", fmt.Errorf("exq: new batch: looking for parent %s: %w", parent, err)
-			}
-			if ok {
-				return en, id, nil
-			}
-		}
-		return nil, "", fmt.Errorf("exq: new batch %s: parent batch %s: %w", id, parent, ErrBatchNotFound)
+	i, id, err := flows.Shard(ctx, stores, id, parent)
+	if err != nil {
+		return nil, "", err
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return s.ens[int(h.Sum32()%uint32(len(s.ens)))], id, nil
+	return s.ens[i], id, nil
 }
 
 func (s *sharder) newBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -97,7 +98,7 @@ func (e *Exq) process(r *run) {
 	case err == nil:
 		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
-		if !e.settle(r, job, runSucceeded) { // its batch or workflow first (flows.go)
+		if !e.settle(r, job, store.RunSucceeded) { // its batch or workflow first (flows.go)
 			out = out.storedIf(false, job.RetryCount)
 			break
 		}

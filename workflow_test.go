@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -151,18 +152,18 @@ func TestWorkflowOutcomeSentAgainReleasesNothing(t *testing.T) {
 	jq := c.enq.jq
 	type call struct {
 		name, out string
-		want      settled
+		want      store.Settled
 	}
 	for i, s := range []call{
-		{"a", runSucceeded, settled{changed: true}},
-		{"a", runSucceeded, settled{}}, // a lost reply: sent again
-		{"a", runDied, settled{}},      // a late second run
-		{"b", runSucceeded, settled{changed: true, released: 1}},
-		{"b", runSucceeded, settled{}},
-		{"c", runSucceeded, settled{changed: true, finished: true}},
-		{"c", runSucceeded, settled{}},
+		{"a", store.RunSucceeded, store.Settled{Changed: true}},
+		{"a", store.RunSucceeded, store.Settled{}}, // a lost reply: sent again
+		{"a", store.RunDied, store.Settled{}},      // a late second run
+		{"b", store.RunSucceeded, store.Settled{Changed: true, Released: 1}},
+		{"b", store.RunSucceeded, store.Settled{}},
+		{"c", store.RunSucceeded, store.Settled{Changed: true, Finished: true}},
+		{"c", store.RunSucceeded, store.Settled{}},
 	} {
-		got, err := jq.workflowSettle(ctx, w.ID, s.name, s.out, c.enq.now())
+		got, err := jq.WorkflowSettle(ctx, w.ID, s.name, s.out, c.enq.now())
 		require.NoError(t, err, "call %d", i)
 		assert.Equal(t, s.want, got, "call %d", i)
 	}
