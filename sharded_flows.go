@@ -25,7 +25,9 @@ func (s *sharder) flowShard(ctx context.Context, id, parent string) (*enqueuer, 
 	return s.ens[i], id, nil
 }
 
-func (s *sharder) newBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
+// NewBatch creates a batch on one shard (the one its id hashes to; a child batch on its
+// parent's); see Exq.NewBatch.
+func (s *sharder) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
 	en, id, err := s.flowShard(ctx, o.ID, o.Parent)
 	if err != nil {
 		return "", nil, err
@@ -34,35 +36,15 @@ func (s *sharder) newBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) 
 	return en.newBatch(ctx, o, jobs)
 }
 
-func (s *sharder) enqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
+// EnqueueWorkflow writes a workflow on one shard (the one its id hashes to); see
+// Exq.EnqueueWorkflow.
+func (s *sharder) EnqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
 	en, id, err := s.flowShard(ctx, o.ID, "")
 	if err != nil {
 		return Workflow{}, err
 	}
 	o.ID = id
 	return en.enqueueWorkflow(ctx, o, jobs)
-}
-
-// NewBatch creates a batch on one shard (the one its id hashes to; a child batch on its
-// parent's); see Exq.NewBatch.
-func (s *Sharded) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
-	return s.newBatch(ctx, o, jobs)
-}
-
-// EnqueueWorkflow writes a workflow on one shard (the one its id hashes to); see
-// Exq.EnqueueWorkflow.
-func (s *Sharded) EnqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
-	return s.enqueueWorkflow(ctx, o, jobs)
-}
-
-// NewBatch creates a batch on one shard; see Sharded.NewBatch.
-func (c *ShardedClient) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
-	return c.newBatch(ctx, o, jobs)
-}
-
-// EnqueueWorkflow writes a workflow on one shard; see Sharded.EnqueueWorkflow.
-func (c *ShardedClient) EnqueueWorkflow(ctx context.Context, o WorkflowOptions, jobs []WorkflowJob) (Workflow, error) {
-	return c.enqueueWorkflow(ctx, o, jobs)
 }
 
 // Batch reads batch bid from the shard that holds it, and returns that shard's index.

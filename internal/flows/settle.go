@@ -4,7 +4,24 @@ import "github.com/exqgo/exq/internal/store"
 
 // Items are the outcomes to record for a run of job jid (of batch bid and of workflow wf as
 // job name; "" where none) that ended with out (store.RunSucceeded, RunFailed or RunDied):
-// none for a job of neither, and none for a workflow's failure, which is not an end.
+// none for a job of neither, and none for a workflow's failure, which is not an end. The node
+// records them (Store.Settle) before it writes the run's ordinary outcome (the
+// acknowledgement, the retry or the death).
+//
+// Why this order, and why it is exactly once:
+//   - Each transition is one Lua script, idempotent by jid (batch_settle.lua: the jid's entry
+//     in the batch's pending hash, read and changed in the same script, decides whether
+//     anything changes; workflow_settle.lua: the job's state).
+//   - Transition first, outcome second. A node that dies between the two leaves the job in
+//     its backup list: it is rescued and runs again, and that run's transition is a no-op for
+//     what the first one recorded, after which its outcome is written. The other order (the
+//     outcome first) would lose the transition whenever a node died between the two, since
+//     nothing would run the job again.
+//   - A reply lost on the way back makes the node's persist loop send the script again: a no-op.
+//   - A run that ends after another run of the same job (a kill, a rescue, the job running
+//     twice) changes nothing the first one recorded: a job that succeeded is no longer
+//     pending, so its later failure or death counts nowhere; a workflow job that ended stays
+//     ended, so its dependents are released once.
 func Items(bid, wf, name, jid, out string) []store.SettleItem {
 	var items []store.SettleItem
 	if bid != "" {
@@ -22,7 +39,8 @@ type Outcome struct {
 	Batch              bool
 	Fired              []string
 	Released, Canceled int
-	Finished           bool
+	// Callback is "finished" when the job was its workflow's last.
+	Callback string
 }
 
 // Outcomes reads the replies of items' scripts (nil where another caller of the same group
@@ -44,7 +62,11 @@ func Outcomes(items []store.SettleItem, replies [][]any) []Outcome {
 		if err != nil || !st.Changed || (st.Released == 0 && st.Canceled == 0 && !st.Finished) {
 			continue
 		}
-		out = append(out, Outcome{Released: st.Released, Canceled: st.Canceled, Finished: st.Finished})
+		o := Outcome{Released: st.Released, Canceled: st.Canceled}
+		if st.Finished {
+			o.Callback = "finished"
+		}
+		out = append(out, o)
 	}
 	return out
 }
