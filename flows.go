@@ -2,7 +2,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 
 	"github.com/exqgo/exq/internal/flows"
 )
@@ -18,16 +17,9 @@ func (e *Exq) settle(r *run, job *Job, out string) bool {
 		return true
 	}
 	var replies [][]any
-	ok := e.persist(r, "batch or workflow outcome", func(context.Context) error {
-		replies = replies[:0]
-		for _, it := range items {
-			reply, err := e.jq.Settle(it, e.opts.now, e.opts.RedisTimeout)
-			if err != nil && !errors.Is(err, ErrNotReplicated) { // a shortfall is logged
-				return err
-			}
-			replies = append(replies, reply)
-		}
-		return nil
+	ok := e.persist(r, "batch or workflow outcome", func(context.Context) (err error) {
+		replies, err = flows.Record(e.jq, items, e.opts.now, e.opts.RedisTimeout)
+		return err
 	})
 	if !ok || !e.events.has() {
 		return ok

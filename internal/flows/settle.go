@@ -1,6 +1,11 @@
 package flows
 
-import "github.com/exqgo/exq/internal/store"
+import (
+	"errors"
+	"time"
+
+	"github.com/exqgo/exq/internal/store"
+)
 
 // Items are the outcomes to record for a run of job jid (of batch bid and of workflow wf as
 // job name; "" where none) that ended with out (store.RunSucceeded, RunFailed or RunDied):
@@ -31,6 +36,20 @@ func Items(bid, wf, name, jid, out string) []store.SettleItem {
 		items = append(items, store.SettleItem{Workflow: wf, WorkflowJob: name, Out: out})
 	}
 	return items
+}
+
+// Record records items (Store.Settle), each write bounded by timeout, and returns their
+// replies for Outcomes. A shortfall of replicas is no error here: the store logs it.
+func Record(st *store.Store, items []store.SettleItem, now func() time.Time, timeout time.Duration) ([][]any, error) {
+	replies := make([][]any, 0, len(items))
+	for _, it := range items {
+		reply, err := st.Settle(it, now, timeout)
+		if err != nil && !errors.Is(err, store.ErrNotReplicated) {
+			return nil, err
+		}
+		replies = append(replies, reply)
+	}
+	return replies, nil
 }
 
 // Outcome is what one recorded outcome did, for events: the callbacks a batch's outcome
