@@ -85,3 +85,63 @@ func (jq *jobQueue) pushRelayed(ctx context.Context, markTTL time.Duration, item
 	}
 	return out, replErr
 }
+
+// The fields of P outbox (wire.Keys.Outbox).
+const (
+	outboxBacklog   = "backlog"
+	outboxFailed    = "failed"
+	outboxOldestAt  = "oldest_at"
+	outboxUpdatedAt = "updated_at"
+)
+
+// reportOutbox writes an outbox relay's status: oldestAt zero when no row waits.
+func (jq *jobQueue) reportOutbox(ctx context.Context, backlog, failed int64, oldestAt, now time.Time) error {
+	oldest := ""
+	if !oldestAt.IsZero() {
+		oldest = wire.FormatTime(oldestAt)
+	}
+	return jq.rdb.HSet(ctx, jq.keys.Outbox(), outboxBacklog, backlog, outboxFailed, failed,
+		outboxOldestAt, oldest, outboxUpdatedAt, wire.FormatTime(now)).Err()
+}
+
+// outbox reads what reportOutbox wrote; ok is false when no relay ever reported.
+func (jq *jobQueue) outbox(ctx context.Context) (backlog, failed int64, oldestAt, updatedAt time.Time, ok bool, err error) {
+	vals, err := jq.rdb.HMGet(ctx, jq.keys.Outbox(), outboxBacklog, outboxFailed, outboxOldestAt, outboxUpdatedAt).Result()
+	if err != nil {
+		return 0, 0, time.Time{}, time.Time{}, false, err
+	}
+	str := func(i int) string { s, _ := vals[i].(string); return s }
+	if str(3) == "" {
+		return 0, 0, time.Time{}, time.Time{}, false, nil
+	}
+	num := func(i int, name string) (int64, error) {
+		n, err := strconv.ParseInt(str(i), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s field %s is not a count: %.40q", jq.keys.Outbox(), name, str(i))
+		}
+		return n, nil
+	}
+	at := func(i int, name string) (time.Time, error) {
+		if str(i) == "" {
+			return time.Time{}, nil
+		}
+		f, err := strconv.ParseFloat(str(i), 64)
+		if err != nil || f <= 0 {
+			return time.Time{}, fmt.Errorf("%s field %s is not a time: %.40q", jq.keys.Outbox(), name, str(i))
+		}
+		return wire.ParseTime(f), nil
+	}
+	if backlog, err = num(0, outboxBacklog); err != nil {
+		return
+	}
+	if failed, err = num(1, outboxFailed); err != nil {
+		return
+	}
+	if oldestAt, err = at(2, outboxOldestAt); err != nil {
+		return
+	}
+	if updatedAt, err = at(3, outboxUpdatedAt); err != nil {
+		return
+	}
+	return backlog, failed, oldestAt, updatedAt, true, nil
+}
