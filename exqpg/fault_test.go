@@ -1,13 +1,16 @@
 package exqpg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,11 +55,33 @@ func runChild() {
 	}
 	defer c.Close()
 	r, err := NewRelay(pool, c, RelayOptions{Schema: os.Getenv(childSchemaEnv), BatchSize: 100,
-		PollInterval: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quietLogger()})
+		PollInterval: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		fail(err)
 	}
+	// Widen the window between push and delete, so that the kills land in it often.
+	r.afterPush = func() { time.Sleep(30 * time.Millisecond) }
 	_ = r.Run(ctx)
+}
+
+// childLog collects what the child relays log, to count the rounds that found rows a killed
+// relay had pushed.
+type childLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *childLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *childLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
 }
 
 type childRelay struct {
@@ -64,11 +89,11 @@ type childRelay struct {
 	done chan struct{}
 }
 
-func startChild(t *testing.T, env []string) *childRelay {
+func startChild(t *testing.T, env []string, log *childLog) *childRelay {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = log
 	require.NoError(t, cmd.Start())
 	c := &childRelay{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(c.done) }()
@@ -100,7 +125,8 @@ func TestKilledRelaysAndARedisRestartPushEveryJobOnce(t *testing.T) {
 	ns := "exqpg-fault"
 	env := []string{childEnv + "=1", childPGEnv + "=" + testDBURL, childSchemaEnv + "=" + schema,
 		childRedisEnv + "=" + srv.url(), childNSEnv + "=" + ns}
-	children := []*childRelay{startChild(t, env), startChild(t, env), startChild(t, env)}
+	var log childLog
+	children := []*childRelay{startChild(t, env, &log), startChild(t, env, &log), startChild(t, env, &log)}
 	defer func() {
 		for _, c := range children {
 			c.kill()
@@ -113,6 +139,7 @@ func TestKilledRelaysAndARedisRestartPushEveryJobOnce(t *testing.T) {
 	var mu sync.Mutex
 	var jids []string
 	produced := make(chan error, 1)
+	pace := 8 * time.Second / time.Duration(total/50) // rows arrive over about 8 s
 	go func() {
 		defer close(produced)
 		for n := 0; n < total; n += 50 {
@@ -137,7 +164,7 @@ func TestKilledRelaysAndARedisRestartPushEveryJobOnce(t *testing.T) {
 			mu.Lock()
 			jids = append(jids, got...)
 			mu.Unlock()
-			time.Sleep(2 * time.Millisecond) // spread the rows over the kills
+			time.Sleep(pace) // spread the rows over many kills
 		}
 	}()
 
@@ -159,13 +186,13 @@ func TestKilledRelaysAndARedisRestartPushEveryJobOnce(t *testing.T) {
 			default:
 			}
 		}
-		if !producing && rows(t, pool, schema) == 0 {
+		if !producing && restarted && rows(t, pool, schema) == 0 {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "rows still waiting at the deadline: %d", rows(t, pool, schema))
 		i := kills % len(children)
 		children[i].kill()
-		children[i] = startChild(t, env)
+		children[i] = startChild(t, env, &log)
 		kills++
 		if !restarted && kills == 4 {
 			srv.stop()
@@ -201,8 +228,9 @@ func TestKilledRelaysAndARedisRestartPushEveryJobOnce(t *testing.T) {
 			twice++
 		}
 	}
-	t.Logf("%d rows, %d relay kills, 1 Redis restart: %d jobs in Redis, %d distinct, %d missing, %d pushed more than once",
-		total, kills, len(docs), len(pushed), missing, twice)
+	t.Logf("%d rows, %d relay kills, 1 Redis restart: %d jobs in Redis, %d distinct, %d missing, %d pushed more than once; "+
+		"%d rounds took over rows a killed relay had pushed",
+		total, kills, len(docs), len(pushed), missing, twice, log.count("rows already pushed"))
 	assert.Zero(t, missing, "jobs missing")
 	assert.Zero(t, twice, "jobs pushed more than once")
 	assert.Len(t, docs, total)

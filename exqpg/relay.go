@@ -28,6 +28,9 @@ type Relay struct {
 	push Pusher
 	o    RelayOptions
 	sql  relaySQL
+	// afterPush, when set (tests), runs between a round's push and its delete: the window in
+	// which a killed relay leaves pushed rows behind.
+	afterPush func()
 }
 
 type relaySQL struct {
@@ -140,11 +143,18 @@ func (r *Relay) Round(ctx context.Context) (int, error) {
 	if err != nil {
 		r.o.Logger.Warn("exqpg: relay: jobs written on the Redis master only", "err", err)
 	}
+	if r.afterPush != nil {
+		r.afterPush()
+	}
 	done := make([]int64, 0, len(ids))
+	dups := 0
 	for i, rr := range res {
 		var conflict *exq.UniqueConflictError
 		switch {
 		case rr.Err == nil:
+			if rr.Duplicate {
+				dups++
+			}
 			done = append(done, ids[i])
 		case errors.As(rr.Err, &conflict):
 			// As a direct enqueue: a duplicate of a unique job is not written.
@@ -156,6 +166,10 @@ func (r *Relay) Round(ctx context.Context) (int, error) {
 				return 0, fmt.Errorf("exqpg: relay: mark row %d failed: %w", ids[i], err)
 			}
 		}
+	}
+	if dups > 0 {
+		// A relay died after its push and before its delete; these rows are done with now.
+		r.o.Logger.Info("exqpg: relay: rows already pushed by an earlier round, deleted", "rows", dups)
 	}
 	if _, err := tx.Exec(ctx, r.sql.del, done); err != nil {
 		return 0, fmt.Errorf("exqpg: relay: delete %d rows: %w", len(done), err)
