@@ -111,3 +111,24 @@ func eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// syncBuffer is a log destination that tests read while the relay writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+func (s *syncBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(s, nil)) }
