@@ -138,4 +138,6 @@ func (a *app) runPlugin(ctx context.Context, args []string) error {
 // pluginExit is the plugin's own failure: it has said why on stderr; exq exits with its code.
 type pluginExit struct{ code int }
 
-func (p pluginExit) Error() string { return fmt.Sprintf("%s exited with status %d", outboxPlugin, p.code) }
+func (p pluginExit) Error() string {
+	return fmt.Sprintf("%s exited with status %d", outboxPlugin, p.code)
+}
