@@ -64,4 +64,3 @@ func TestTheDemoOrderGetsItsReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
