@@ -91,11 +91,11 @@ func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 
 // dashboardData is the dashboard page.
 type dashboardData struct {
-	O        exq.Overview
-	Redis    *exq.RedisInfo // nil when INFO is refused (an ACL without @dangerous)
+	O     exq.Overview
+	Redis *exq.RedisInfo // nil when INFO is refused (an ACL without @dangerous)
 	// Outbox is what the outbox relays (module exqpg) last reported; nil when none ever did,
 	// or when the report cannot be read.
-	Outbox *outboxView
+	Outbox   *outboxView
 	Live     chart
 	History  chart
 	Days     int
