@@ -30,25 +30,6 @@ relay pushes them to Redis. "status" shows what the relays last reported; "relay
 	return c
 }
 
-// outboxJSON is `exq outbox status --json`.
-type outboxJSON struct {
-	Reported         bool    `json:"reported"`
-	Backlog          int64   `json:"backlog"`
-	Failed           int64   `json:"failed"`
-	OldestAt         *string `json:"oldest_at"`
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
-	UpdatedAt        *string `json:"updated_at"`
-	Stale            bool    `json:"stale"`
-}
-
-func rfc3339(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := t.UTC().Format(time.RFC3339Nano)
-	return &s
-}
-
 func (a *app) outboxStatusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
@@ -71,12 +52,7 @@ minute is marked stale: no relay runs, or none reaches Redis.`,
 			}
 			stale := s.Reported && time.Since(s.UpdatedAt) > staleReport
 			if a.json {
-				out := outboxJSON{Reported: s.Reported, Backlog: s.Backlog, Failed: s.Failed,
-					OldestAt: rfc3339(s.OldestAt), UpdatedAt: rfc3339(s.UpdatedAt), Stale: stale}
-				if !s.OldestAt.IsZero() {
-					out.OldestAgeSeconds = time.Since(s.OldestAt).Seconds()
-				}
-				return a.printJSON(out)
+				return a.printJSON(toOutboxJSON(s, stale))
 			}
 			if !s.Reported {
 				_, err := fmt.Fprintf(a.stdout, "no outbox relay has reported in namespace %q (exq outbox relay runs one)\n", a.nss[0])
