@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,12 +73,13 @@ func TestManyRelaysPushEveryRowOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; n < total/4; n += 25 {
+				specs := make([]exq.JobSpec, 25)
+				for i := range specs {
+					specs[i] = exq.JobSpec{Queue: "q", Class: "W", Args: []any{w, n + i}}
+				}
+				// Not inTx: require may not stop the test from this goroutine.
 				var got []string
-				err := inTx(t, pool, func(tx Tx) (err error) {
-					specs := make([]exq.JobSpec, 25)
-					for i := range specs {
-						specs[i] = exq.JobSpec{Queue: "q", Class: "W", Args: []any{w, n + i}}
-					}
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
 					got, err = ob.EnqueueAll(ctx, tx, specs)
 					return err
 				})
