@@ -69,6 +69,7 @@ func TestMain(m *testing.M) {
 	}
 	if privateRDS != nil {
 		privateRDS.stop()
+		privateRDS.remove()
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
