@@ -18,6 +18,7 @@ import (
 // tick without a warning; with "nochannels" (Redis 7's default: no channel) it still runs
 // jobs, and the missing channel is reported once, at Start.
 func TestANodeRunsUnderTheDocumentedACLs(t *testing.T) {
+	// Serial: asserts no WARN line; go-redis' one logger gives other tests' lines to all.
 	ns := testutil.Namespace(t)
 	srv := testutil.StartACLServer(t, ns)
 	for _, user := range []string{"node", "nochannels"} {

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/exqgo/exq/internal/serverclock"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -20,43 +20,47 @@ import (
 // paginated and every search scans in pages, so no call loads an unbounded set into memory.
 // Get one from a running node with Exq.API, or without one with NewAPI.
 type API struct {
-	rdb       redis.UniversalClient
-	ownClient bool
-	jq        *jobQueue
-	log       *slog.Logger
-	wakeOnce  *sync.Once   // the missing channel permission is reported once
-	clock     *serverClock // the Redis server's clock, for the calls that need the time
-	opened    bool         // NewAPI connected it: Close ends its use of rdb
-	closed    atomic.Bool  // Close was called
+	conn     *store.Conn
+	jq       *store.Store
+	log      *slog.Logger
+	wakeOnce *sync.Once         // the missing channel permission is reported once
+	clock    *serverclock.Clock // the Redis server's clock, for the calls that need the time
+	opened   bool               // NewAPI connected it: Close ends its use of conn
+	closed   atomic.Bool        // Close was called
 }
 
 // now reads the Redis server's clock (serverclock.go), taking a sample first when the last
 // one is old.
 func (a *API) now(ctx context.Context) (time.Time, error) {
-	if err := a.clock.freshForClient(ctx); err != nil {
+	if err := a.clock.FreshForClient(ctx); err != nil {
 		return time.Time{}, err
 	}
-	return a.clock.now(), nil
+	return a.clock.Now(), nil
 }
 
 // Namespace is the namespace the API works on ("" for none).
-func (a *API) Namespace() string { return strings.TrimSuffix(a.jq.keys.Prefix, ":") }
+func (a *API) Namespace() string { return a.jq.Namespace() }
 
 // NewAPI connects to Redis and returns an API that needs no running node (Exq's api mode);
 // opts.MaxRetries is not used. A program that also starts a node passes the node's options:
 // NewAPI(ctx, opts.ClientOptions()). Close it when done.
 func NewAPI(ctx context.Context, opts ClientOptions) (*API, error) {
-	o, rdb, own, err := openRedis(ctx, opts)
+	o, conn, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &API{rdb: rdb, ownClient: own, opened: true, jq: &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace)},
-		log: o.Logger, wakeOnce: &sync.Once{}, clock: newServerClock(rdb, time.Now, o.Logger)}, nil
+	jq, err := conn.Store(store.Config{Namespace: o.Namespace})
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return &API{conn: conn, opened: true, jq: jq, log: o.Logger, wakeOnce: &sync.Once{}, clock: serverclock.New(conn.Time, time.Now, o.Logger)}, nil
 }
 
 // API returns the admin API on this node's Redis and namespace.
 func (e *Exq) API() *API {
-	return &API{rdb: e.rdb, jq: &jobQueue{rdb: e.rdb, keys: e.jq.keys}, log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
+	jq, _ := e.conn.Store(store.Config{Namespace: e.jq.Namespace()}) // no WaitReplicas: no error
+	return &API{conn: e.conn, jq: jq, log: e.log, wakeOnce: &sync.Once{}, clock: e.clock}
 }
 
 // Close closes the Redis client if NewAPI built it from RedisURL.
@@ -64,7 +68,7 @@ func (a *API) Close() error {
 	if !a.opened || a.closed.Swap(true) {
 		return nil
 	}
-	return closeClient(a.rdb, a.ownClient)
+	return a.conn.Close()
 }
 
 // Set names where a job is stored, for the API calls that work on any of them.
@@ -80,14 +84,15 @@ const (
 	DeadSet      Set = "dead"
 )
 
+// setKey checks s and returns the store's name of the set.
 func (a *API) setKey(s Set) (string, error) {
 	switch s {
 	case RetrySet:
-		return a.jq.keys.Retry(), nil
+		return store.RetrySet, nil
 	case ScheduledSet:
-		return a.jq.keys.Schedule(), nil
+		return store.ScheduleSet, nil
 	case DeadSet:
-		return a.jq.keys.Dead(), nil
+		return store.DeadSet, nil
 	}
 	return "", fmt.Errorf("exq: api: unknown set %q (want retry, schedule or dead)", s)
 }
@@ -150,14 +155,14 @@ func (o ListOptions) bounds() (start, stop int64, err error) {
 
 // Queues lists the known queue names, sorted.
 func (a *API) Queues(ctx context.Context) ([]string, error) {
-	qs, err := a.jq.knownQueues(ctx)
+	qs, err := a.jq.KnownQueues(ctx)
 	sort.Strings(qs)
 	return qs, err
 }
 
 // QueueSize is the number of jobs waiting in queue q.
 func (a *API) QueueSize(ctx context.Context, q string) (int64, error) {
-	return a.jq.queueSize(ctx, q)
+	return a.jq.QueueSize(ctx, q)
 }
 
 // QueueSizes maps every known queue to its number of waiting jobs.
@@ -166,12 +171,12 @@ func (a *API) QueueSizes(ctx context.Context) (map[string]int64, error) {
 	if err != nil || len(qs) == 0 {
 		return map[string]int64{}, err
 	}
-	return a.jq.queueSizes(ctx, qs)
+	return a.jq.QueueSizes(ctx, qs)
 }
 
 // RemoveQueue deletes queue q and its waiting jobs.
 func (a *API) RemoveQueue(ctx context.Context, q string) error {
-	return a.jq.removeQueue(ctx, q)
+	return a.jq.RemoveQueue(ctx, q)
 }
 
 // PauseQueue pauses queue q on every exq node of the namespace: once it returns, no node
@@ -183,7 +188,7 @@ func (a *API) PauseQueue(ctx context.Context, q string) error {
 	if err := checkQueueName(q); err != nil {
 		return fmt.Errorf("%w: pause: %w", ErrInvalidQueue, err)
 	}
-	if err := a.jq.pause(ctx, q); err != nil {
+	if err := a.jq.Pause(ctx, q); err != nil {
 		return fmt.Errorf("exq: pause queue %q: %w", q, err)
 	}
 	return nil
@@ -195,7 +200,7 @@ func (a *API) ResumeQueue(ctx context.Context, q string) error {
 	if err := checkQueueName(q); err != nil {
 		return fmt.Errorf("%w: resume: %w", ErrInvalidQueue, err)
 	}
-	wakeErr, err := a.jq.resume(ctx, q)
+	wakeErr, err := a.jq.Resume(ctx, q)
 	if err != nil {
 		return fmt.Errorf("exq: resume queue %q: %w", q, err)
 	}
@@ -213,13 +218,13 @@ func (a *API) warnWake(err error) {
 	}
 	a.wakeOnce.Do(func() {
 		a.log.Warn("exq: api: cannot publish on the wake-up channel; changes still take effect, and idle nodes see them at their next poll (grant the channel, e.g. ACL &"+
-			a.jq.keys.Wake()+")", "channel", a.jq.keys.Wake(), "error", err)
+			a.jq.WakeChannel()+")", "channel", a.jq.WakeChannel(), "error", err)
 	})
 }
 
 // PausedQueues lists the paused queues, sorted.
 func (a *API) PausedQueues(ctx context.Context) ([]string, error) {
-	qs, err := a.jq.paused(ctx)
+	qs, err := a.jq.Paused(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("exq: paused queues: %w", err)
 	}
@@ -237,7 +242,7 @@ func (a *API) Jobs(ctx context.Context, q string, o ListOptions) ([]JobRecord, e
 	if o.Reverse {
 		start, stop = -stop-1, -start-1
 	}
-	raws, err := a.jq.queueRange(ctx, q, start, stop)
+	raws, err := a.jq.QueueRange(ctx, q, start, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -277,14 +282,13 @@ func (a *API) listSet(ctx context.Context, s Set, o ListOptions, newestFirst boo
 	if err != nil {
 		return nil, err
 	}
-	zs, err := a.jq.setRange(ctx, key, start, stop, newestFirst != o.Reverse)
+	zs, err := a.jq.SetRange(ctx, key, start, stop, newestFirst != o.Reverse)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]JobRecord, len(zs))
 	for i, z := range zs {
-		raw, _ := z.Member.(string)
-		out[i] = record(raw, z.Score, "")
+		out[i] = record(z.Raw, z.Score, "")
 	}
 	return out, nil
 }
@@ -295,7 +299,7 @@ func (a *API) Size(ctx context.Context, s Set) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return a.jq.setSize(ctx, key)
+	return a.jq.SetSize(ctx, key)
 }
 
 // findPage is how many entries a search reads per round trip.
@@ -330,7 +334,7 @@ func plainJID(jid string) bool {
 // pages. No job with that jid is ErrJobNotFound.
 func (a *API) FindInQueue(ctx context.Context, q, jid string) (JobRecord, error) {
 	for start := int64(0); ; start += findPage {
-		raws, err := a.jq.queueRange(ctx, q, start, start+findPage-1)
+		raws, err := a.jq.QueueRange(ctx, q, start, start+findPage-1)
 		if err != nil {
 			return JobRecord{}, err
 		}
@@ -353,13 +357,13 @@ func (a *API) Find(ctx context.Context, s Set, jid string) (JobRecord, error) {
 		return JobRecord{}, err
 	}
 	for start := int64(0); ; start += findPage {
-		zs, err := a.jq.setRange(ctx, key, start, start+findPage-1, false)
+		zs, err := a.jq.SetRange(ctx, key, start, start+findPage-1, false)
 		if err != nil {
 			return JobRecord{}, err
 		}
 		for _, z := range zs {
-			if raw, _ := z.Member.(string); hasJID(raw, jid) {
-				return record(raw, z.Score, ""), nil
+			if hasJID(z.Raw, jid) {
+				return record(z.Raw, z.Score, ""), nil
 			}
 		}
 		if len(zs) < findPage {

@@ -47,15 +47,15 @@ func (a *API) QueueStatesPage(ctx context.Context, offset, size int) ([]QueueSta
 // queueStates is the states of the names from offset, size of them (-1: all), and how many
 // queues there are.
 func (a *API) queueStates(ctx context.Context, offset, size int) ([]QueueState, int, error) {
-	known, err := a.jq.knownQueues(ctx)
+	known, err := a.jq.KnownQueues(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
-	paused, err := a.jq.paused(ctx)
+	paused, err := a.jq.Paused(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
-	limits, err := a.jq.publishedLimits(ctx)
+	limits, err := a.jq.PublishedLimits(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
@@ -71,7 +71,7 @@ func (a *API) queueStates(ctx context.Context, offset, size int) ([]QueueState, 
 	if len(names) == 0 {
 		return []QueueState{}, len(all), nil
 	}
-	uses, err := a.jq.queueUses(ctx, names, limits)
+	uses, err := a.jq.QueueUses(ctx, names, limits)
 	if err != nil {
 		return nil, 0, fmt.Errorf("exq: queue states: %w", err)
 	}
@@ -82,7 +82,7 @@ func (a *API) queueStates(ctx context.Context, offset, size int) ([]QueueState, 
 	out := make([]QueueState, len(names))
 	for i, q := range names {
 		u, l := uses[q], limits[q]
-		out[i] = QueueState{Name: q, Size: u.size, Paused: isPaused[q], GlobalLimit: l.GlobalLimit, InUse: u.inUse, Rate: l.rate(), Started: u.started}
+		out[i] = QueueState{Name: q, Size: u.Size, Paused: isPaused[q], GlobalLimit: l.GlobalLimit, InUse: u.InUse, Rate: rateOf(l.Limits()), Started: u.Started}
 	}
 	return out, len(all), nil
 }
@@ -107,7 +107,7 @@ func unionSorted(lists ...[]string) []string {
 // minus its enqueued_at, Sidekiq's "latency"); 0 for an empty queue or a job without the field.
 // One round trip for all queues.
 func (a *API) QueueLatencies(ctx context.Context) (map[string]time.Duration, error) {
-	qs, err := a.jq.knownQueues(ctx)
+	qs, err := a.jq.KnownQueues(ctx)
 	if err != nil {
 		return map[string]time.Duration{}, err
 	}
@@ -119,7 +119,7 @@ func (a *API) QueueLatenciesOf(ctx context.Context, qs []string) (map[string]tim
 	if len(qs) == 0 {
 		return map[string]time.Duration{}, nil
 	}
-	oldest, err := a.jq.oldestJobs(ctx, qs)
+	oldest, err := a.jq.OldestJobs(ctx, qs)
 	if err != nil {
 		return nil, fmt.Errorf("exq: queue latencies: %w", err)
 	}

@@ -7,11 +7,8 @@ import (
 	"hash/maphash"
 	"math"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/exqgo/exq/internal/store"
 )
-
-// moveBatch bounds the raw jobs sent in one script call, so no call blocks Redis for long.
-const moveBatch = 500
 
 // RemoveOptions change what a removal does.
 type RemoveOptions struct {
@@ -23,7 +20,9 @@ type RemoveOptions struct {
 // RemoveJobs removes jobs waiting in queue q, by their exact raw strings (JobRecord.Raw), and
 // reports how many were removed.
 func (a *API) RemoveJobs(ctx context.Context, q string, raws []string, o RemoveOptions) (int, error) {
-	return a.remove(ctx, a.jq.keys.Queue(q), "list", raws, o)
+	return inBatches(raws, func(batch []any) (int, error) {
+		return a.jq.RemoveFromQueue(ctx, q, o.ClearUniqueLocks, batch)
+	})
 }
 
 // Remove removes jobs from a sorted set by their exact raw strings and reports how many were
@@ -33,24 +32,16 @@ func (a *API) Remove(ctx context.Context, s Set, raws []string, o RemoveOptions)
 	if err != nil {
 		return 0, err
 	}
-	return a.remove(ctx, key, "zset", raws, o)
-}
-
-func (a *API) remove(ctx context.Context, key, kind string, raws []string, o RemoveOptions) (int, error) {
-	clear := "0"
-	if o.ClearUniqueLocks {
-		clear = "1"
-	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		return a.jq.removeJobs(ctx, key, kind, clear, batch)
+		return a.jq.RemoveFromSet(ctx, key, o.ClearUniqueLocks, batch)
 	})
 }
 
-// inBatches calls run on raws moveBatch at a time and adds up what it reports.
+// inBatches calls run on raws store.MoveBatch at a time and adds up what it reports.
 func inBatches(raws []string, run func(batch []any) (int, error)) (int, error) {
 	total := 0
 	for len(raws) > 0 {
-		n := min(len(raws), moveBatch)
+		n := min(len(raws), store.MoveBatch)
 		batch := make([]any, n)
 		for i, r := range raws[:n] {
 			batch[i] = r
@@ -78,7 +69,7 @@ func (a *API) Requeue(ctx context.Context, s Set, raws []string) (int, error) {
 		return 0, err
 	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		return a.jq.requeueSet(ctx, key, batch)
+		return a.jq.RequeueSet(ctx, key, batch)
 	})
 }
 
@@ -120,7 +111,7 @@ func (a *API) Kill(ctx context.Context, s Set, raws []string) (int, error) {
 		return 0, fmt.Errorf("exq: api: kill: %w", err)
 	}
 	return inBatches(raws, func(batch []any) (int, error) {
-		return a.jq.killSet(ctx, key, now, DefaultDeadTimeout, DefaultDeadMaxJobs, batch)
+		return a.jq.KillSet(ctx, key, now, DefaultDeadTimeout, DefaultDeadMaxJobs, batch)
 	})
 }
 
@@ -140,9 +131,9 @@ func (a *API) RequeueAll(ctx context.Context, s Set, progress func(done, total i
 	seed := maphash.MakeSeed()
 	there := map[uint64]struct{}{}
 	newest := math.Inf(-1)
-	err = a.jq.scanSet(ctx, key, "+inf", func(page []redis.Z) error {
+	err = a.jq.ScanSet(ctx, key, "+inf", func(page []store.Member) error {
 		for _, z := range page {
-			m, _ := z.Member.(string)
+			m := z.Raw
 			there[maphash.String(seed, m)] = struct{}{}
 			newest = z.Score // pages come in score order
 		}
@@ -152,10 +143,10 @@ func (a *API) RequeueAll(ctx context.Context, s Set, progress func(done, total i
 		return 0, err
 	}
 	total, done := len(there), 0
-	err = a.jq.scanSet(ctx, key, formatScore(newest), func(page []redis.Z) error {
+	err = a.jq.ScanSet(ctx, key, store.FormatScore(newest), func(page []store.Member) error {
 		raws := make([]string, 0, len(page))
 		for _, z := range page {
-			m, _ := z.Member.(string)
+			m := z.Raw
 			if h := maphash.String(seed, m); hasKey(there, h) {
 				delete(there, h) // seen once: never moved twice
 				raws = append(raws, m)
@@ -194,5 +185,5 @@ func (a *API) Clear(ctx context.Context, s Set) error {
 	if err != nil {
 		return err
 	}
-	return a.jq.clearSet(ctx, key)
+	return a.jq.ClearSet(ctx, key)
 }

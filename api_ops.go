@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -40,7 +41,7 @@ type Process struct {
 
 // Processes lists the live nodes, after pruning those whose hash expired.
 func (a *API) Processes(ctx context.Context) ([]Process, error) {
-	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Node)
+	ids, hashes, err := a.jq.NodeInfos(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ type BusyJob struct {
 // BusyJobs lists the jobs running on every live node: exq, Exq and Sidekiq 6 nodes list them
 // in "<identity>:workers", Sidekiq 7 and 8 in "<identity>:work"; both are read.
 func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
-	ids, hashes, err := a.jq.nodeHashes(ctx, a.jq.keys.Workers, a.jq.keys.Work)
+	ids, hashes, err := a.jq.NodeBusy(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -133,7 +134,8 @@ type Stats struct {
 
 // Stats returns the all-time counters.
 func (a *API) Stats(ctx context.Context) (Stats, error) {
-	return a.jq.stats(ctx, a.jq.keys.Stat("processed"), a.jq.keys.Stat("failed"))
+	c, err := a.jq.Stats(ctx)
+	return Stats(c), err
 }
 
 // DayStats are the counters of one UTC day.
@@ -150,22 +152,20 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	if to.Before(from) {
 		return nil, fmt.Errorf("exq: api: stats between %s and %s: the range is empty", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	}
-	if to.Sub(from) > statDayTTL {
+	if to.Sub(from) > stats.DayTTL {
 		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
 	}
 	var days []time.Time
-	var keys []string
 	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
 		days = append(days, d)
-		keys = append(keys, a.jq.keys.StatDay("processed", d), a.jq.keys.StatDay("failed", d))
 	}
-	vals, err := a.jq.counters(ctx, keys) // one MGET: a 90-day graph is one round trip
+	counts, err := a.jq.DayStats(ctx, days) // one MGET: a 90-day graph is one round trip
 	if err != nil {
 		return nil, err
 	}
 	out := make([]DayStats, len(days))
 	for i, d := range days {
-		out[i] = DayStats{Day: d, Stats: Stats{Processed: vals[2*i], Failed: vals[2*i+1]}}
+		out[i] = DayStats{Day: d, Stats: Stats(counts[i])}
 	}
 	return out, nil
 }
@@ -188,19 +188,17 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 	}
 	now = now.UTC().Truncate(time.Second)
 	var seconds []time.Time
-	var keys []string
 	for at := now.Add(-realtimeWindow); !at.After(now.Add(realtimeAhead)); at = at.Add(time.Second) {
 		seconds = append(seconds, at)
-		keys = append(keys, a.jq.keys.StatSecond("processed", at), a.jq.keys.StatSecond("failed", at))
 	}
-	vals, present, err := a.jq.countersPresent(ctx, keys)
+	counts, present, err := a.jq.SecondStats(ctx, seconds)
 	if err != nil {
 		return nil, err
 	}
 	var out []SecondStats
 	for i, at := range seconds {
-		if present[2*i] || present[2*i+1] {
-			out = append(out, SecondStats{At: at, Stats: Stats{Processed: vals[2*i], Failed: vals[2*i+1]}})
+		if present[i] {
+			out = append(out, SecondStats{At: at, Stats: Stats(counts[i])})
 		}
 	}
 	return out, nil
@@ -208,7 +206,7 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 
 // The seconds Realtime reads: as long back as the counters live, and a little ahead.
 const (
-	realtimeWindow = statSecondTTL
+	realtimeWindow = stats.SecondTTL
 	realtimeAhead  = 5 * time.Second
 )
 
@@ -281,7 +279,7 @@ type RedisInfo struct {
 // RedisInfo reads the server's INFO (on a Redis Cluster, of the master that holds the
 // namespace). A user whose ACL forbids INFO (-@dangerous) gets Redis' NOPERM error.
 func (a *API) RedisInfo(ctx context.Context) (RedisInfo, error) {
-	text, err := a.jq.serverInfo(ctx)
+	text, err := a.jq.ServerInfo(ctx)
 	if err != nil {
 		return RedisInfo{}, fmt.Errorf("exq: redis info: %w", err)
 	}
@@ -304,7 +302,7 @@ func (a *API) SendSignal(ctx context.Context, node, signal string) error {
 	if node == "" || signal == "" {
 		return fmt.Errorf("exq: api: send signal: node and signal must not be empty")
 	}
-	return a.jq.sendSignal(ctx, node, signal)
+	return a.jq.SendSignal(ctx, node, signal)
 }
 
 // QuietNode asks node to fetch no more jobs (TSTP).

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // PeriodicState is a periodic job as Redis holds it (whoever wrote it: exq or sidekiq-cron),
@@ -35,7 +39,7 @@ type PeriodicRun struct {
 
 // PeriodicJobs lists every periodic job of the namespace, sorted by name.
 func (a *API) PeriodicJobs(ctx context.Context) ([]PeriodicState, error) {
-	recs, err := a.jq.loadCron(ctx)
+	recs, err := a.jq.LoadCron(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("exq: periodic jobs: %w", err)
 	}
@@ -53,7 +57,7 @@ func (a *API) PeriodicJobs(ctx context.Context) ([]PeriodicState, error) {
 
 // PeriodicJob reads one periodic job; ErrPeriodicNotFound when there is none of that name.
 func (a *API) PeriodicJob(ctx context.Context, name string) (PeriodicState, error) {
-	r, ok, err := a.jq.cronRecordOf(ctx, name)
+	r, ok, err := a.jq.CronRecordOf(ctx, name)
 	switch {
 	case err != nil:
 		return PeriodicState{}, fmt.Errorf("exq: periodic job %q: %w", name, err)
@@ -67,15 +71,15 @@ func (a *API) PeriodicJob(ctx context.Context, name string) (PeriodicState, erro
 	return periodicState(r, now), nil
 }
 
-func periodicState(r cronRecord, now time.Time) PeriodicState {
-	st := PeriodicState{Name: r.name, Spec: r.spec, Queue: r.queue, Class: r.class, Args: r.args, Description: r.description,
-		Enabled: r.enabled, LastEnqueued: r.lastEnqueue, Problem: r.problem}
-	s, err := parseSpec(r.spec, "")
+func periodicState(r store.CronRecord, now time.Time) PeriodicState {
+	st := PeriodicState{Name: r.Name, Spec: r.Spec, Queue: r.Queue, Class: r.Class, Args: r.Args, Description: r.Description,
+		Enabled: r.Enabled, LastEnqueued: r.LastEnqueue, Problem: r.Problem}
+	s, err := cronspec.Parse(r.Spec, "")
 	switch {
 	case err != nil && st.Problem == "":
 		st.Problem = err.Error()
-	case err == nil && r.enabled:
-		st.Next = s.next(now)
+	case err == nil && r.Enabled:
+		st.Next = s.Next(now)
 	}
 	return st
 }
@@ -84,13 +88,13 @@ func periodicState(r cronRecord, now time.Time) PeriodicState {
 // enqueues it from its next tick on. ErrPeriodicExists when the name is taken; errors wrapping
 // ErrInvalidPeriodic name the field.
 func (a *API) AddPeriodic(ctx context.Context, p PeriodicJob) error {
-	return a.savePeriodic(ctx, p, cronCreate)
+	return a.savePeriodic(ctx, p, store.CronCreate)
 }
 
 // UpdatePeriodic changes an existing periodic job's spec, queue, class, args and description;
 // its status and history stay (p.Disabled is not read). ErrPeriodicNotFound when there is none.
 func (a *API) UpdatePeriodic(ctx context.Context, p PeriodicJob) error {
-	return a.savePeriodic(ctx, p, cronUpdate)
+	return a.savePeriodic(ctx, p, store.CronUpdate)
 }
 
 func (a *API) savePeriodic(ctx context.Context, p PeriodicJob, mode string) error {
@@ -102,7 +106,11 @@ func (a *API) savePeriodic(ctx context.Context, p PeriodicJob, mode string) erro
 	if err != nil {
 		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
 	}
-	n, err := a.jq.saveCron(ctx, p, line, sched, mode, now)
+	stored, err := p.stored(line, sched, now)
+	if err != nil {
+		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
+	}
+	n, err := a.jq.SaveCron(ctx, stored, mode, now)
 	switch {
 	case err != nil:
 		return fmt.Errorf("exq: %s periodic job %q: %w", mode, p.Name, err)
@@ -126,7 +134,7 @@ func (a *API) DisablePeriodic(ctx context.Context, name string) error {
 }
 
 func (a *API) setPeriodicStatus(ctx context.Context, name, status string) error {
-	ok, err := a.jq.setCronStatus(ctx, name, status)
+	ok, err := a.jq.SetCronStatus(ctx, name, status)
 	switch {
 	case err != nil:
 		return fmt.Errorf("exq: set periodic job %q %s: %w", name, status, err)
@@ -139,7 +147,7 @@ func (a *API) setPeriodicStatus(ctx context.Context, name, status string) error 
 // DeletePeriodic removes periodic job name, its enqueued ticks and its history. A node that
 // still lists it in Options.Periodic creates it again when it starts.
 func (a *API) DeletePeriodic(ctx context.Context, name string) error {
-	ok, err := a.jq.deleteCron(ctx, name)
+	ok, err := a.jq.DeleteCron(ctx, name)
 	switch {
 	case err != nil:
 		return fmt.Errorf("exq: delete periodic job %q: %w", name, err)
@@ -152,25 +160,25 @@ func (a *API) DeletePeriodic(ctx context.Context, name string) error {
 // EnqueuePeriodicNow enqueues periodic job name's job now, outside its ticks (Sidekiq Web's
 // "Enqueue Now"), enabled or not, and returns the jid. Its ticks are not affected.
 func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, error) {
-	r, ok, err := a.jq.cronRecordOf(ctx, name)
+	r, ok, err := a.jq.CronRecordOf(ctx, name)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	case !ok:
 		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name)
-	case r.problem != "":
-		return "", fmt.Errorf("exq: enqueue periodic job %q: %s", name, r.problem)
+	case r.Problem != "":
+		return "", fmt.Errorf("exq: enqueue periodic job %q: %s", name, r.Problem)
 	}
 	now, err := a.now(ctx)
 	if err != nil {
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	}
-	en := &enqueuer{jq: a.jq, now: a.clock.now, maxRetries: DefaultMaxRetries}
-	b, err := en.buildAt(ctx, now, "enqueue periodic "+name, r.queue, r.class, r.args, time.Time{}, nil)
+	en := &enqueuer{jq: a.jq, now: a.clock.Now, maxRetries: DefaultMaxRetries}
+	b, err := en.buildAt(ctx, now, "enqueue periodic "+name, r.Queue, r.Class, r.Args, time.Time{}, nil)
 	if err != nil {
 		return "", err
 	}
-	if ok, err = a.jq.cronEnqueue(ctx, name, r.queue, b.jid, b.doc, time.Time{}, now, cronClaim{}); err != nil {
+	if ok, err = a.jq.CronEnqueue(ctx, name, r.Queue, b.jid, b.doc, time.Time{}, now, store.CronClaim{}); err != nil {
 		return "", fmt.Errorf("exq: enqueue periodic job %q: %w", name, err)
 	} else if !ok {
 		return "", fmt.Errorf("%w: %q", ErrPeriodicNotFound, name) // deleted meanwhile
@@ -180,7 +188,7 @@ func (a *API) EnqueuePeriodicNow(ctx context.Context, name string) (string, erro
 
 // PeriodicHistory lists the last enqueues of periodic job name, newest first.
 func (a *API) PeriodicHistory(ctx context.Context, name string) ([]PeriodicRun, error) {
-	raws, err := a.jq.cronHistory(ctx, name)
+	raws, err := a.jq.CronHistory(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("exq: periodic job %q history: %w", name, err)
 	}
@@ -193,7 +201,7 @@ func (a *API) PeriodicHistory(ctx context.Context, name string) ([]PeriodicRun, 
 		if json.Unmarshal([]byte(raw), &e) != nil {
 			continue
 		}
-		t, _ := parseCronTime(e.Enqueued)
+		t, _ := wire.ParseCronTime(e.Enqueued)
 		out = append(out, PeriodicRun{JID: e.JID, Enqueued: t})
 	}
 	return out, nil

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // refPrefix starts every Ref, so that a Ref is never taken for a jid.
@@ -30,7 +30,7 @@ func (r JobRecord) Ref() string { return RefOf(r.Raw) }
 
 // SetRef is the Ref with the member's score ("ref:…@1796010415.5"): ResolveRefs then finds
 // the member with one ZRANGEBYSCORE instead of a scan.
-func (r JobRecord) SetRef() string { return r.Ref() + "@" + formatScore(r.Score) }
+func (r JobRecord) SetRef() string { return r.Ref() + "@" + store.FormatScore(r.Score) }
 
 // IsRef reports whether s is a Ref (with or without a score), not a jid.
 func IsRef(s string) bool {
@@ -74,13 +74,12 @@ func (a *API) ResolveRefs(ctx context.Context, s Set, refs []string) ([]string, 
 	want, byScore := parseRefs(refs)
 	var out []string
 	if len(byScore) > 0 {
-		cmds := make(map[string]*redis.StringSliceCmd, len(byScore))
-		if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for score := range byScore {
-				cmds[score] = p.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: score, Max: score})
-			}
-			return nil
-		}); err != nil {
+		scores := make([]string, 0, len(byScore))
+		for score := range byScore {
+			scores = append(scores, score)
+		}
+		at, err := a.jq.MembersAt(ctx, key, scores)
+		if err != nil {
 			return nil, err
 		}
 		scored := map[string]bool{}
@@ -88,7 +87,7 @@ func (a *API) ResolveRefs(ctx context.Context, s Set, refs []string) ([]string, 
 			for _, r := range refs {
 				scored[r] = true
 			}
-			for _, m := range cmds[score].Val() {
+			for _, m := range at[score] {
 				if ref := RefOf(m); want[ref] && scored[ref] {
 					out = append(out, m)
 					delete(want, ref)
@@ -104,9 +103,9 @@ func (a *API) ResolveRefs(ctx context.Context, s Set, refs []string) ([]string, 
 	if len(want) == 0 {
 		return out, nil
 	}
-	err = a.jq.scanSet(ctx, key, "+inf", func(page []redis.Z) error {
+	err = a.jq.ScanSet(ctx, key, "+inf", func(page []store.Member) error {
 		for _, z := range page {
-			m, _ := z.Member.(string)
+			m := z.Raw
 			if ref := RefOf(m); want[ref] {
 				out = append(out, m)
 				delete(want, ref)
@@ -130,7 +129,7 @@ func (a *API) ResolveQueueRefs(ctx context.Context, q string, refs []string) ([]
 	want, _ := parseRefs(refs)
 	var out []string
 	for start := int64(0); len(want) > 0; start += findPage {
-		raws, err := a.jq.queueRange(ctx, q, start, start+findPage-1)
+		raws, err := a.jq.QueueRange(ctx, q, start, start+findPage-1)
 		if err != nil {
 			return out, err
 		}

@@ -44,6 +44,7 @@ func jobOf(t *testing.T, r JobRecord) *Job {
 }
 
 func TestAPIQueuesSizesAndRemoval(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, c := v.api()
@@ -70,6 +71,7 @@ func TestAPIQueuesSizesAndRemoval(t *testing.T) {
 }
 
 func TestAPIJobsInAQueueArePaginatedNewestFirst(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, c := v.api()
@@ -106,6 +108,7 @@ func TestAPIJobsInAQueueArePaginatedNewestFirst(t *testing.T) {
 }
 
 func TestAPIFindScansPastOnePage(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, c := v.api()
@@ -122,6 +125,7 @@ func TestAPIFindScansPastOnePage(t *testing.T) {
 }
 
 func TestAPIFindsAJIDThatJSONEscapes(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, _ := v.api()
@@ -137,6 +141,7 @@ func TestAPIFindsAJIDThatJSONEscapes(t *testing.T) {
 }
 
 func TestAPISortedSetsListInTheirOrderWithScores(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, c := v.api()
@@ -188,12 +193,13 @@ func TestAPISortedSetsListInTheirOrderWithScores(t *testing.T) {
 }
 
 func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Set{RetrySet, ScheduledSet, DeadSet} {
 		t.Run(string(s), func(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"r1","bid":"keep","retry_count":3}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw)).Err())
 			moved, err := a.Requeue(ctx, s, []string{raw})
@@ -210,12 +216,13 @@ func TestAPIRequeueMovesJobsByteIdenticalAndIdempotently(t *testing.T) {
 }
 
 func TestAPIKillMovesJobsToDeadByteIdenticalAndIdempotently(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Set{RetrySet, ScheduledSet} {
 		t.Run(string(s), func(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"k1","bid":"keep","retry_count":3}`
 			other := `{"class":"W","args":[],"queue":"custom","jid":"k2"}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now().Add(time.Hour), other)).Err())
@@ -240,12 +247,13 @@ func TestAPIKillMovesJobsToDeadByteIdenticalAndIdempotently(t *testing.T) {
 }
 
 func TestAPIRequeueJobMovesOneJobByJIDByteForByteOnce(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Set{RetrySet, ScheduledSet, DeadSet} {
 		t.Run(string(s), func(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(s)
+			key := setKeyOf(v.keys, s)
 			raw := `{"class":"W","args":[1, {"x":"ü"}],"queue":"custom","jid":"r1","bid":"keep","retry_count":3}`
 			other := `{"class":"W","args":[],"queue":"custom","jid":"r2"}`
 			require.NoError(t, v.rdb.ZAdd(ctx, key, redisZ(time.Now().Add(time.Hour), raw), redisZ(time.Now(), other)).Err())
@@ -268,6 +276,7 @@ func TestAPIRequeueJobMovesOneJobByJIDByteForByteOnce(t *testing.T) {
 }
 
 func TestAPIRequeueAllReportsProgressAndLeavesUnroutableJobs(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, _ := v.api()
@@ -292,6 +301,7 @@ func TestAPIRequeueAllReportsProgressAndLeavesUnroutableJobs(t *testing.T) {
 }
 
 func TestAPIRequeueAllMovesOnlyWhatWasThereWhileMovedJobsFailBackIn(t *testing.T) {
+	t.Parallel()
 	// Jobs of a class that fails at once come back into a set while RequeueAll is still
 	// paging through it: dead again (retry 0), or into retry ahead of the jobs still waiting
 	// there. The call moves each job that was there when it started, once, and returns.
@@ -308,7 +318,7 @@ func TestAPIRequeueAllMovesOnlyWhatWasThereWhileMovedJobsFailBackIn(t *testing.T
 			v := newEnv(t)
 			ctx := context.Background()
 			a, _ := v.api()
-			key, _ := a.setKey(tc.set)
+			key := setKeyOf(v.keys, tc.set)
 			start := time.Now().Add(time.Hour)
 			for i := 0; i < n; i += 500 {
 				zs := make([]redis.Z, 0, 500)
@@ -335,6 +345,7 @@ func TestAPIRequeueAllMovesOnlyWhatWasThereWhileMovedJobsFailBackIn(t *testing.T
 }
 
 func TestAPIRequeueAllPagesThroughMembersSharingOneScore(t *testing.T) {
+	t.Parallel()
 	// EnqueueAll with one At gives a whole batch one score: paging by score must still see
 	// every member once, with unroutable ones staying behind in the same score.
 	v := newEnv(t)
@@ -359,6 +370,7 @@ func TestAPIRequeueAllPagesThroughMembersSharingOneScore(t *testing.T) {
 }
 
 func TestAPIRemoveAndClearWithAndWithoutUniqueLocks(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"queue", "retry", "schedule", "dead"} {
 		t.Run(where, func(t *testing.T) {
 			v := newEnv(t)
@@ -422,6 +434,7 @@ func tokenOf(t *testing.T, raw string) string {
 }
 
 func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -518,6 +531,7 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 }
 
 func TestAPIRedisInfo(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	a, _ := v.api()
 	info, err := a.RedisInfo(context.Background())
@@ -531,6 +545,7 @@ func TestAPIRedisInfo(t *testing.T) {
 }
 
 func TestNewAPIAndNewClientFailClearlyWithoutRedis(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := NewAPI(ctx, ClientOptions{RedisURL: "redis://:pw@127.0.0.1:1/0", RedisTimeout: time.Second})
 	assert.ErrorIs(t, err, ErrRedisUnavailable)
@@ -540,6 +555,7 @@ func TestNewAPIAndNewClientFailClearlyWithoutRedis(t *testing.T) {
 }
 
 func TestPrepareJobIsWhatEnqueueWrites(t *testing.T) {
+	t.Parallel()
 	j, err := PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", Args: []any{1, "a"}, Options: []EnqueueOption{JID("p1"), MaxRetries(2)}})
 	require.NoError(t, err)
 	assert.Equal(t, "p1", j.JID)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/exqgo/exq/internal/stats"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -78,7 +80,7 @@ func repeatJSON(item string, n int) string {
 
 // BenchmarkBuildJob is the CPU side of an enqueue: validation, args encoding, jid, document.
 func BenchmarkBuildJob(b *testing.B) {
-	en := &enqueuer{jq: &jobQueue{keys: keysFor("bench")}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(nil, keysFor("bench"), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	for _, c := range []struct {
 		name string
 		args any
@@ -106,7 +108,7 @@ func BenchmarkBuildJob(b *testing.B) {
 // the script call and its PUBLISH under contention. BenchmarkEnqueue covers one caller.
 func BenchmarkEnqueueParallel(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetParallelism(25) // 25 × GOMAXPROCS goroutines
@@ -124,7 +126,7 @@ func BenchmarkEnqueueParallel(b *testing.B) {
 // with BenchmarkEnqueue and with a pipelined LPUSH (BenchmarkRawPipelinedLPush).
 func BenchmarkEnqueueAll(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
 	for _, size := range []int{10, 100, 500} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
@@ -187,14 +189,14 @@ func BenchmarkFetch(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
 	ctx := context.Background()
 	keys := keysFor(ns)
-	jq := &jobQueue{rdb: rdb, keys: keys, node: "bench-node"}
+	jq := testStore(rdb, keys, "bench-node")
 	docs := make([]any, 200)
 	for i := range docs {
 		docs[i] = benchDoc(fmt.Sprintf(`[%d]`, i))
 	}
 	for _, size := range []int{1, 50, 200} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			reqs := []fetchReq{{queue: "default", n: size}}
+			reqs := []store.FetchReq{{Queue: "default", N: size}}
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
@@ -202,9 +204,9 @@ func BenchmarkFetch(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				res, err := jq.fetch(ctx, reqs, time.Minute, time.Second)
-				if err != nil || len(res.jobs[0]) != size {
-					b.Fatalf("fetch: %d jobs, %v", len(res.jobs[0]), err)
+				res, err := jq.Fetch(ctx, reqs, time.Minute, time.Second)
+				if err != nil || len(res.Jobs[0]) != size {
+					b.Fatalf("fetch: %d jobs, %v", len(res.Jobs[0]), err)
 				}
 				b.StopTimer()
 				rdb.Del(ctx, keys.Backup("bench-node", "default"))
@@ -222,9 +224,9 @@ func BenchmarkComplete(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
 	ctx := context.Background()
 	keys := keysFor(ns)
-	jq := &jobQueue{rdb: rdb, keys: keys, node: "bench-node"}
+	jq := testStore(rdb, keys, "bench-node")
 	backup := keys.Backup("bench-node", "default")
-	st := newStats(nil, 0, nil, nil, false) // record touches only the in-memory counters
+	st := stats.New(nil, 0, nil, nil, false, false) // record touches only the in-memory counters
 	for _, inFlight := range []int{50, 200} {
 		b.Run(fmt.Sprint(inFlight), func(b *testing.B) {
 			rdb.Del(ctx, backup)
@@ -238,8 +240,8 @@ func BenchmarkComplete(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				oldest := queue[0]
-				st.record(true, time.Now())
-				if err := jq.ack(ctx, "default", oldest, "", "", ""); err != nil {
+				st.Record(true, time.Now())
+				if err := jq.Ack(ctx, "default", oldest, "", "", ""); err != nil {
 					b.Fatal(err)
 				}
 				// Keep inFlight jobs in the list: a new one comes in as the oldest leaves.
@@ -255,12 +257,12 @@ func BenchmarkComplete(b *testing.B) {
 
 // BenchmarkStatsRecord is the per-job counter update under contention (every worker calls it).
 func BenchmarkStatsRecord(b *testing.B) {
-	st := newStats(nil, 0, nil, nil, false)
+	st := stats.New(nil, 0, nil, nil, false, false)
 	b.ReportAllocs()
 	b.SetParallelism(25)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st.record(true, time.Now())
+			st.Record(true, time.Now())
 		}
 	})
 }

@@ -14,7 +14,7 @@ import (
 func BenchmarkProcessNoop(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
 	ctx := context.Background()
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	batch := make([]JobSpec, 0, 500)
 	for i := 0; i < b.N; i++ {
 		batch = append(batch, JobSpec{Queue: "default", Class: "Noop", Args: []any{i}})
@@ -51,7 +51,7 @@ func BenchmarkProcessNoop(b *testing.B) {
 func BenchmarkEnqueue(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
 	ctx := context.Background()
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	args := []any{42, "welcome"}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

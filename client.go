@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/exqgo/exq/internal/serverclock"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -29,29 +29,27 @@ var (
 // enqueuer mode). Scheduled jobs and retries come due only where some node runs the
 // scheduler. Create it with NewClient; Close it when done.
 type Client struct {
-	enq       *enqueuer
-	rdb       redis.UniversalClient
-	ownClient bool
-	closed    atomic.Bool // Close was called
+	enq    *enqueuer
+	conn   *store.Conn
+	closed atomic.Bool // Close was called
 }
 
 // NewClient connects to Redis and returns an enqueue-only Client. A program that also starts
 // a node passes the node's options: NewClient(ctx, opts.ClientOptions()).
 func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
-	o, rdb, own, err := openRedis(ctx, opts)
+	o, conn, err := openRedis(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	wait, err := replicaWaitFor(o, rdb)
+	jq, err := newStore(o, conn, "")
 	if err != nil {
-		_ = closeClient(rdb, own)
+		_ = conn.Close()
 		return nil, err
 	}
-	jq := &jobQueue{rdb: rdb, keys: wire.NewKeys(o.Namespace), wait: wait}
-	clock := newServerClock(rdb, time.Now, o.Logger)
-	return &Client{enq: &enqueuer{jq: jq, now: clock.now, fresh: clock.freshForClient, maxRetries: o.MaxRetries,
+	clock := serverclock.New(conn.Time, time.Now, o.Logger)
+	return &Client{enq: &enqueuer{jq: jq, now: clock.Now, fresh: clock.FreshForClient, maxRetries: o.MaxRetries,
 		events: listeners{fns: o.Listeners, log: o.Logger}, hooks: o.EnqueueHooks, unit: stampUnit(o.MillisecondTimestamps)},
-		rdb: rdb, ownClient: own}, nil
+		conn: conn}, nil
 }
 
 // Enqueue pushes a job onto queue now; see Exq.Enqueue.
@@ -79,7 +77,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	return closeClient(c.rdb, c.ownClient)
+	return c.conn.Close()
 }
 
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with
@@ -91,7 +89,7 @@ func (c *Client) Close() error {
 // doubles accept and refuse exactly what a real enqueue does, and the exq command checks a job
 // with it before connecting. Application code enqueues with a node or a Client.
 func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
-	en := &enqueuer{jq: &jobQueue{keys: wire.NewKeys(DefaultNamespace)}, now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: store.New(nil, store.Config{Namespace: DefaultNamespace}), now: func() time.Time { return now }, maxRetries: DefaultMaxRetries}
 	op := "enqueue"
 	switch {
 	case !spec.At.IsZero():

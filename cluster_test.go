@@ -14,6 +14,7 @@ import (
 )
 
 func TestHashTagIsWhatRedisClusterReads(t *testing.T) {
+	t.Parallel()
 	for ns, tag := range map[string]string{
 		"exq": "", "{exq}": "exq", "app{exq}": "exq", "{exq}:x": "exq", "{}exq": "", "{exq": "",
 		"exq}": "", "{}{exq}": "", "{a}{b}": "a", "": "",
@@ -25,6 +26,7 @@ func TestHashTagIsWhatRedisClusterReads(t *testing.T) {
 // A namespace without a hash tag spreads its keys over a cluster's slots, where exq's scripts
 // cannot run: Start, NewClient and NewAPI refuse it before connecting, naming the field.
 func TestClusterRefusesANamespaceWithoutHashTag(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cc.Close()
@@ -66,6 +68,7 @@ func TestClusterRefusesANamespaceWithoutHashTag(t *testing.T) {
 // RedisURL with cluster=true builds a cluster client with exq's settings, on which a node runs
 // jobs, unique locks hold and the API counts.
 func TestClusterClientFromURLRunsJobs(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.ClusterOptions{})
 	ctx := context.Background()
 	rec := &recorder{}
@@ -74,8 +77,8 @@ func TestClusterClientFromURLRunsJobs(t *testing.T) {
 		Workers: map[string]Worker{"W": rec}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Stop(ctx)) }()
-	cc, ok := e.rdb.(*redis.ClusterClient)
-	require.True(t, ok, "a cluster client, got %T", e.rdb)
+	cc, ok := e.conn.Client().(*redis.ClusterClient)
+	require.True(t, ok, "a cluster client, got %T", e.conn.Client())
 	o := cc.Options()
 	assert.Equal(t, -1, o.MaxRetries)
 	assert.Equal(t, time.Second, o.ClusterStateReloadInterval)

@@ -6,21 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/exqgo/exq/internal/redact"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Defaults of Options. They are Exq's unless a field's comment says otherwise.
@@ -138,7 +134,7 @@ func (c ClientOptions) withDefaults() (ClientOptions, error) {
 		c.RedisURL = DefaultRedisURL
 	}
 	if c.Redis == nil {
-		if err := checkRedisURL(c.RedisURL); err != nil {
+		if err := store.CheckURL(c.RedisURL); err != nil {
 			return c, err
 		}
 	}
@@ -670,143 +666,6 @@ func defaultNodeID() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// openRedis validates opts and connects, for the constructors that run no node.
-func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, redis.UniversalClient, bool, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return o, nil, false, err
-	}
-	rdb, own, err := connect(ctx, o)
-	return o, rdb, own, err
-}
-
-// closeClient ends one use of a client connect returned: its go-redis log lines stop going
-// to this user's logger, and the client is closed if exq built it (own).
-func closeClient(rdb redis.UniversalClient, own bool) error {
-	redisLogs.drop(rdb)
-	if own {
-		return rdb.Close()
-	}
-	return nil
-}
-
-// connect returns the caller's client, or one built from RedisURL (own reports that), after a
-// PING. The error names the address, never the password.
-func connect(ctx context.Context, o ClientOptions) (rdb redis.UniversalClient, own bool, err error) {
-	rdb, where := o.Redis, "the given client"
-	if cluster, _ := clusterURL(o.RedisURL); rdb == nil && cluster {
-		c, err := newClusterClient(o.RedisURL, o.RedisTimeout)
-		if err != nil {
-			return nil, false, err
-		}
-		rdb, own, where = c, true, redact.URL(o.RedisURL)
-	}
-	if rdb == nil {
-		c, err := newRedisClient(o.RedisURL, o.RedisTimeout)
-		if err != nil {
-			return nil, false, err
-		}
-		rdb, own, where = c, true, redact.URL(o.RedisURL)
-	}
-	redisLogs.add(rdb, o.Logger) // dropped by closeClient; the PING's dial failures go there too
-	pctx, cancel := context.WithTimeout(withRedisLogger(ctx, o.Logger), o.RedisTimeout)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		_ = closeClient(rdb, own)
-		return nil, false, fmt.Errorf("%w at %s: %s", ErrRedisUnavailable, where, scrub(err, o.RedisURL))
-	}
-	if n := clientRetries(rdb); n > 0 {
-		o.Logger.Warn("exq: this Redis client sends a command again when its connection breaks (MaxRetries > 0): "+
-			"an enqueue whose reply was lost can then write its job twice and run it twice. exq's fetches, "+
-			"outcomes and counters are safe to repeat. Set MaxRetries: -1 on the client (or max_retries=-1 in "+
-			"RedisURL) for exactly one write per enqueue", "max_retries", n)
-	}
-	return rdb, own, nil
-}
-
-// clientRetries is how often rdb sends a failed command again (go-redis' MaxRetries, after
-// its defaults: 0 means never), or 0 for a client type exq cannot inspect.
-func clientRetries(rdb redis.UniversalClient) int {
-	switch c := rdb.(type) {
-	case interface{ Options() *redis.Options }:
-		return c.Options().MaxRetries
-	case interface{ Options() *redis.ClusterOptions }:
-		return c.Options().MaxRetries
-	case interface{ Options() *redis.RingOptions }:
-		return c.Options().MaxRetries
-	}
-	return 0
-}
-
-// newRedisClient builds the client for a RedisURL: a Sentinel FailoverClient when the URL
-// names a master_name, a plain client otherwise. The error never carries the password.
-func newRedisClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
-	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("master_name") {
-		return newFailoverClient(rawURL, timeout)
-	}
-	if _, err := url.Parse(rawURL); err != nil {
-		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
-		// password, say) the password cannot be told apart from the rest: say nothing of it.
-		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
-			ErrInvalidOptions, redact.URL(rawURL))
-	}
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
-	}
-	if !strings.Contains(rawURL, "read_timeout") {
-		opts.ReadTimeout = timeout
-	}
-	if !strings.Contains(rawURL, "write_timeout") {
-		opts.WriteTimeout = timeout
-	}
-	if !strings.Contains(rawURL, "dial_timeout") {
-		opts.DialTimeout = timeout
-	}
-	// Let the caller's context deadline end a slow command, not only RedisTimeout.
-	opts.ContextTimeoutEnabled = true
-	if !strings.Contains(rawURL, "max_retries") {
-		// go-redis sends a command again when the connection broke after Redis may have run
-		// it: a fetch would take a second batch, an enqueue write its job twice. exq retries
-		// by itself where a repeat is safe.
-		opts.MaxRetries = -1
-	}
-	return redis.NewClient(opts), nil
-}
-
-// scrub removes the URL's passwords from an error message that might quote them.
-func scrub(err error, rawURL string) string { return redact.Scrub(err.Error(), rawURL) }
-
-// checkRedisURL refuses a RedisURL that does not parse as what it claims: a scheme other than
-// redis, rediss or unix, or a redis URL without "//" and a host. go-redis would read
-// "redis:pw@host:6702" as no host at all and connect to localhost:6379, another server than
-// the one named. The error shows the URL with its passwords masked.
-func checkRedisURL(rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Parse's error quotes the whole URL, and where it fails (a '#' or '/' in the
-		// password, say) the password cannot be told apart from the rest: say nothing of it.
-		return fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
-			ErrInvalidOptions, redact.URL(rawURL))
-	}
-	switch u.Scheme {
-	case "redis", "rediss":
-		if u.Opaque != "" || u.Host == "" {
-			return fmt.Errorf("%w: RedisURL: %s names no host: write %s://[user:password@]host:port/db",
-				ErrInvalidOptions, redact.URL(rawURL), u.Scheme)
-		}
-	case "unix":
-		if u.Path == "" {
-			return fmt.Errorf("%w: RedisURL: %s names no socket: write unix:///path/to/redis.sock",
-				ErrInvalidOptions, redact.URL(rawURL))
-		}
-	default:
-		return fmt.Errorf("%w: RedisURL: %s: the scheme must be redis://, rediss:// or unix://",
-			ErrInvalidOptions, redact.URL(rawURL))
-	}
-	return nil
-}
-
 // sentinelDefault resolves an int option whose zero value means def, so that "none" is spelled
 // with a negative sentinel: none becomes 0. It reports false for any other negative value.
 func sentinelDefault(v *int, def, none int) bool {
@@ -824,33 +683,16 @@ func sentinelDefault(v *int, def, none int) bool {
 // Redis Cluster. One namespace lives in one hash slot: its name carries a hash tag ("{exq}"),
 // so every key of it, and so every script, lands on one master.
 
-// clusterReloadInterval is how often a cluster client exq builds reloads the slot map while it
-// is used. go-redis' default, 60 s, keeps writing to a dead master for up to a minute after a
-// failover; a reload costs one CLUSTER SLOTS.
-const clusterReloadInterval = time.Second
-
-// clusterURL reports whether RedisURL asks for a Redis Cluster client (cluster=true).
-func clusterURL(rawURL string) (bool, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || !u.Query().Has("cluster") {
-		return false, nil // an unparseable URL is reported where the client is built
-	}
-	if v := u.Query().Get("cluster"); v != "true" {
-		return false, fmt.Errorf("%w: RedisURL: cluster=%q: the only value is true (leave it out for a single Redis)", ErrInvalidOptions, v)
-	}
-	return true, nil
-}
-
 // checkClusterNamespace refuses a namespace whose keys would spread over several hash slots on
 // a Redis Cluster (the caller's *redis.ClusterClient, or RedisURL with cluster=true): exq's
 // scripts and transactions touch several keys at once, which a cluster allows in one slot only.
 func checkClusterNamespace(c ClientOptions) error {
 	cluster := false
 	if c.Redis != nil {
-		_, cluster = c.Redis.(*redis.ClusterClient)
+		cluster = store.IsCluster(c.Redis)
 	} else {
 		var err error
-		if cluster, err = clusterURL(c.RedisURL); err != nil {
+		if cluster, err = store.ClusterURL(c.RedisURL); err != nil {
 			return err
 		}
 	}
@@ -880,66 +722,26 @@ func hashTag(ns string) string {
 	return ns[i+1 : i+1+j]
 }
 
-// newClusterClient builds the Redis Cluster client for a RedisURL with cluster=true, in
-// go-redis' ParseClusterURL form (redis://host:port?cluster=true&addr=host2:port&addr=…),
-// with exq's settings: RedisTimeout, the ctx deadline ending a command, no resends by the node
-// clients (MaxRetries -1), and a slot map that follows a failover within seconds.
-func newClusterClient(rawURL string, timeout time.Duration) (*redis.ClusterClient, error) {
-	u, err := url.Parse(rawURL)
+// openRedis validates opts and connects, for the constructors that run no node.
+func openRedis(ctx context.Context, opts ClientOptions) (ClientOptions, *store.Conn, error) {
+	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s is not a valid URL (special characters in a password must be %%-escaped)",
-			ErrInvalidOptions, redact.URL(rawURL))
+		return o, nil, err
 	}
-	q := u.Query()
-	q.Del("cluster")
-	u.RawQuery = q.Encode()
-	opts, err := redis.ParseClusterURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
-	}
-	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout, "dial_timeout": &opts.DialTimeout} {
-		if !q.Has(name) {
-			*d = timeout
-		}
-	}
-	if !q.Has("max_retries") {
-		opts.MaxRetries = -1 // as newRedisClient: an enqueue is written once
-	}
-	opts.ContextTimeoutEnabled = true
-	opts.ClusterStateReloadInterval = clusterReloadInterval
-	c := redis.NewClusterClient(opts)
-	c.AddHook(reloadOnConnError{c})
-	return c, nil
+	conn, err := connect(ctx, o)
+	return o, conn, err
 }
 
-// reloadOnConnError asks a cluster client for a new slot map when a command fails for want of
-// a connection (a dead master refuses them), instead of waiting for the next periodic reload.
-// go-redis reloads by itself on MOVED and READONLY replies only.
-type reloadOnConnError struct{ c *redis.ClusterClient }
-
-func (reloadOnConnError) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.check(err)
-		return err
-	}
+// connect opens o's Redis: the caller's client, or one built from RedisURL (store.Open).
+func connect(ctx context.Context, o ClientOptions) (*store.Conn, error) {
+	return store.Open(ctx, store.ConnOptions{Client: o.Redis, URL: o.RedisURL, Timeout: o.RedisTimeout, Logger: o.Logger})
 }
 
-func (h reloadOnConnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		h.check(err)
-		return err
-	}
-}
-
-func (h reloadOnConnError) check(err error) {
-	var nerr net.Error
-	if errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) {
-		h.c.ReloadState(context.Background())
-	}
+// newStore returns the store of o's namespace on conn for node ("" for a client or an API),
+// with o's WaitReplicas, or an error when the client's read timeout would cut the wait short.
+func newStore(o ClientOptions, conn *store.Conn, node string) (*store.Store, error) {
+	return conn.Store(store.Config{Namespace: o.Namespace, Node: node, WaitReplicas: o.WaitReplicas,
+		WaitTimeout: o.WaitTimeout, Logger: o.Logger})
 }
 
 // Redis Sentinel and replicas.
@@ -964,52 +766,4 @@ func (c *ClientOptions) replicaDefaults() error {
 		return bad("WaitTimeout", "must be shorter than RedisTimeout (%s), got %s", c.RedisTimeout, c.WaitTimeout)
 	}
 	return nil
-}
-
-// checkWaitTimeout refuses a WaitTimeout that a caller's client would cut short: in a
-// pipeline, its ReadTimeout bounds the WAIT reply.
-func checkWaitTimeout(o ClientOptions, rdb redis.UniversalClient) error {
-	if o.WaitReplicas == 0 {
-		return nil
-	}
-	var read time.Duration
-	switch c := rdb.(type) {
-	case interface{ Options() *redis.Options }:
-		read = c.Options().ReadTimeout
-	case interface{ Options() *redis.ClusterOptions }:
-		read = c.Options().ReadTimeout
-	}
-	if read > 0 && o.WaitTimeout >= read {
-		return fmt.Errorf("%w: WaitTimeout: must be shorter than the Redis client's ReadTimeout (%s), got %s",
-			ErrInvalidOptions, read, o.WaitTimeout)
-	}
-	return nil
-}
-
-// newFailoverClient builds a Sentinel client for a RedisURL in go-redis' ParseFailoverURL
-// form: redis://[user:password@]sentinel:port/db?master_name=mymaster&addr=sentinel2:port&…,
-// where the user info is the sentinels' and ?password= (and ?username=) the master's. It gets
-// exq's settings, as newRedisClient: RedisTimeout, the ctx deadline ending a command, and no
-// resends (MaxRetries -1) unless the URL sets them. go-redis follows the sentinels' switch of
-// master and drops connections that answer READONLY, so a failover needs no restart.
-func newFailoverClient(rawURL string, timeout time.Duration) (*redis.Client, error) {
-	opts, err := redis.ParseFailoverURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: RedisURL: %s: %v", ErrInvalidOptions, redact.URL(rawURL), scrub(err, rawURL))
-	}
-	if opts.MasterName == "" {
-		return nil, fmt.Errorf("%w: RedisURL: %s: master_name is empty", ErrInvalidOptions, redact.URL(rawURL))
-	}
-	q, _ := url.ParseQuery(rawURL[strings.IndexByte(rawURL, '?')+1:])
-	for name, d := range map[string]*time.Duration{"read_timeout": &opts.ReadTimeout, "write_timeout": &opts.WriteTimeout,
-		"dial_timeout": &opts.DialTimeout} {
-		if !q.Has(name) {
-			*d = timeout
-		}
-	}
-	if !q.Has("max_retries") {
-		opts.MaxRetries = -1 // as newRedisClient: an enqueue is written once
-	}
-	opts.ContextTimeoutEnabled = true
-	return redis.NewFailoverClient(opts), nil
 }

@@ -13,6 +13,7 @@ import (
 // connection (go-redis read "redis:pw@host:6702" as no host: localhost:6379), and the error
 // never holds the password.
 func TestRedisURLsWithoutAHostAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"redis:s3cret@127.0.0.1:6702", "rediss:s3cret@h:1", "default:s3cret@127.0.0.1:6702",
 		"redis//:s3cret@127.0.0.1:6702", "127.0.0.1:6379", "http://:s3cret@h:1", "redis://", "unix://"} {
 		_, err := NewAPI(context.Background(), ClientOptions{RedisURL: u})

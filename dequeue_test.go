@@ -85,6 +85,7 @@ func TestDequeuerLimitsAQueueAndHearsEveryJob(t *testing.T) {
 }
 
 func TestDequeuerAnswersAreClamped(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ n, free, want int }{{-3, 5, 0}, {0, 5, 0}, {3, 5, 3}, {9, 5, 5}} {
 		assert.Equal(t, c.want, clampAvailable(c.n, c.free), "%d of %d", c.n, c.free)
 	}

@@ -8,10 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
 	"time"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -175,7 +174,7 @@ type EnqueueResult struct {
 
 // enqueuer builds job documents and writes them. It holds no goroutines.
 type enqueuer struct {
-	jq *jobQueue
+	jq *store.Store
 	// now is the Redis server's clock (serverClock.now) outside tests.
 	now func() time.Time
 	// fresh, when set, makes sure now has a recent sample of the server's clock before a call
@@ -187,17 +186,17 @@ type enqueuer struct {
 	hooks      []EnqueueHook
 	// group batches the writes of concurrent Enqueue, EnqueueIn and EnqueueAt calls
 	// (groupcommit.go).
-	group groupCommit
+	group store.GroupCommit
 }
 
 // hold marks jids as being written until the returned function is called, after their
-// JobEnqueued (eventOrder): a worker of this node that fetched one meanwhile reports
+// JobEnqueued (eventorder.Order): a worker of this node that fetched one meanwhile reports
 // JobStarted after it.
 func (en *enqueuer) hold(jids ...string) func() {
 	if !en.events.has() {
 		return func() {}
 	}
-	return en.events.order.hold(jids...)
+	return en.events.order.Hold(jids...)
 }
 
 // stampUnit is the unit of job timestamps Options.MillisecondTimestamps asks for.
@@ -218,7 +217,7 @@ func (en *enqueuer) enqueued(queue, class, jid string, at time.Time) {
 // built is a validated job, ready to write.
 type built struct {
 	jid, doc, token string
-	lock            *lock
+	lock            *store.Lock
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
@@ -264,7 +263,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	if err := checkQueueName(queue); err != nil {
 		return bad("%v", err)
 	}
-	rawArgs, err := encodeArgs(args)
+	rawArgs, err := wire.EncodeArgs(args)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -314,7 +313,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		unlocksAt := j.EnqueuedAt.Add(u.For)
 		j.Unique = &wire.Unique{For: u.For, Until: string(u.Until), Token: token, UnlocksAt: unlocksAt}
 		b.token = token
-		b.lock = &lock{key: en.jq.keys.Unique(token), jid: j.JID, ttl: unlocksAt.Sub(now)}
+		b.lock = &store.Lock{Token: token, JID: j.JID, TTL: unlocksAt.Sub(now)}
 	}
 	// The hooks run last, once nothing can fail any more, so each one hears the write's end.
 	if len(en.hooks) > 0 {
@@ -371,73 +370,13 @@ func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s J
 	return en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, at, s.Options)
 }
 
-// encodeArgs renders args as a JSON array. nil is the empty list.
-func encodeArgs(args any) (json.RawMessage, error) {
-	if args == nil {
-		return json.RawMessage("[]"), nil
-	}
-	if list, ok := args.([]any); ok {
-		if b, ok := appendSimpleArgs(make([]byte, 0, 16*len(list)+2), list); ok {
-			return b, nil
-		}
-	}
-	if raw, ok := args.(json.RawMessage); ok && !json.Valid(raw) {
-		return nil, fmt.Errorf("args: invalid JSON %q", raw)
-	}
-	b, err := wire.Marshal(args)
-	if err != nil {
-		return nil, fmt.Errorf("args cannot be encoded as JSON: %v", err)
-	}
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		return json.RawMessage("[]"), nil
-	}
-	if len(b) == 0 || b[0] != '[' {
-		return nil, fmt.Errorf("args must be a list (a slice or array), got %s", describe(args))
-	}
-	return b, nil
-}
-
-// appendSimpleArgs renders the usual args (strings, ints, bools, nil, finite floats) without
-// reflection, as encoding/json would; ok is false when some arg needs encoding/json.
-func appendSimpleArgs(b []byte, list []any) (_ []byte, ok bool) {
-	b = append(b, '[')
-	for i, a := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		switch v := a.(type) {
-		case string:
-			b = wire.AppendQuote(b, v)
-		case int:
-			b = strconv.AppendInt(b, int64(v), 10)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case nil:
-			b = append(b, "null"...)
-		default:
-			return nil, false
-		}
-	}
-	return append(b, ']'), true
-}
-
-func describe(v any) string {
-	if _, ok := v.(json.RawMessage); ok {
-		return "JSON that is not an array"
-	}
-	return reflect.TypeOf(v).String()
-}
-
 func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, opts []EnqueueOption) (string, error) {
 	b, err := en.build(ctx, "enqueue", queue, class, args, time.Time{}, opts)
 	if err != nil {
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, job: b.doc, lock: b.lock})
+	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -484,7 +423,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.write(ctx, en.jq, batchItem{queue: queue, at: b.at, job: b.doc, lock: b.lock})
+	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
@@ -498,7 +437,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	items := make([]batchItem, len(specs))
+	items := make([]store.BatchItem, len(specs))
 	bs := make([]built, len(specs))
 	now, err := en.serverNow(ctx, "enqueue all")
 	if err != nil {
@@ -513,7 +452,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			}
 			return nil, err
 		}
-		items[i] = batchItem{queue: s.Queue, at: b.at, job: b.doc, lock: b.lock}
+		items[i] = store.BatchItem{Queue: s.Queue, At: b.at, Job: b.doc, Lock: b.lock}
 		bs[i] = b
 	}
 	jids := make([]string, len(bs))
@@ -522,7 +461,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	release := en.hold(jids...)
 	defer release() // after the JobEnqueued events below (or the failure)
-	holders, err := en.jq.enqueueAll(ctx, items)
+	holders, err := en.jq.EnqueueAll(ctx, items)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
 		for _, b := range bs {
@@ -540,7 +479,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: bs[i].token}}
 		} else {
 			results[i] = EnqueueResult{JID: bs[i].jid}
-			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].at)
+			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].At)
 		}
 		bs[i].finish(results[i].JID, results[i].Err)
 	}

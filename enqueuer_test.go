@@ -21,7 +21,7 @@ import (
 // enqueuer is a node's enqueue side without its loops, for tests that look at what an
 // enqueue writes.
 func (v *env) enqueuer(now func() time.Time) *enqueuer {
-	return &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys, node: "test-node"}, now: now, maxRetries: DefaultMaxRetries}
+	return &enqueuer{jq: testStore(v.rdb, v.keys, "test-node"), now: now, maxRetries: DefaultMaxRetries}
 }
 
 // enqueueN enqueues n jobs of class W on queue q, with args [i], and returns their jids in order.
@@ -38,6 +38,7 @@ func (v *env) enqueueN(q string, n int) []string {
 }
 
 func TestEnqueueWritesExactWireJSONAndQueueMembership(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 667948000)
@@ -60,6 +61,7 @@ func TestEnqueueWritesExactWireJSONAndQueueMembership(t *testing.T) {
 }
 
 func TestEnqueueKeepsArgsEqualAsJSON(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	en := v.enqueuer(time.Now)
@@ -80,6 +82,7 @@ func TestEnqueueKeepsArgsEqualAsJSON(t *testing.T) {
 }
 
 func TestEnqueueRejectsBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	en := v.enqueuer(time.Now)
@@ -119,6 +122,7 @@ func TestEnqueueRejectsBadInputAndWritesNothing(t *testing.T) {
 }
 
 func TestEnqueueInAndAtWriteTheScheduleWithDueTimeAsEnqueuedAt(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 667948000)
@@ -134,12 +138,13 @@ func TestEnqueueInAndAtWriteTheScheduleWithDueTimeAsEnqueuedAt(t *testing.T) {
 }
 
 func TestEnqueueAllWritesMixedJobsAtomicallyInOrder(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
 	en := v.enqueuer(func() time.Time { return now })
-	var counter *testutil.Counter
-	en.jq.rdb, counter = v.countingClient()
+	client, counter := v.countingClient()
+	en.jq = testStore(client, v.keys, "test-node")
 
 	res, err := en.enqueueAll(ctx, []JobSpec{
 		{Queue: "default", Class: "A", Args: []any{1}},
@@ -195,23 +200,25 @@ func (v *env) countingClient() (*redis.Client, *testutil.Counter) {
 }
 
 func TestSimpleArgsEncodeExactlyAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]any{
 		{}, {1, -2, int64(1) << 62, "a", "ü<b>&\"\\\n\t\x01", true, false, nil},
 		{"\xff bad utf-8", "\u2028"},
 	} {
 		want, err := wire.Marshal(args)
 		require.NoError(t, err)
-		got, ok := appendSimpleArgs(nil, args)
+		got, ok := wire.AppendSimpleArgs(nil, args)
 		require.True(t, ok)
 		assert.Equal(t, string(want), string(got))
 	}
-	_, ok := appendSimpleArgs(nil, []any{1.5})
+	_, ok := wire.AppendSimpleArgs(nil, []any{1.5})
 	assert.False(t, ok, "floats go through encoding/json")
-	_, ok = appendSimpleArgs(nil, []any{map[string]int{}})
+	_, ok = wire.AppendSimpleArgs(nil, []any{map[string]int{}})
 	assert.False(t, ok)
 }
 
 func TestEnqueueAtAPastTimeEnqueuesNow(t *testing.T) {
+	t.Parallel()
 	// As Sidekiq's perform_at and asynq's ProcessAt: a due time that has passed (however long
 	// ago, before 1970 too) pushes the job to its queue at once, enqueued now.
 	now := time.Unix(1796010415, 667948000)
@@ -242,6 +249,7 @@ func TestEnqueueAtAPastTimeEnqueuesNow(t *testing.T) {
 }
 
 func TestEnqueueAllWithPastTimesEnqueuesNow(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -269,6 +277,7 @@ func mustToken(t *testing.T, queue, class, args string) string {
 }
 
 func TestEnqueueAllPlacesEveryJobWhateverTheMixOfQueuesAndTimes(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1796010415, 0)
 	later := JobSpec{In: time.Minute}
 	for _, tc := range []struct {
@@ -312,6 +321,7 @@ func TestEnqueueAllPlacesEveryJobWhateverTheMixOfQueuesAndTimes(t *testing.T) {
 // A job over MaxJobBytes is refused with ErrJobTooLarge (and ErrInvalidJob), naming the
 // limit, and nothing is written; one just under it is written.
 func TestEnqueueRefusesAJobOverMaxJobBytes(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	en := v.enqueuer(time.Now)
@@ -331,6 +341,7 @@ func TestEnqueueRefusesAJobOverMaxJobBytes(t *testing.T) {
 // The per-call option takes the literal count, and NoRetries, the Options spelling of none,
 // means the same as 0 there: both write "retry":0.
 func TestMaxRetriesOptionNoRetriesIsZero(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, NoRetries} {
 		j, err := PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", Options: []EnqueueOption{MaxRetries(n)}})
 		require.NoError(t, err)

@@ -10,14 +10,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Sentinel errors. Errors returned by exq wrap them, so test with errors.Is.
 var (
 	// ErrInvalidOptions is wrapped by Start when an Options field is out of range; the message
 	// names the field.
-	ErrInvalidOptions = errors.New("exq: invalid options")
+	ErrInvalidOptions = store.ErrInvalidOptions
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
@@ -45,14 +45,14 @@ var (
 	// WAS written on the master, and the call returns its jid (EnqueueAll its results) with the
 	// error: it runs unless the master fails before a replica has it. Enqueue it again only with
 	// the same exq.JID and a unique lock, or accept that it may run twice.
-	ErrNotReplicated = errors.New("exq: not replicated")
+	ErrNotReplicated = store.ErrNotReplicated
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
-	ErrRedisUnavailable = errors.New("exq: Redis unavailable")
+	ErrRedisUnavailable = store.ErrRedisUnavailable
 	// ErrRedisOOM is matched by the error of a call that Redis refused because it is out of
 	// memory (maxmemory reached under the noeviction policy): every kind of enqueue, and Start.
 	// Nothing was written. Running nodes carry on meanwhile: they beat, fetch, run and
 	// acknowledge jobs, so the queues drain, which frees memory (docs/out-of-memory.md).
-	ErrRedisOOM = errors.New("exq: Redis out of memory")
+	ErrRedisOOM = store.ErrOOM
 	// ErrInvalidPeriodic is wrapped when a PeriodicJob is not acceptable (at Start, under
 	// ErrInvalidOptions, and by the API's AddPeriodic and UpdatePeriodic); the message names
 	// the schedule and the field. Nothing is written to Redis.
@@ -250,7 +250,7 @@ var errShutdown = errors.New("exq: node stopping: shutdown grace period over")
 // (paused, or cut off, past its heartbeat window) and buried: their jobs were rescued and may
 // run elsewhere, so their outcomes are not written. A fetch of such a node fails with it until
 // the node has joined the heartbeats again.
-var errBuried = errors.New("exq: this node was taken for dead and its in-flight jobs were rescued")
+var errBuried = store.ErrBuried
 
 // errCanceled is the cause of a job context cancelled by a CANCEL signal. Such a job goes to
 // the dead set with error_message "Canceled", whatever its retries.
@@ -283,26 +283,4 @@ func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg 
 
 func (e *invalidJobError) Is(target error) bool {
 	return target == ErrInvalidJob || (e.tooLarge && target == ErrJobTooLarge)
-}
-
-// redisOOMError is a Redis error reply saying that Redis is out of memory. It keeps Redis's
-// text and matches ErrRedisOOM.
-type redisOOMError struct{ err error }
-
-func (e *redisOOMError) Error() string        { return e.err.Error() }
-func (e *redisOOMError) Unwrap() error        { return e.err }
-func (e *redisOOMError) Is(target error) bool { return target == ErrRedisOOM }
-
-// markOOM makes err match ErrRedisOOM when it is Redis refusing a write for want of memory:
-// "OOM command not allowed when used memory > 'maxmemory'", as a reply of its own (a command,
-// Redis 7's scripts) or inside a script's error (Redis 6: "ERR Error running script … -OOM …").
-func markOOM(err error) error {
-	var reply redis.Error
-	if err == nil || errors.Is(err, ErrRedisOOM) || !errors.As(err, &reply) {
-		return err
-	}
-	if msg := reply.Error(); strings.HasPrefix(msg, "OOM ") || strings.Contains(msg, "OOM command not allowed") {
-		return &redisOOMError{err}
-	}
-	return err
 }

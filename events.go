@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/exqgo/exq/internal/eventorder"
 )
 
 // EventKind says what an Event reports.
@@ -102,8 +104,8 @@ type listeners struct {
 	node string
 	log  *slog.Logger
 	// order holds a job's JobStarted back until the event of the write that made it runnable
-	// (eventOrder); nil for a Client, which runs no jobs.
-	order *eventOrder
+	// (eventorder.Order); nil for a Client, which runs no jobs.
+	order *eventorder.Order
 }
 
 func (ls listeners) has() bool { return len(ls.fns) > 0 }

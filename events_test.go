@@ -48,6 +48,7 @@ func kinds(evs []Event) []EventKind {
 }
 
 func TestEveryJobPathFiresItsEventsInOrder(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	for _, tc := range []struct {
 		name    string
@@ -90,6 +91,7 @@ func TestEveryJobPathFiresItsEventsInOrder(t *testing.T) {
 // failed run's JobRetried is reported: the next JobStarted waits for it, as does a job's first
 // JobStarted for the JobEnqueued of the enqueue that wrote it, across many jobs at once.
 func TestEventsOfAJobStayInOrderWhenItsNextRunStartsAtOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	log := &eventLog{}
 	const jobs, retries = 20, 2
@@ -125,6 +127,7 @@ func TestEventsOfAJobStayInOrderWhenItsNextRunStartsAtOnce(t *testing.T) {
 }
 
 func TestNodeEventsFollowItsLife(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	log := &eventLog{}
 	started := make(chan struct{})
@@ -149,6 +152,7 @@ func TestNodeEventsFollowItsLife(t *testing.T) {
 }
 
 func TestAnUndecodableJobFiresJobDied(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	log := &eventLog{}
 	v.push("ev", `{"class": nope`)
@@ -164,6 +168,7 @@ func TestAnUndecodableJobFiresJobDied(t *testing.T) {
 }
 
 func TestRescuingADeadNodesJobsFiresJobsRescued(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	log := &eventLog{}
 	v.staleBackup("gone", "ev", 3)
@@ -179,6 +184,7 @@ func TestRescuingADeadNodesJobsFiresJobsRescued(t *testing.T) {
 }
 
 func TestLosingRedisFiresRedisLostThenRedisBack(t *testing.T) {
+	t.Parallel()
 	c := newCutter(t)
 	log := &eventLog{}
 	c.start(Options{RedisURL: c.url(), RedisTimeout: 300 * time.Millisecond, Queues: []Queue{{Name: "ev"}}, Listeners: []Listener{log.listen}})
@@ -202,6 +208,7 @@ func kindsOf(l *eventLog, k EventKind) []Event {
 }
 
 func TestAClientReportsItsEnqueuesAndAPanickingListenerIsSkipped(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	log := &eventLog{}
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger(),
@@ -227,6 +234,7 @@ func TestAClientReportsItsEnqueuesAndAPanickingListenerIsSkipped(t *testing.T) {
 }
 
 func TestEventKindsHaveNames(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "job_succeeded", JobSucceeded.String())
 	assert.Equal(t, "redis_back", RedisBack.String())
 	assert.Equal(t, "EventKind(99)", EventKind(99).String())

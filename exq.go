@@ -52,39 +52,44 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/exqgo/exq/internal/wire"
+	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/beatwatch"
+	"github.com/exqgo/exq/internal/eventorder"
+	"github.com/exqgo/exq/internal/loop"
+	"github.com/exqgo/exq/internal/pinger"
+	"github.com/exqgo/exq/internal/scheduler"
+	"github.com/exqgo/exq/internal/serverclock"
+	"github.com/exqgo/exq/internal/stats"
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Exq is a running node: it fetches and runs jobs of its queues and enqueues new ones. It is
 // safe for concurrent use. Create it with Start; end it with Stop.
 type Exq struct {
-	opts      settings
-	rdb       redis.UniversalClient
-	ownClient bool
-	log       *slog.Logger
-	clock     *serverClock // the Redis server's clock; opts.now reads it
+	opts  settings
+	conn  *store.Conn
+	log   *slog.Logger
+	clock *serverclock.Clock // the Redis server's clock; opts.now reads it
 
-	jq       *jobQueue
+	jq       *store.Store
 	enq      *enqueuer
 	registry *registry
 	handler  Handler
 	mgr      *manager
-	stats    *stats
-	acker    *acker
+	stats    *stats.Stats
+	acker    *acker.Acker
 	events   listeners // Options.Listeners
-	pinger   *pinger
+	pinger   *pinger.Pinger
 	hb       *heartbeat
 
 	cancelRun  context.CancelFunc
 	jobsCtx    context.Context
 	cancelJobs context.CancelCauseFunc
 	graceOver  chan struct{}
-	pubsub     *redis.PubSub
-	loops      sync.WaitGroup // fetching and scheduling: end when Stop starts
+	wakeups    *store.Wakeups
+	loops      loop.Group // fetching and scheduling: end when Stop starts
 	cancelOps  context.CancelFunc
-	ops        sync.WaitGroup // stats, ping, heartbeat: end once the jobs have drained
+	ops        loop.Group // stats, ping, heartbeat: end once the jobs have drained
 
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
@@ -122,51 +127,49 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	e := &Exq{opts: o, log: o.Logger, stopDone: make(chan struct{}), jobsDone: make(chan struct{}), graceOver: make(chan struct{}),
 		done: make(chan struct{})}
-	e.rdb, e.ownClient, err = connect(ctx, o.ClientOptions())
+	e.conn, err = connect(ctx, o.ClientOptions())
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Exq, error) {
-		_ = closeClient(e.rdb, e.ownClient)
-		return nil, markOOM(err)
+		_ = e.conn.Close()
+		return nil, store.MarkOOM(err)
 	}
 
 	// Every time several nodes rely on is the Redis server's (serverclock.go): from here on,
 	// o.now reads it, and the node's own clock (hooks.now) only measures time between samples.
-	e.clock = newServerClock(e.rdb, o.now, e.log)
+	e.clock = serverclock.New(e.conn.Time, o.now, e.log)
 	if o.serverNow != nil {
 		o.now = o.serverNow
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, o.RedisTimeout)
-		err := e.clock.sync(cctx)
+		err := e.clock.Sync(cctx)
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("exq: start: %w", err))
 		}
-		o.now = e.clock.now
+		o.now = e.clock.Now
 	}
 	e.opts = o
 
-	keys := wire.NewKeys(o.Namespace)
-	wait, err := replicaWaitFor(o.ClientOptions(), e.rdb)
+	e.jq, err = newStore(o.ClientOptions(), e.conn, o.NodeID)
 	if err != nil {
 		return fail(err)
 	}
-	e.jq = &jobQueue{rdb: e.rdb, keys: keys, node: o.NodeID, wait: wait}
-	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventOrder{}}
+	e.events = listeners{fns: o.Listeners, node: o.NodeID, log: e.log, order: &eventorder.Order{}}
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
 	e.handler = chain(e.callWorker, o.Middleware)
-	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats)
-	e.stats.noMetrics = o.DisableMetrics
-	e.acker = newAcker(e.jq, o.RedisTimeout, e.log)
+	e.stats = stats.New(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
+	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
 	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
-	e.pinger = newPinger(pingerParts{jq: e.jq, mgr: e.mgr, handle: e.handleSignal, stopping: e.stopping.Load,
-		tag: o.Tag, labels: o.Labels, statsDisabled: o.DisableStats, refresh: o.statsInterval, pingEvery: o.pingInterval, now: o.now, log: e.log})
+	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
+		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
+		PingEvery: o.pingInterval, Now: o.now, Log: e.log})
 
 	e.publishLimits(ctx)
 	if err := e.savePeriodic(ctx); err != nil {
@@ -190,41 +193,40 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 
 	opsCtx, cancelOps := context.WithCancel(context.Background())
 	e.cancelOps = cancelOps
-	e.goOps(func() { e.acker.run(opsCtx) })
-	e.goOps(func() { e.stats.run(opsCtx) })
-	e.goOps(func() { e.pinger.run(opsCtx) })
+	e.ops.Go(opsCtx, "acker", e.acker.Run)
+	e.ops.Go(opsCtx, "stats", e.stats.Run)
+	e.ops.Go(opsCtx, "pinger", e.pinger.Run)
 	if o.serverNow == nil {
-		e.goOps(func() { e.clock.run(opsCtx, o.HeartbeatInterval, o.RedisTimeout) })
+		e.ops.Go(opsCtx, "server clock", func(ctx context.Context) { e.clock.Run(ctx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
 	if e.hb != nil {
-		e.goOps(func() { e.hb.run(opsCtx) })
-		watch := newExqBeatWatch(e.jq, o.Options, foreignDeclared, e.log)
-		e.goOps(func() { watch.run(opsCtx) })
+		e.ops.Go(opsCtx, "heartbeat", e.hb.run)
+		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
+		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
 
 	e.checkWakeChannel(ctx)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	e.cancelRun = cancelRun
-	var sched *scheduler
+	var sched *scheduler.Scheduler
 	var due func(string)
 	if !o.DisableScheduler {
-		sched = &scheduler{jq: e.jq, interval: o.SchedulerPollTimeout, page: o.schedulerPage, now: o.now, log: e.log, timeout: o.RedisTimeout,
-			wake: make(chan struct{}, 1)}
-		due = sched.due
+		sched = scheduler.New(e.jq, o.SchedulerPollTimeout, o.schedulerPage, o.now, e.log, o.RedisTimeout)
+		due = sched.Due
 	}
-	e.pubsub = e.jq.subscribeWake(runCtx)
-	e.goLoop(func() { e.mgr.listen(e.pubsub, due) })
+	e.wakeups = e.jq.SubscribeWake(runCtx)
+	e.loops.Go(runCtx, "wake-ups", func(context.Context) { e.mgr.listen(e.wakeups, due) }) // ends when Stop closes them
 	if !o.DisableBlockingIdleWait {
 		// Made here, past every failure of Start: the poll loop's end closes it.
-		e.mgr.idle = newIdleWaiter(e.rdb, keys, o.PollTimeout, func() { signal(e.mgr.wake) }, e.log)
+		e.mgr.idle = e.jq.NewIdleWaiter(idleCap(o.PollTimeout), func() { signal(e.mgr.wake) }, e.log)
 	}
-	e.goLoop(func() { e.mgr.run(runCtx) })
+	e.loops.Go(runCtx, "manager", e.mgr.run)
 	if sched != nil {
-		e.goLoop(func() { sched.run(runCtx) })
+		e.loops.Go(runCtx, "scheduler", sched.Run)
 		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
 			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
-		e.goLoop(func() { p.run(runCtx) })
+		e.loops.Go(runCtx, "periodic runner", p.run)
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
@@ -253,22 +255,11 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 	}()
 }
 
-func (e *Exq) goLoop(f func()) { goIn(&e.loops, f) }
-func (e *Exq) goOps(f func())  { goIn(&e.ops, f) }
-
-func goIn(wg *sync.WaitGroup, f func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f()
-	}()
-}
-
 // recoverOwnBackups puts back every job this NodeID left in its backup lists (a previous
 // process with the same id that crashed), at the front of its queue, oldest first, and drops
 // the leases that process held.
 func (e *Exq) recoverOwnBackups(ctx context.Context) error {
-	known, err := e.jq.knownQueues(ctx)
+	known, err := e.jq.KnownQueues(ctx)
 	if err != nil {
 		return fmt.Errorf("exq: start: recover backup lists of node %s: %w", e.opts.NodeID, err)
 	}
@@ -280,7 +271,7 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 		queues[q.Name] = true
 	}
 	for q := range queues {
-		n, err := e.jq.recoverBackup(ctx, q)
+		n, err := e.jq.RecoverBackup(ctx, q)
 		if err != nil {
 			return fmt.Errorf("exq: start: recover backup list of node %s, queue %s: %w", e.opts.NodeID, q, err)
 		}
@@ -292,7 +283,7 @@ func (e *Exq) recoverOwnBackups(ctx context.Context) error {
 		if q.GlobalLimit == 0 {
 			continue
 		}
-		if _, err := e.jq.dropOwnLeases(ctx, q.Name); err != nil {
+		if _, err := e.jq.DropOwnLeases(ctx, q.Name); err != nil {
 			return fmt.Errorf("exq: start: drop the leases node %s left on queue %s: %w", e.opts.NodeID, q.Name, err)
 		}
 	}
@@ -404,7 +395,7 @@ func (e *Exq) Stop(ctx context.Context) error {
 	case <-e.stopDone:
 		e.closeOnce.Do(func() {
 			e.stopped.Store(true)
-			_ = closeClient(e.rdb, e.ownClient)
+			_ = e.conn.Close()
 		})
 	default:
 		// The first stop is still under way and uses the client: it stays open.
@@ -443,7 +434,7 @@ func (e *Exq) stopWorkers(ctx context.Context) error {
 	//  4. end the background parts (stats, pings, heartbeat, acker);
 	//  5. sign off: the last counters, and leave the heartbeats only with that proof.
 	e.cancelRun()
-	_ = e.pubsub.Close()
+	_ = e.wakeups.Close()
 	e.loops.Wait()
 
 	go func() {
@@ -497,7 +488,7 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 	// leases go with them).
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
-	if !e.acker.drain(sctx) {
+	if !e.acker.Drain(sctx) {
 		e.log.Error("exq: stop: finished jobs could not be acknowledged; they stay in the backup list for a rescue")
 		return nil, nil
 	}
@@ -512,20 +503,20 @@ func (e *Exq) cleanUpBackups(ctx context.Context) (*emptyBackups, error) {
 func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	if err := e.stats.flush(ctx); err != nil {
+	if err := e.stats.Flush(ctx); err != nil {
 		e.log.Warn("exq: stop: the last counters could not be written", "error", err)
 	}
-	if err := e.pinger.unregister(ctx); err != nil {
+	if err := e.pinger.Unregister(ctx); err != nil {
 		e.log.Warn("exq: stop: could not remove this node from the processes set", "error", err)
 	}
 	switch {
 	case e.hb != nil && empty != nil:
-		if err := e.jq.forget(ctx); err != nil {
+		if err := e.jq.Forget(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's heartbeat", "error", err)
 		}
 	case empty != nil:
 		// No heartbeat to leave, but the set of backup queues would outlive the node.
-		if err := e.jq.dropBackupQueues(ctx); err != nil {
+		if err := e.jq.DropBackupQueues(ctx); err != nil {
 			e.log.Warn("exq: stop: could not remove this node's set of backup queues", "error", err)
 		}
 	}
@@ -536,9 +527,9 @@ func (e *Exq) signOff(ctx context.Context, empty *emptyBackups) {
 func (e *Exq) checkWakeChannel(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	if err := e.jq.publishWake(ctx); err != nil {
+	if err := e.jq.PublishWake(ctx); err != nil {
 		e.log.Warn("exq: cannot use the wake-up channel; idle nodes will find new jobs by polling every PollTimeout (grant the channel, e.g. ACL &"+
-			e.jq.keys.Wake()+")", "channel", e.jq.keys.Wake(), "error", err)
+			e.jq.WakeChannel()+")", "channel", e.jq.WakeChannel(), "error", err)
 	}
 }
 
@@ -549,17 +540,21 @@ func (e *Exq) checkWakeChannel(ctx context.Context) {
 func (e *Exq) publishLimits(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
 	defer cancel()
-	differ, err := e.jq.publishLimits(ctx, e.opts.Queues)
+	queues := make([]store.QueueLimits, len(e.opts.Queues))
+	for i, q := range e.opts.Queues {
+		queues[i] = store.QueueLimits{Name: q.Name, Limits: q.limits()}
+	}
+	differ, err := e.jq.PublishLimits(ctx, queues)
 	if err != nil {
 		e.log.Warn("exq: start: could not publish the queues' limits; the API and the CLI will not show them", "error", err)
 		return
 	}
 	for q, was := range differ {
-		if was == (limitsRecord{}) {
+		if was == (store.LimitsRecord{}) {
 			continue // the first node with limits on q
 		}
 		e.log.Warn("exq: another node ran this queue with other limits; each node enforces its own, so set the same on every node",
-			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", was.rate().String())
+			"queue", q, "global_limit_was", was.GlobalLimit, "rate_was", rateOf(was.Limits()).String())
 	}
 }
 
@@ -571,8 +566,13 @@ func (e *Exq) savePeriodic(ctx context.Context) error {
 		if err != nil {
 			return err // checked by withDefaults already
 		}
+		now := e.opts.now()
+		stored, err := p.stored(line, sched, now)
+		if err != nil {
+			return fmt.Errorf("exq: start: save periodic job %q: %w", p.Name, err)
+		}
 		cctx, cancel := context.WithTimeout(ctx, e.opts.RedisTimeout)
-		_, err = e.jq.saveCron(cctx, p, line, sched, cronUpsert, e.opts.now())
+		_, err = e.jq.SaveCron(cctx, stored, store.CronUpsert, now)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("exq: start: save periodic job %q: %w", p.Name, err)

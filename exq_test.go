@@ -13,10 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
 func TestStartValidatesOptionsNamingTheField(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -54,6 +56,7 @@ func TestStartValidatesOptionsNamingTheField(t *testing.T) {
 }
 
 func TestDefaultsFollowExq(t *testing.T) {
+	t.Parallel()
 	o, err := Options{}.withDefaults(testHooks{})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultRedisURL, o.RedisURL)
@@ -77,6 +80,7 @@ func TestDefaultsFollowExq(t *testing.T) {
 }
 
 func TestStartFailsClearlyWhenRedisIsUnreachableAndMasksThePassword(t *testing.T) {
+	t.Parallel()
 	_, err := Start(context.Background(), Options{RedisURL: "redis://:s3cret-pw@127.0.0.1:1/0", RedisTimeout: time.Second})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRedisUnavailable))
@@ -85,7 +89,8 @@ func TestStartFailsClearlyWhenRedisIsUnreachableAndMasksThePassword(t *testing.T
 }
 
 func TestRedissURLGivesATLSClient(t *testing.T) {
-	c, err := newRedisClient("rediss://user:pw@cache.example:6380/2", 3*time.Second)
+	t.Parallel()
+	c, err := store.NewURLClient("rediss://user:pw@cache.example:6380/2", 3*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
 	o := c.Options()
@@ -97,6 +102,7 @@ func TestRedissURLGivesATLSClient(t *testing.T) {
 }
 
 func TestStartWithACallersClientLeavesItOpen(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e, err := Start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger()})
 	require.NoError(t, err)
@@ -109,20 +115,22 @@ func TestStartWithACallersClientLeavesItOpen(t *testing.T) {
 }
 
 func TestStartWithRedisURLConnectsAndClosesItsClient(t *testing.T) {
+	t.Parallel()
 	url := testutil.RedisURL(t)
 	ns := testutil.Namespace(t)
 	rec := &recorder{}
 	e, err := Start(context.Background(), Options{RedisURL: url, Namespace: ns, Logger: testLogger(), Workers: map[string]Worker{"W": rec}})
 	require.NoError(t, err)
-	defer testutil.DeleteNamespace(redis.NewClient(e.rdb.(*redis.Client).Options()), ns)
+	defer testutil.DeleteNamespace(redis.NewClient(e.conn.Client().(*redis.Client).Options()), ns)
 	_, err = e.Enqueue(context.Background(), "default", "W", nil)
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the job ran", func() bool { return rec.count() == 1 })
 	require.NoError(t, e.Stop(context.Background()))
-	assert.ErrorIs(t, e.rdb.Ping(context.Background()).Err(), redis.ErrClosed)
+	assert.ErrorIs(t, e.conn.Client().Ping(context.Background()).Err(), redis.ErrClosed)
 }
 
 func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
+	// Serial: FLUSHDB and KEYS * on database 9 of the test server.
 	// A separate database keeps the unprefixed keys away from other tests.
 	url := testutil.RedisURL(t)
 	opts, err := redis.ParseURL(url)
@@ -150,6 +158,7 @@ func TestNoNamespaceWritesKeysWithoutAnyPrefix(t *testing.T) {
 }
 
 func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	const node = "fixed-node-1"
 	job := func(jid string) string {
@@ -175,6 +184,7 @@ func TestOwnBackupIsRecoveredOnStartAtTheFrontInOriginalOrder(t *testing.T) {
 }
 
 func TestRandomNodeIDLeavesOtherBackupListsAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	v.push("default", `{"class":"W","args":[],"queue":"default","jid":"x"}`)
@@ -188,6 +198,7 @@ func TestRandomNodeIDLeavesOtherBackupListsAlone(t *testing.T) {
 }
 
 func TestStopLetsRunningJobsFinish(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -224,6 +235,7 @@ func TestStopLetsRunningJobsFinish(t *testing.T) {
 }
 
 func TestStopHandsUnfinishedJobsBackToTheFrontOfTheirQueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	stuck := make(chan struct{})
@@ -269,6 +281,7 @@ func TestStopHandsUnfinishedJobsBackToTheFrontOfTheirQueue(t *testing.T) {
 }
 
 func TestStopAfterACompletedStopReturnsAtOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{})
 	require.NoError(t, e.Stop(context.Background()))
@@ -277,6 +290,7 @@ func TestStopAfterACompletedStopReturnsAtOnce(t *testing.T) {
 }
 
 func TestStopPutsJobsLeftInTheBackupListBackOnTheirQueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}

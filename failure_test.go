@@ -54,6 +54,7 @@ var panics = WorkerFunc(func(context.Context, *Job) error { panickingHelper(); r
 // Sidekiq stores it (base64 of zlib-deflated JSON lines), innermost frame first, and every
 // other field byte for byte.
 func TestPanicStoresErrorBacktraceForBacktraceTrue(t *testing.T) {
+	t.Parallel()
 	raw := `{"class":"W","args":[1],"queue":"default","jid":"bt1","retry":3,"backtrace":true,"bid":"b-1","tags":["x", 2],"wrapped":{"a":1.50}}`
 	_, m := failedEntry(t, Options{}, panics, raw)
 	lines := backtraceOf(t, m)
@@ -74,6 +75,7 @@ func TestPanicStoresErrorBacktraceForBacktraceTrue(t *testing.T) {
 
 // "backtrace": N keeps the first N lines.
 func TestPanicStoresTheFirstNLinesForBacktraceN(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		field string
 		want  int
@@ -88,10 +90,11 @@ func TestPanicStoresTheFirstNLinesForBacktraceN(t *testing.T) {
 // exq's choice: a panic keeps its stack even when the job did not ask (a Go error has no
 // stack, and exq's enqueue calls cannot set the field), capped; "backtrace": false opts out.
 func TestPanicWithoutBacktraceFieldStoresACappedBacktrace(t *testing.T) {
+	t.Parallel()
 	_, m := failedEntry(t, Options{}, panics, `{"class":"W","args":[],"queue":"default","jid":"bt3","retry":3}`)
 	lines := backtraceOf(t, m)
 	assert.Contains(t, lines[0], "panickingHelper")
-	assert.LessOrEqual(t, len(lines), panicBacktraceLines)
+	assert.LessOrEqual(t, len(lines), wire.PanicBacktraceLines)
 	_, hasField := m["backtrace"]
 	assert.False(t, hasField, "the job's own fields are not added to")
 
@@ -102,6 +105,7 @@ func TestPanicWithoutBacktraceFieldStoresACappedBacktrace(t *testing.T) {
 // A Go error has no stack: an error_backtrace from an earlier failure of a job that asks for
 // backtraces is removed rather than shown under the new error. Jobs that do not ask keep it.
 func TestAnErrorRemovesAStaleBacktraceOnlyWhenTheJobAsksForOne(t *testing.T) {
+	t.Parallel()
 	fails := WorkerFunc(func(context.Context, *Job) error { return errors.New("plain error") })
 	_, m := failedEntry(t, Options{}, fails, `{"class":"W","args":[],"queue":"default","jid":"bt5","retry":3,"backtrace":true,"error_backtrace":"c3RhbGU=","retry_count":1}`)
 	assert.NotContains(t, m, "error_backtrace")
@@ -111,6 +115,7 @@ func TestAnErrorRemovesAStaleBacktraceOnlyWhenTheJobAsksForOne(t *testing.T) {
 
 // The stack survives LogJobs, which recovers the panic before the engine does.
 func TestPanicKeepsItsStackThroughLogJobs(t *testing.T) {
+	t.Parallel()
 	_, m := failedEntry(t, Options{Middleware: []Middleware{LogJobs(testLogger())}}, panics,
 		`{"class":"W","args":[],"queue":"default","jid":"bt7","retry":3,"backtrace":true}`)
 	lines := backtraceOf(t, m)
@@ -120,6 +125,7 @@ func TestPanicKeepsItsStackThroughLogJobs(t *testing.T) {
 // Sidekiq's Web UI shows "error_class: error_message": the message of a failure exq made does
 // not say again what error_class says, nor carry the "exq: " of its Go error.
 func TestStoredErrorMessagesDoNotRepeatErrorClass(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, class, message string
 		o                    Options

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -53,7 +54,7 @@ func benchCleanQueue(b *testing.B, rdb *redis.Client, key string) {
 // BenchmarkRawLPush50, the floor: one LPUSH per call from as many goroutines.
 func BenchmarkEnqueueGroupCommit50(b *testing.B) {
 	rdb, ns := testutil.Redis(b)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor(ns)}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	benchCleanQueue(b, rdb, keysFor(ns).Queue("default"))
 	ctx := context.Background()
 	args := []any{42, "welcome"}
@@ -99,19 +100,19 @@ func (stubRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 
 // BenchmarkGroupCommitLoneCaller is what group commit adds to a lone caller's enqueue, with the
 // round trip taken out (stubRedis): "direct" writes with the one-job script as before group
-// commit, "group" goes through groupCommit.write, which finds no write in flight and does the
+// commit, "group" goes through GroupCommit.Write, which finds no write in flight and does the
 // same. The difference is the whole cost a single caller pays.
 func BenchmarkGroupCommitLoneCaller(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	rdb.AddHook(stubRedis{})
 	b.Cleanup(func() { _ = rdb.Close() })
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: keysFor("bench")}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, keysFor("bench"), ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
-	item := batchItem{queue: "default", job: benchDoc(`[42,"welcome"]`)}
+	item := store.BatchItem{Queue: "default", Job: benchDoc(`[42,"welcome"]`)}
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := en.jq.enqueue(ctx, item.queue, item.job, item.lock); err != nil {
+			if _, err := en.jq.Enqueue(ctx, item.Queue, item.Job, item.Lock); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -119,7 +120,7 @@ func BenchmarkGroupCommitLoneCaller(b *testing.B) {
 	b.Run("group", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := en.group.write(ctx, en.jq, item); err != nil {
+			if _, err := en.group.Write(ctx, en.jq, item); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,7 +2,6 @@ package exq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,22 +12,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
 // queuedCalls is how many calls wait for en's next group write.
 func queuedCalls(en *enqueuer) int {
-	en.group.mu.Lock()
-	defer en.group.mu.Unlock()
-	return len(en.group.queued)
+	n, _ := en.group.Waiting()
+	return n
 }
 
 // writeInFlight reports whether en has a write in flight.
 func writeInFlight(en *enqueuer) bool {
-	en.group.mu.Lock()
-	defer en.group.mu.Unlock()
-	return en.group.busy
+	_, busy := en.group.Waiting()
+	return busy
 }
 
 // slowClient is a client of the env's Redis through a proxy that delays every reply by
@@ -70,6 +67,7 @@ func (v *env) zsetMemberList(key string) []string {
 }
 
 func TestConcurrentEnqueuesShareRoundTripsAndEachGetsItsJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rdb, counter, _ := slowClient(t, v, 2*time.Millisecond, false)
@@ -213,10 +211,11 @@ func (r *groupRun) goCall(call func() (string, error)) *callResult {
 }
 
 func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rdb, counter, _ := slowClient(t, v, 100*time.Millisecond, true)
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
+	en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries}
 	require.NoError(t, v.rdb.Set(ctx, v.keys.Queue("broken"), "a string", 0).Err())
 	require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
 	require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
@@ -261,6 +260,7 @@ func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing
 }
 
 func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
+	// Serial: asserts the cancelled call returns within half a round trip.
 	v := newEnv(t)
 	ctx := context.Background()
 	const latency = 300 * time.Millisecond
@@ -271,7 +271,7 @@ func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
 		id := job.JID
 		return func(_ string, err error) { mu.Lock(); heard[id] = err; mu.Unlock() }
 	}
-	en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries,
+	en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries,
 		hooks: []EnqueueHook{hook}}
 
 	r := &groupRun{t: t, en: en}
@@ -307,6 +307,7 @@ func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
 }
 
 func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		noRetry bool
@@ -321,7 +322,7 @@ func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T
 			v := newEnv(t)
 			ctx := context.Background()
 			rdb, counter, proxy := slowClient(t, v, 100*time.Millisecond, tc.noRetry)
-			en := &enqueuer{jq: &jobQueue{rdb: rdb, keys: v.keys}, now: time.Now, maxRetries: DefaultMaxRetries}
+			en := &enqueuer{jq: testStore(rdb, v.keys, ""), now: time.Now, maxRetries: DefaultMaxRetries}
 			require.NoError(t, scripts.Enqueue.Load(ctx, v.rdb).Err())
 			require.NoError(t, scripts.EnqueueGroup.Load(ctx, v.rdb).Err())
 			cut := proxy.CutReplyTo(1, scripts.EnqueueGroup.Hash())
@@ -363,6 +364,7 @@ func TestAGroupWhoseReplyIsLostFailsEveryCallerAndWritesEachJobOnce(t *testing.T
 }
 
 func TestAGroupWaitsForReplicasOnceAndReportsEachJobNotReplicated(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
@@ -403,6 +405,7 @@ func TestAGroupWaitsForReplicasOnceAndReportsEachJobNotReplicated(t *testing.T) 
 }
 
 func TestCloseAndStopWithCallersQueued(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		open func(t *testing.T, v *env, url string) (en *enqueuer, enqueue func(int) (string, error), end func())
@@ -464,39 +467,4 @@ func TestCloseAndStopWithCallersQueued(t *testing.T) {
 			t.Logf("%d of %d calls wrote their job before the close", ok, len(results))
 		})
 	}
-}
-
-func TestGroupContextKeepsValuesAndTheLatestDeadlineOnly(t *testing.T) {
-	type key struct{}
-	base := context.WithValue(context.Background(), key{}, "writer")
-	early, cancel1 := context.WithTimeout(base, time.Minute)
-	defer cancel1()
-	late, cancel2 := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel2()
-	cancelled, cancel3 := context.WithCancel(context.Background())
-	cancel3()
-
-	ctx, cancel := groupContext([]*groupCall{{ctx: early}, {ctx: late}})
-	defer cancel()
-	assert.Equal(t, "writer", ctx.Value(key{}))
-	d, ok := ctx.Deadline()
-	require.True(t, ok)
-	ld, _ := late.Deadline()
-	assert.Equal(t, ld, d, "the latest deadline of the group")
-
-	cancel1()
-	assert.NoError(t, ctx.Err(), "the writer's cancellation does not end the group's write")
-
-	ctx2, cancel := groupContext([]*groupCall{{ctx: early}, {ctx: cancelled}})
-	defer cancel()
-	_, ok = ctx2.Deadline()
-	assert.False(t, ok, "a caller without a deadline: none")
-	assert.NoError(t, ctx2.Err())
-}
-
-func TestEnqueueGroupScriptErrorsAreRedisErrors(t *testing.T) {
-	var err error = scriptError("WRONGTYPE Operation against a key holding the wrong kind of value")
-	var re redis.Error
-	assert.True(t, errors.As(err, &re))
-	assert.True(t, strings.HasPrefix(err.Error(), "WRONGTYPE"))
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
@@ -22,7 +24,7 @@ const ForeignHeartbeatWindow = 6 * time.Minute
 // of their queues, so a crashed process loses nothing. Beats use the Redis server's clock, so
 // client clock skew cannot make a live node look dead.
 type heartbeat struct {
-	jq       *jobQueue
+	jq       *store.Store
 	interval time.Duration
 	missed   int
 	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
@@ -33,39 +35,24 @@ type heartbeat struct {
 	events   listeners                  // JobsRescued
 	log      *slog.Logger
 	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
-	// What this node saw of the server, by the server's clock (see rescueDead): lastCall is
-	// the time of its last beat or check that succeeded, since the time of the first one that
-	// succeeded after one failed (0 while none failed), failed whether the last one failed.
+	// lastCall is the server's time of this node's latest beat or check whose reply has come
+	// back (see rescueDead).
 	callMu   sync.Mutex
 	lastCall float64
-	since    float64
-	failed   bool
 }
 
 // called records the server's time of a call that succeeded.
 func (h *heartbeat) called(at float64) {
 	h.callMu.Lock()
 	h.lastCall = max(h.lastCall, at)
-	if h.failed {
-		h.since, h.failed = at, false
-	}
 	h.callMu.Unlock()
 }
 
-// callFailed records that a beat or check failed (Redis unreachable, busy, or too slow) or took
-// longer than half of this node's window.
-func (h *heartbeat) callFailed() {
-	h.callMu.Lock()
-	h.failed = true
-	h.callMu.Unlock()
-}
-
-// previousCall is the server's time of the latest call whose reply has come back, and of the
-// first one of the run of successes it belongs to, if one failed before (0 if none did).
-func (h *heartbeat) previousCall() (last, since float64) {
+// previousCall is the server's time of the latest call whose reply has come back.
+func (h *heartbeat) previousCall() float64 {
 	h.callMu.Lock()
 	defer h.callMu.Unlock()
-	return h.lastCall, h.since
+	return h.lastCall
 }
 
 // window is how long this node may go without a beat before others count it as dead.
@@ -96,15 +83,7 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 			return
 		case <-t.C:
 		}
-		began := time.Now()
 		err := f(ctx)
-		if err != nil || time.Since(began) > h.window()/2 {
-			// Failed, or held up for half a window (a stall of Redis, or of this process):
-			// other nodes' beats may have been held up as well, even before they were sent
-			// (waiting for a connection). A shorter hold-up leaves a node that beats more than
-			// once per window (MissedHeartbeatsAllowed ≥ 1) time enough.
-			h.callFailed()
-		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
@@ -124,7 +103,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.beat(cctx, h.window(), h.heldLeases(), h.epoch)
+	alive, at, err := h.jq.Beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
@@ -140,7 +119,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 		n = h.orphan()
 	}
 	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
-		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.node, "jobs", n)
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.Node(), "jobs", n)
 	return h.enter(cctx)
 }
 
@@ -156,13 +135,13 @@ func (h *heartbeat) join(ctx context.Context) error {
 // Fetches and acknowledgements carry the token from then on.
 func (h *heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
-	at, err := h.jq.join(ctx, h.window(), h.heldLeases(), epoch)
+	at, err := h.jq.Join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
 	}
 	h.called(at)
 	h.epoch = epoch
-	h.jq.epoch.Store(&epoch)
+	h.jq.SetEpoch(epoch)
 	return nil
 }
 
@@ -174,33 +153,36 @@ func (h *heartbeat) heldLeases() map[string][]string {
 }
 
 // rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
-// past it already at this node's previous call, and, if a call of this node failed or was held
-// up, not before a whole window of the dead node has passed since its calls succeed again.
+// a whole window of its own past the end of the latest stall of Redis (scripts/stale.lua), and
+// past its deadline already at this node's previous call.
 //
-// The last two conditions are what keep a stall of Redis from killing live nodes. While the
-// server is blocked (another client's long script, DEBUG SLEEP), the beats the nodes send wait
-// in it and run as soon as it is free, but perhaps after a check that was waiting too. This
-// node sent this check only after its previous call came back, so if that call ran after a
-// node's deadline, any beat the node had sent by then has run before this check looks. When
-// the server refuses calls instead (a script past the busy threshold answers BUSY) or they
-// time out, the beats fail and are sent again at the nodes' next ticks; and a beat may not
-// have been sent at all (its node's connections all waiting on the stall): this node, which
-// saw its own calls fail or take half a window, gives every node a full window
-// from when they succeed again.
+// The stall rule is what keeps a stall of Redis from killing live nodes. While the server is
+// blocked (another client's long script, DEBUG SLEEP) or refuses calls (BUSY), no beat of any
+// node runs; when it is free again, the beats that waited in it run in no particular order
+// with this check, and a beat may not have been sent yet (its node's connections all waiting
+// on the stall, or its call timed out and is sent again at its next tick). The first call of
+// any node after the stall runs more than half its window after its previous one, and records
+// the stall's end in Redis, in the same script that judges: from then on every node has a
+// whole window of its own, on a server that runs calls, to beat again. It relies on no client's
+// timing: the gap is measured between two of the server's TIME readings.
+//
+// The last condition covers a shorter hold-up of the server: this node sent this check only
+// after its previous call came back, so if that call ran after a node's deadline, any beat the
+// node had sent by then has run before this check looks.
 func (h *heartbeat) rescueDead(ctx context.Context) error {
-	previous, since := h.previousCall() // read before the check is sent
+	previous := h.previousCall() // read before the check is sent
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.staleNodes(cctx, h.foreignWindow())
+	stale, now, err := h.jq.StaleNodes(cctx, h.foreignWindow(), h.window(), previous)
 	cancel()
 	if err != nil {
 		return err
 	}
 	h.called(now)
 	for _, n := range stale {
-		if n.node == h.jq.node {
+		if n.Node == h.jq.Node() {
 			continue // we are alive; our own beat is just late
 		}
-		if n.deadline >= previous || now-since < n.deadline-n.beat {
+		if n.Deadline >= previous {
 			continue // not proven yet: judged at a later check
 		}
 		if err := h.rescue(ctx, n); err != nil {
@@ -212,9 +194,9 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 
 // rescue moves dead node n's backup lists, for every known queue, back to their queues and
 // then forgets the node, unless it beats again meanwhile.
-func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
+func (h *heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	queues, err := h.jq.knownQueues(cctx)
+	queues, err := h.jq.KnownQueues(cctx)
 	cancel()
 	if err != nil {
 		return err
@@ -225,7 +207,7 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
 	// never adds them.
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	more, err := h.jq.backupQueuesOf(cctx, n.node)
+	more, err := h.jq.BackupQueuesOf(cctx, n.Node)
 	cancel()
 	if err != nil {
 		return err
@@ -240,31 +222,31 @@ func (h *heartbeat) rescue(ctx context.Context, n staleNode) error {
 		}
 		seen[q] = true
 		distinct = append(distinct, q)
-		moved, err := h.jq.rescueBackup(ctx, n, q, h.timeout)
+		moved, err := h.jq.RescueBackup(ctx, n, q, h.timeout)
 		total += moved
 		if moved > 0 && h.events.has() {
-			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.node})
+			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.Node})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	res, err := h.jq.bury(cctx, n, distinct)
+	res, err := h.jq.Bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
 	}
-	buried := res == buryDone
-	if res == buryJobsLeft {
+	buried := res == store.BuryDone
+	if res == store.BuryJobsLeft {
 		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
-			"node", n.node)
+			"node", n.Node)
 	}
 	switch {
 	case buried:
-		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.Node, "jobs", total)
 	case total > 0:
-		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.node, "jobs", total)
+		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.Node, "jobs", total)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -191,7 +192,7 @@ func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
 
 // staleBackup prepares a dead node with n jobs in its backup list for queue q and returns
 // the stale heartbeat entry a monitor would see.
-func (v *env) staleBackup(node, q string, n int) staleNode {
+func (v *env) staleBackup(node, q string, n int) store.StaleNode {
 	v.t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
@@ -199,16 +200,16 @@ func (v *env) staleBackup(node, q string, n int) staleNode {
 		v.take(q, node)
 	}
 	require.NoError(v.t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: 1700000000.123456, Member: node}).Err())
-	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
-	stale, _, err := jq.staleNodes(ctx, time.Minute)
+	jq := testStore(v.rdb, v.keys, "monitor")
+	stale, _, err := jq.StaleNodes(ctx, time.Minute, time.Minute, 0)
 	require.NoError(v.t, err)
 	for _, s := range stale {
-		if s.node == node {
+		if s.Node == node {
 			return s
 		}
 	}
 	v.t.Fatalf("node %s is not stale", node)
-	return staleNode{}
+	return store.StaleNode{}
 }
 
 func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
@@ -216,15 +217,15 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 	ctx := context.Background()
 	stale := v.staleBackup("sleepy", "default", 5)
 	// The node beats again before the monitor acts.
-	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "sleepy"}
-	_, err := jq.join(ctx, time.Minute, nil, "e1")
+	jq := testStore(v.rdb, v.keys, "sleepy")
+	_, err := jq.Join(ctx, time.Minute, nil, "e1")
 	require.NoError(t, err)
-	moved, err := jq.rescueBackup(ctx, stale, "default", time.Second)
+	moved, err := jq.RescueBackup(ctx, stale, "default", time.Second)
 	require.NoError(t, err)
 	assert.Zero(t, moved)
-	buried, err := jq.bury(ctx, stale, []string{"default"})
+	buried, err := jq.Bury(ctx, stale, []string{"default"})
 	require.NoError(t, err)
-	assert.Equal(t, buryBeatAgain, buried)
+	assert.Equal(t, store.BuryBeatAgain, buried)
 	assert.Len(t, v.list(v.keys.Backup("sleepy", "default")), 5)
 	_, err = v.rdb.ZScore(ctx, v.keys.Heartbeats(), "sleepy").Result()
 	assert.NoError(t, err, "its heartbeat entry stays")
@@ -244,9 +245,9 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			// A page of one makes the two monitors interleave entry by entry.
-			jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: fmt.Sprintf("monitor-%d", i)}
+			jq := testStore(v.rdb, v.keys, fmt.Sprintf("monitor-%d", i))
 			for {
-				_, m, err := jq.rescuePage(ctx, stale, "default", 1)
+				_, m, err := jq.RescuePage(ctx, stale, "default", 1)
 				if err != nil || m == 0 {
 					errs[i] = err
 					return
@@ -289,10 +290,10 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	rec := &recorder{}
 	e := v.start(Options{HeartbeatInterval: 100 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
 	// A live node (beat just now) keeps its backup list.
-	live := &jobQueue{rdb: v.rdb, keys: v.keys, node: "live"}
+	live := testStore(v.rdb, v.keys, "live")
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)
 	v.take("other", "live")
-	_, err := live.join(ctx, time.Minute, nil, "e1")
+	_, err := live.Join(ctx, time.Minute, nil, "e1")
 	require.NoError(t, err)
 	testutil.WaitFor(t, "the crashed node's jobs ran", func() bool { return rec.count() == 3 })
 	assert.ElementsMatch(t, []string{"crashed-0", "crashed-1", "crashed-2"}, rec.jids(), "each of the crashed node's jobs ran once")

@@ -20,6 +20,7 @@ import (
 // int range is "retries exhausted". Whatever it is, the failure lands in retry or dead with a
 // due time in the future and never panics or overflows.
 func TestHostileRetryCountFailsIntoRetryOrDead(t *testing.T) {
+	t.Parallel()
 	const maxExqBackoff = 309*309*309*309 + 15 // seconds, before the random part
 	for _, tc := range []struct {
 		name, retry, count string
@@ -74,6 +75,7 @@ func TestHostileRetryCountFailsIntoRetryOrDead(t *testing.T) {
 }
 
 func TestExqBackoffIsCappedAndNeverNegative(t *testing.T) {
+	t.Parallel()
 	const capLo = time.Duration(309*309*309*309+15) * time.Second
 	const capHi = capLo + 30*310*time.Second
 	for _, tc := range []struct {
@@ -100,6 +102,7 @@ func TestExqBackoffIsCappedAndNeverNegative(t *testing.T) {
 }
 
 func TestBackoffOptionReturningNegativeHugeOrPanickingGivesAFutureDueTime(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		backoff func(int, *Job) time.Duration
@@ -126,6 +129,7 @@ func TestBackoffOptionReturningNegativeHugeOrPanickingGivesAFutureDueTime(t *tes
 // A count beyond the int range must not wrap around to a negative number on conversion, and
 // adding the next failure to it must not overflow.
 func TestJobRetryCountFromHostileDocuments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		count string
 		want  int

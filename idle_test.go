@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -85,7 +86,7 @@ func commandCalls(t *testing.T, rdb *redis.Client) (int, map[string]int) {
 // due, and still finds a job whose wake-up never came (pushed as Sidekiq does) within the
 // idle poll cap. It runs on a Redis of its own: INFO commandstats counts every client's calls.
 func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
-	t.Parallel()
+	// Serial: asserts pickups within the poll cap + 200 ms.
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -111,7 +112,7 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
 	})
-	pollCap, schedCap := idleCap(DefaultPollTimeout), schedulerCap(DefaultSchedulerPollTimeout)
+	pollCap, schedCap := idleCap(DefaultPollTimeout), scheduler.Cap(DefaultSchedulerPollTimeout)
 
 	// Commands: once the poll back-off has reached its cap (100 ms doubled up to 5 s, 6.3 s),
 	// over a window long enough to average the heartbeat, ping and stats writes.
@@ -169,12 +170,13 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 // The back-off of the poll loop, with the test's PollTimeout: it doubles from PollTimeout up
 // to idleCap, and a wake-up sets it back, so a pushed job is found within the cap.
 func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
+	// Serial: asserts polls per 2 s and pickups within 200 ms.
 	assert.Equal(t, 5*time.Second, idleCap(100*time.Millisecond))
 	assert.Equal(t, time.Second, idleCap(20*time.Millisecond))
 	assert.Equal(t, 10*time.Second, idleCap(10*time.Second), "never less than PollTimeout")
-	assert.Equal(t, 5*time.Second, schedulerCap(200*time.Millisecond))
-	assert.Equal(t, 500*time.Millisecond, schedulerCap(20*time.Millisecond))
-	assert.Equal(t, time.Minute, schedulerCap(time.Minute))
+	assert.Equal(t, 5*time.Second, scheduler.Cap(200*time.Millisecond))
+	assert.Equal(t, 500*time.Millisecond, scheduler.Cap(20*time.Millisecond))
+	assert.Equal(t, time.Minute, scheduler.Cap(time.Minute))
 
 	v := newEnv(t)
 	var st startLog
@@ -203,6 +205,7 @@ func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
 // The scripts that add to the schedule and retry sets announce a job only when it is due
 // before every job the set held, with a payload the poll loop cannot take for a queue.
 func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
+	// Serial: each announcement must arrive within 500 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	ps := v.rdb.Subscribe(ctx, v.keys.Wake())
@@ -219,14 +222,14 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 			return "(none)"
 		}
 	}
-	assert.Error(t, checkQueueName(dueWakePrefix+"1"), "the payload cannot be a queue name")
+	assert.Error(t, checkQueueName(scheduler.DueWakePrefix+"1"), "the payload cannot be a queue name")
 
 	cl, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
 	require.NoError(t, err)
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	_, err = cl.EnqueueAt(ctx, "q", "W", base, nil)
 	require.NoError(t, err)
-	assert.Equal(t, dueWakePrefix+wire.FormatTime(base), next(), "first job of an empty set")
+	assert.Equal(t, scheduler.DueWakePrefix+wire.FormatTime(base), next(), "first job of an empty set")
 	_, err = cl.EnqueueAt(ctx, "q", "W", base.Add(time.Minute), nil)
 	require.NoError(t, err)
 	_, err = cl.EnqueueAll(ctx, []JobSpec{{Queue: "q", Class: "W", At: base.Add(time.Second)}, {Queue: "q", Class: "W", At: base.Add(2 * time.Second)}})
@@ -234,52 +237,29 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 	assert.Equal(t, "(none)", next(), "later than the head: nothing announced")
 	_, err = cl.EnqueueAll(ctx, []JobSpec{{Queue: "q", Class: "W", At: base.Add(time.Second)}, {Queue: "q", Class: "W", At: base.Add(-2 * time.Second)}})
 	require.NoError(t, err)
-	assert.Equal(t, dueWakePrefix+wire.FormatTime(base.Add(-2*time.Second)), next(), "a batch announces its earliest job")
+	assert.Equal(t, scheduler.DueWakePrefix+wire.FormatTime(base.Add(-2*time.Second)), next(), "a batch announces its earliest job")
 	_, err = cl.EnqueueAt(ctx, "q", "W", base.Add(-time.Minute), nil, Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour}))
 	require.NoError(t, err)
-	assert.Equal(t, dueWakePrefix+wire.FormatTime(base.Add(-time.Minute)), next(), "unique jobs too")
+	assert.Equal(t, scheduler.DueWakePrefix+wire.FormatTime(base.Add(-time.Minute)), next(), "unique jobs too")
 
 	// retry.lua, as a failing job's outcome writes it.
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+	jq := testStore(v.client, v.keys, "n")
 	for i, at := range []time.Time{base, base.Add(-time.Second), base.Add(time.Second)} {
 		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"r%d"}`, i)
 		require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup("n", "q"), raw).Err())
-		written, err := jq.retry(ctx, "q", raw, raw, at, "")
+		written, err := jq.Retry(ctx, "q", raw, raw, at, "")
 		require.NoError(t, err)
 		require.True(t, written)
 	}
-	assert.Equal(t, dueWakePrefix+wire.FormatTime(base), next())
-	assert.Equal(t, dueWakePrefix+wire.FormatTime(base.Add(-time.Second)), next())
+	assert.Equal(t, scheduler.DueWakePrefix+wire.FormatTime(base), next())
+	assert.Equal(t, scheduler.DueWakePrefix+wire.FormatTime(base.Add(-time.Second)), next())
 	assert.Equal(t, "(none)", next(), "a retry due after the head")
-}
-
-// The scheduler wakes for an announcement only when the job is due before it looks next, or
-// while it works; any payload it cannot read wakes it.
-func TestSchedulerWakesOnlyForEarlierJobs(t *testing.T) {
-	s := &scheduler{wake: make(chan struct{}, 1)}
-	woke := func() bool {
-		select {
-		case <-s.wake:
-			return true
-		default:
-			return false
-		}
-	}
-	now := time.Now()
-	s.due(dueWakePrefix + wire.FormatTime(now.Add(time.Hour)))
-	assert.True(t, woke(), "while it works, every announcement counts")
-	s.armed.Store(now.Add(time.Second).UnixMicro())
-	s.due(dueWakePrefix + wire.FormatTime(now.Add(2*time.Second)))
-	assert.False(t, woke(), "due after it looks anyway")
-	s.due(dueWakePrefix + wire.FormatTime(now.Add(500*time.Millisecond)))
-	assert.True(t, woke(), "due before it looks")
-	s.due(dueWakePrefix + "garbage")
-	assert.True(t, woke(), "unreadable")
 }
 
 // Scheduled jobs from runtimes that announce nothing are moved within the scheduler's cap (2.5 s
 // with SchedulerPollTimeout 100 ms), and exq's own when due, even behind a far head.
 func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
+	// Serial: asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	var st startLog
@@ -293,7 +273,7 @@ func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
 	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), redis.Z{Score: float64(due.UnixMicro()) / 1e6, Member: raw}).Err())
 	at := st.waitAttempt(t, "foreign", 1, 5*time.Second)
 	assert.False(t, at.Before(due))
-	assert.LessOrEqual(t, at.Sub(due), schedulerCap(interval)+500*time.Millisecond)
+	assert.LessOrEqual(t, at.Sub(due), scheduler.Cap(interval)+500*time.Millisecond)
 
 	// A far job at the head does not delay a nearer one announced later: it runs when due,
 	// not at the next look (up to 2.5 s later).
@@ -311,13 +291,13 @@ func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
 // Due times that follow each other closely cost at most one pass per SchedulerPollTimeout, as
 // polling did, and every job is still moved within it of being due.
 func TestSchedulerPassesAtMostOncePerInterval(t *testing.T) {
+	// Serial: asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client, counter := v.countingClient()
 	const interval = 100 * time.Millisecond
-	s := &scheduler{jq: &jobQueue{rdb: client, keys: v.keys, node: "n"}, interval: interval, page: 100, now: time.Now,
-		log: testLogger(), timeout: 5 * time.Second, wake: make(chan struct{}, 1)}
+	s := scheduler.New(testStore(client, v.keys, "n"), interval, 100, time.Now, testLogger(), 5*time.Second)
 	start := time.Now().Add(100 * time.Millisecond)
 	const jobs = 200 // one every 5 ms for a second
 	for i := 0; i < jobs; i++ {
@@ -326,7 +306,7 @@ func TestSchedulerPassesAtMostOncePerInterval(t *testing.T) {
 		require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), redis.Z{Score: float64(at.UnixMicro()) / 1e6, Member: raw}).Err())
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); s.run(ctx) }()
+	go func() { defer close(done); s.Run(ctx) }()
 	last := start.Add(jobs * 5 * time.Millisecond)
 	testutil.WaitFor(t, "every job moved", func() bool { return v.zcard(v.keys.Schedule()) == 0 })
 	assert.LessOrEqual(t, time.Since(last), interval+300*time.Millisecond, "the last job moved within the interval of being due")

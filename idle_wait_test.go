@@ -77,7 +77,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // back-off alone lets such a job wait up to 5 s), start within milliseconds: the blocking idle
 // wait sees the push. Each runs once.
 func TestForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
-	t.Parallel()
+	// Serial: asserts p99 pickup of 100 ms.
 	v := newEnv(t)
 	l := newPickupLog()
 	queues := []string{"a", "b", "c"}
@@ -141,9 +141,7 @@ func TestStopIsNotHeldByABlockedIdleWaitAndLosesNoPush(t *testing.T) {
 	e := v.start(Options{PollTimeout: DefaultPollTimeout, Queues: []Queue{{Name: "q", Concurrency: 3}, {Name: "r", Concurrency: 3}},
 		Workers: map[string]Worker{"W": l.worker()}})
 	testutil.WaitFor(t, "both queues armed", func() bool {
-		e.mgr.idle.mu.Lock()
-		defer e.mgr.idle.mu.Unlock()
-		return len(e.mgr.idle.queues) == 2 && e.mgr.idle.queues["q"].armed && e.mgr.idle.queues["r"].armed
+		return slices.Equal(e.mgr.idle.ArmedQueues(), []string{"q", "r"})
 	})
 	time.Sleep(200 * time.Millisecond) // the BLMOVEs are blocked
 

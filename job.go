@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/exqgo/exq/internal/bind"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -63,7 +64,7 @@ func (j *Job) Raw() string { return j.raw }
 // json.RawMessage, json.Number, and any for a scalar) decode without reflection, with
 // exactly encoding/json's results; see bind.go.
 func (j *Job) Bind(dst ...any) error {
-	return j.bind(dst) // bind.go
+	return bind.Args(j.Class, j.Args, dst) // internal/bind
 }
 
 // newJob builds the worker's view of a decoded document.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // Rate limits how many jobs of a queue start per period across every node of the namespace:
@@ -20,9 +22,6 @@ type Rate struct {
 	Per time.Duration `json:"per"`
 }
 
-// rateMargin stretches a rate's window (see Rate).
-const rateMargin = 0.01
-
 // String renders r as "200/1s", "10/1m" or "5/1h30m".
 func (r Rate) String() string {
 	if r.N == 0 {
@@ -38,21 +37,13 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%s", r.N, per)
 }
 
-// queueLimits are the cluster-wide limits a fetch request carries.
-type queueLimits struct {
-	global int
-	rate   Rate
+// limits are q's cluster-wide limits, as a fetch request carries them.
+func (q Queue) limits() store.Limits {
+	return store.Limits{Global: q.GlobalLimit, RateN: q.Rate.N, RatePer: q.Rate.Per}
 }
 
-func (q Queue) limits() queueLimits { return queueLimits{global: q.GlobalLimit, rate: q.Rate} }
-
-// any reports whether a limit is set: only then does a fetch number its jobs.
-func (l queueLimits) any() bool { return l.global > 0 || l.rate.N > 0 }
-
-// window is the rate's window as the fetch script enforces it: Per plus the margin.
-func (l queueLimits) window() time.Duration {
-	return l.rate.Per + time.Duration(float64(l.rate.Per)*rateMargin)
-}
+// rateOf is the Rate of limits l.
+func rateOf(l store.Limits) Rate { return Rate{N: l.RateN, Per: l.RatePer} }
 
 // limitError names the field of a Queue whose limit is wrong.
 type limitError struct{ field, msg string }

@@ -75,6 +75,7 @@ func sum(ns []int) int {
 // share while others wait, so the fleet keeps most of the throughput the direct nodes had
 // alone and the slow node cannot take the queue over.
 func TestGlobalLimitSlotsAreSharedFairlyWithASlowNode(t *testing.T) {
+	// Serial: asserts fairness and throughput of child processes.
 	v := newEnv(t)
 	const (
 		limit   = 4

@@ -27,6 +27,7 @@ func waitLong(t *testing.T, d time.Duration, msg string, cond func() bool) {
 }
 
 func TestFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
+	// Serial: asserts the throughput of child processes.
 	v := newEnv(t)
 	const limit, jobDuration = 5, 20 * time.Millisecond
 	jobs := 400
@@ -58,6 +59,7 @@ func TestFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
 }
 
 func TestFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
+	// Serial: asserts slots free within a heartbeat window + 500 ms.
 	v := newEnv(t)
 	const limit = 5
 	const heartbeat = 500 * time.Millisecond
@@ -87,6 +89,7 @@ func TestFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
 }
 
 func TestFleetRateSpreadsStartsEvenlyAcrossProcesses(t *testing.T) {
+	// Serial: asserts starts per second of child processes.
 	v := newEnv(t)
 	const perSecond = 200
 	seconds := 3

@@ -16,15 +16,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
 func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
+	// Serial: asserts waits to within 50 ms of the starts it just wrote.
 	far := float64(time.Now().Add(time.Hour).Unix())
 	for _, tc := range []struct {
 		name     string
-		limits   queueLimits
+		limits   store.Limits
 		leases   []redis.Z // in the leases set before the fetch
 		waiters  []redis.Z // in the lease waiters set before the fetch
 		paused   bool
@@ -33,31 +35,31 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 		wantWait func(t *testing.T, w time.Duration)
 		waiting  bool // the node is in the waiters set after the fetch
 	}{
-		{"no limit takes every free slot", queueLimits{}, nil, nil, false, 10, 4, 4, notHeldBack, false},
-		{"global limit counts live leases, not lapsed ones", queueLimits{global: 3},
+		{"no limit takes every free slot", store.Limits{}, nil, nil, false, 10, 4, 4, notHeldBack, false},
+		{"global limit counts live leases, not lapsed ones", store.Limits{Global: 3},
 			[]redis.Z{{Score: far, Member: "other:1"}, {Score: 1, Member: "dead:1"}}, nil, false, 10, 10, 2, heldBackUnknown, true},
-		{"global limit full takes nothing", queueLimits{global: 1}, []redis.Z{{Score: far, Member: "other:1"}}, nil, false, 10, 10, 0, heldBackUnknown, true},
-		{"a queue that runs out is not held back", queueLimits{global: 5}, nil, nil, false, 2, 10, 2, notHeldBack, false},
-		{"a fetch that gets what it asked for does not wait", queueLimits{global: 5}, nil, []redis.Z{{Score: far, Member: "n"}}, false, 10, 3, 3, notHeldBack, false},
-		{"paused takes nothing whatever the limits", queueLimits{global: 5}, nil, nil, true, 10, 10, 0, heldBackUnknown, false},
-		{"another node waiting caps the node at its share", queueLimits{global: 4},
+		{"global limit full takes nothing", store.Limits{Global: 1}, []redis.Z{{Score: far, Member: "other:1"}}, nil, false, 10, 10, 0, heldBackUnknown, true},
+		{"a queue that runs out is not held back", store.Limits{Global: 5}, nil, nil, false, 2, 10, 2, notHeldBack, false},
+		{"a fetch that gets what it asked for does not wait", store.Limits{Global: 5}, nil, []redis.Z{{Score: far, Member: "n"}}, false, 10, 3, 3, notHeldBack, false},
+		{"paused takes nothing whatever the limits", store.Limits{Global: 5}, nil, nil, true, 10, 10, 0, heldBackUnknown, false},
+		{"another node waiting caps the node at its share", store.Limits{Global: 4},
 			[]redis.Z{{Score: far, Member: "other:1"}, {Score: far, Member: "n:7"}},
 			[]redis.Z{{Score: far, Member: "other"}}, false, 10, 10, 1, heldBackUnknown, true},
-		{"the node holds at most one more than the waiting node with fewest", queueLimits{global: 4},
+		{"the node holds at most one more than the waiting node with fewest", store.Limits{Global: 4},
 			[]redis.Z{{Score: far, Member: "other:1"}, {Score: far, Member: "other:2"}, {Score: far, Member: "n:7"}},
 			[]redis.Z{{Score: far, Member: "other"}, {Score: far, Member: "third"}}, false, 10, 10, 0, heldBackUnknown, true},
-		{"only the node's own leases count as its own", queueLimits{global: 3},
+		{"only the node's own leases count as its own", store.Limits{Global: 3},
 			[]redis.Z{{Score: far, Member: "n:1:2"}, {Score: far, Member: "n:x"}}, []redis.Z{{Score: far, Member: "other"}}, false, 10, 10, 1, heldBackUnknown, true},
-		{"waiters whose patience ran out do not count", queueLimits{global: 4}, nil,
+		{"waiters whose patience ran out do not count", store.Limits{Global: 4}, nil,
 			[]redis.Z{{Score: 1, Member: "gone"}}, false, 10, 10, 4, heldBackUnknown, true},
-		{"a node's own wait does not cap it", queueLimits{global: 2}, nil,
+		{"a node's own wait does not cap it", store.Limits{Global: 2}, nil,
 			[]redis.Z{{Score: far, Member: "n"}}, false, 10, 10, 2, heldBackUnknown, true},
-		{"rate takes a paced burst of three, not the window's worth", queueLimits{rate: Rate{N: 100, Per: time.Second}}, nil, nil, false, 10, 10, 3,
+		{"rate takes a paced burst of three, not the window's worth", store.Limits{RateN: 100, RatePer: time.Second}, nil, nil, false, 10, 10, 3,
 			func(t *testing.T, w time.Duration) {
 				assert.Positive(t, w)
 				assert.LessOrEqual(t, w, 15*time.Millisecond, "the next start is one spacing (10 ms) away")
 			}, false},
-		{"rate with a full window waits for the oldest start to leave it", queueLimits{rate: Rate{N: 2, Per: time.Second}}, nil, nil, false, 10, 10, 2,
+		{"rate with a full window waits for the oldest start to leave it", store.Limits{RateN: 2, RatePer: time.Second}, nil, nil, false, 10, 10, 2,
 			func(t *testing.T, w time.Duration) {
 				assert.InDelta(t, 1010*time.Millisecond, w, float64(50*time.Millisecond), "the window is Per + 1 %%")
 			}, false},
@@ -65,7 +67,7 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newEnv(t)
 			ctx := context.Background()
-			jq := &jobQueue{rdb: v.client, keys: v.keys, node: "n"}
+			jq := testStore(v.client, v.keys, "n")
 			for i := 0; i < tc.jobs; i++ {
 				v.push("q", fmt.Sprintf(`{"class":"W","args":[%d],"queue":"q","jid":"j%d"}`, i, i))
 			}
@@ -76,18 +78,18 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 				require.NoError(t, v.client.ZAdd(ctx, v.keys.LeaseWaiters("q"), tc.waiters...).Err())
 			}
 			if tc.paused {
-				require.NoError(t, jq.pause(ctx, "q"))
+				require.NoError(t, jq.Pause(ctx, "q"))
 			}
-			res, err := jq.fetch(ctx, []fetchReq{{queue: "q", n: tc.n, limits: tc.limits, first: 10}}, time.Minute, time.Minute)
+			res, err := jq.Fetch(ctx, []store.FetchReq{{Queue: "q", N: tc.n, Limits: tc.limits, First: 10}}, time.Minute, time.Minute)
 			require.NoError(t, err)
-			assert.Len(t, res.jobs[0], tc.wantTook)
-			tc.wantWait(t, res.heldBack(0))
-			if tc.limits.global > 0 {
+			assert.Len(t, res.Jobs[0], tc.wantTook)
+			tc.wantWait(t, res.HeldBack(0))
+			if tc.limits.Global > 0 {
 				live, err := v.client.ZCount(ctx, v.keys.Leases("q"), fmt.Sprint(time.Now().Unix()), "+inf").Result()
 				require.NoError(t, err)
-				assert.LessOrEqual(t, int(live), tc.limits.global, "live leases never exceed the limit")
+				assert.LessOrEqual(t, int(live), tc.limits.Global, "live leases never exceed the limit")
 				for i := range tc.wantTook {
-					_, err := v.client.ZScore(ctx, v.keys.Leases("q"), jq.leaseMember(uint64(10+i))).Result()
+					_, err := v.client.ZScore(ctx, v.keys.Leases("q"), jq.LeaseMember(uint64(10+i))).Result()
 					assert.NoError(t, err, "job %d holds lease n:%d", i, 10+i)
 				}
 				score, err := v.client.ZScore(ctx, v.keys.LeaseWaiters("q"), "n").Result()
@@ -98,7 +100,7 @@ func TestFetchTakesOnlyWhatTheLimitsAllow(t *testing.T) {
 					assert.ErrorIs(t, err, redis.Nil, "the node does not wait")
 				}
 			}
-			if tc.limits.rate.N > 0 {
+			if tc.limits.RateN > 0 {
 				assert.EqualValues(t, tc.wantTook, v.client.ZCard(ctx, v.keys.Starts("q")).Val(), "every start is logged")
 			}
 		})
@@ -120,6 +122,7 @@ func (p *peak) enter() {
 func (p *peak) leave() { p.now.Add(-1) }
 
 func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	const jobs, limit = 30, 2
 	var p peak
@@ -148,6 +151,7 @@ func TestLeasesAreReleasedAsJobsEndNotWhenTheyLapse(t *testing.T) {
 // node's next fetch: here the node fetches no more (it unsubscribed), and the leases live a
 // minute unless released.
 func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
+	t.Parallel()
 	for _, outcome := range []string{"done", "failed", "snoozed"} {
 		t.Run(outcome, func(t *testing.T) {
 			v := newEnv(t)
@@ -178,6 +182,7 @@ func TestALeaseIsReleasedWhenItsJobEndsWithoutAnotherFetch(t *testing.T) {
 }
 
 func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
+	// Serial: heartbeat windows of 200 ms; CPU load from parallel tests lets a lease lapse.
 	v := newEnv(t)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -203,6 +208,7 @@ func TestHeartbeatRenewsTheLeasesOfRunningJobs(t *testing.T) {
 }
 
 func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
@@ -226,6 +232,7 @@ func TestALostFetchReplyOnALimitedQueueLeavesNoLease(t *testing.T) {
 }
 
 func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	release := make(chan struct{})
 	var started atomic.Int64
@@ -253,6 +260,7 @@ func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
 }
 
 func TestSubscribeResizingAQueueKeepsItsLimits(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 2, Rate: Rate{N: 5, Per: time.Second}}}})
 	require.NoError(t, e.Subscribe("limited", 7))
@@ -260,6 +268,7 @@ func TestSubscribeResizingAQueueKeepsItsLimits(t *testing.T) {
 }
 
 func TestRateStringDropsZeroUnits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rate Rate
 		want string
@@ -276,6 +285,7 @@ func TestRateStringDropsZeroUnits(t *testing.T) {
 }
 
 func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	v.start(Options{Queues: []Queue{{Name: "limited", GlobalLimit: 5}}})
 	for _, tc := range []struct {
@@ -296,13 +306,14 @@ func TestANodeWithOtherLimitsIsWarnedAbout(t *testing.T) {
 			defer mu.Unlock()
 			assert.Equal(t, tc.warn, strings.Contains(logs.String(), "other limits"), logs.String())
 			// Put the first node's limits back for the next case.
-			_, err := (&jobQueue{rdb: v.client, keys: v.keys}).publishLimits(context.Background(), []Queue{{Name: "limited", GlobalLimit: 5}})
+			_, err := testStore(v.client, v.keys, "").PublishLimits(context.Background(), []store.QueueLimits{{Name: "limited", Limits: store.Limits{Global: 5}}})
 			require.NoError(t, err)
 		})
 	}
 }
 
 func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	far := float64(time.Now().Add(time.Hour).Unix())
@@ -317,6 +328,7 @@ func TestARestartedNodeWithAFixedIDDropsTheLeasesItsCrashLeft(t *testing.T) {
 }
 
 func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	old := time.Now().Add(-90 * time.Second)
 	v.push("slow", fmt.Sprintf(`{"class":"W","args":[],"queue":"slow","jid":"a","enqueued_at":%d.0}`, old.Unix()))

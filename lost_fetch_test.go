@@ -2,15 +2,14 @@ package exq
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"log/slog"
-
 	"github.com/stretchr/testify/assert"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -26,6 +25,7 @@ func (l *logLines) countLines(s string) int {
 // strays (a backup list holding jobs no worker has), which would log a warning and reconcile
 // the whole node again for nothing.
 func TestALostFetchReplyIsReconciledOnceAndLeavesNoStrayWarnings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/scheduler"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -96,16 +97,16 @@ type manager struct {
 
 // managerParts are what a manager is built from.
 type managerParts struct {
-	jq          *jobQueue
-	acker       *acker
-	perform     func(*run)      // runs one job to its end, then calls release
-	dequeuer    Dequeuer        // Options.Dequeuer; nil: the local concurrency alone
-	events      listeners       // RedisLost, RedisBack
-	jobsCtx     context.Context // parent of every job's context
-	timeout     time.Duration   // bounds each Redis call
-	pollTimeout time.Duration   // idle poll interval
-	leaseTTL    time.Duration   // how long a lease lives unless renewed: the heartbeat window
-	idle        *idleWaiter     // wakes the loop for jobs pushed without a wake-up; nil: polling alone
+	jq          *store.Store
+	acker       *acker.Acker
+	perform     func(*run)        // runs one job to its end, then calls release
+	dequeuer    Dequeuer          // Options.Dequeuer; nil: the local concurrency alone
+	events      listeners         // RedisLost, RedisBack
+	jobsCtx     context.Context   // parent of every job's context
+	timeout     time.Duration     // bounds each Redis call
+	pollTimeout time.Duration     // idle poll interval
+	leaseTTL    time.Duration     // how long a lease lives unless renewed: the heartbeat window
+	idle        *store.IdleWaiter // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
 }
@@ -189,7 +190,7 @@ func (m *manager) isSubscribed(name string) bool {
 // Dequeuer, if any, allows. limited reports that the Dequeuer held back some free slots: the
 // poll loop then polls again after PollTimeout even when nothing was asked for, since what the
 // Dequeuer allows may change with time alone.
-func (m *manager) available() (reqs []fetchReq, limited bool) {
+func (m *manager) available() (reqs []store.FetchReq, limited bool) {
 	quiet := m.quiet.Load()
 	m.mu.Lock()
 	for _, q := range m.subs {
@@ -198,34 +199,34 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 			free = 0
 		}
 		if free > 0 {
-			reqs = append(reqs, fetchReq{queue: q.Name, n: free, held: m.busy[q.Name] + m.acker.heldIn(q.Name), limits: q.limits()})
+			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.HeldIn(q.Name), Limits: q.limits()})
 		}
 	}
 	m.mu.Unlock()
 	if m.dequeuer != nil && len(reqs) > 0 {
 		// The Dequeuer is the user's code: call it without holding mu.
 		for i, r := range reqs {
-			if r.n == 0 {
+			if r.N == 0 {
 				continue
 			}
-			n := clampAvailable(m.dequeuer.Available(r.queue, r.n), r.n)
-			if n < r.n {
+			n := clampAvailable(m.dequeuer.Available(r.Queue, r.N), r.N)
+			if n < r.N {
 				limited = true
 			}
-			reqs[i].n = n
+			reqs[i].N = n
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	kept := reqs[:0]
 	for _, r := range reqs {
-		if r.n > 0 {
-			if r.limits.any() {
-				r.first = m.leases + 1
-				m.leases += uint64(r.n)
+		if r.N > 0 {
+			if r.Limits.Any() {
+				r.First = m.leases + 1
+				m.leases += uint64(r.N)
 			}
-			r.release = m.ended[r.queue]
-			m.asked[r.queue] = true
+			r.Release = m.ended[r.Queue]
+			m.asked[r.Queue] = true
 			kept = append(kept, r)
 		}
 	}
@@ -235,11 +236,11 @@ func (m *manager) available() (reqs []fetchReq, limited bool) {
 
 // unsent releases the leases a fetch may have taken without the node knowing: from first+took
 // on (took: how many jobs the fetch returned, 0 when it failed).
-func (m *manager) unsent(reqs []fetchReq, took func(i int) int) {
+func (m *manager) unsent(reqs []store.FetchReq, took func(i int) int) {
 	for i, r := range reqs {
-		if r.limits.global > 0 {
-			for n := r.first + uint64(took(i)); n < r.first+uint64(r.n); n++ {
-				m.acker.release(r.queue, m.jq.leaseMember(n))
+		if r.Limits.Global > 0 {
+			for n := r.First + uint64(took(i)); n < r.First+uint64(r.N); n++ {
+				m.acker.Release(r.Queue, m.jq.LeaseMember(n))
 			}
 		}
 	}
@@ -251,7 +252,7 @@ func (m *manager) stopWaiting(ctx context.Context) {
 	m.mu.Lock()
 	queues := m.askedQueues()
 	m.mu.Unlock()
-	if err := m.jq.stopWaiting(ctx, queues); err != nil {
+	if err := m.jq.StopWaiting(ctx, queues); err != nil {
 		m.log.Warn("exq: stop: could not leave the lease waiters; the others take every slot again within this node's patience", "error", err)
 	}
 }
@@ -304,7 +305,7 @@ func (m *manager) run(ctx context.Context) {
 	log := m.log
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	defer m.idle.stop()
+	defer m.idle.Stop()
 	// wait reports false when ctx ended, and whether something other than the timer ended it.
 	wait := func(d time.Duration) (ok, woken bool) {
 		if !timer.Stop() {
@@ -348,7 +349,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		reqs, limited := m.available()
 		if len(reqs) == 0 {
-			m.idle.disarmAll()
+			m.idle.DisarmAll()
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
 			// slots back may allow them later without either: poll as an idle node does.
@@ -366,7 +367,7 @@ func (m *manager) run(ctx context.Context) {
 		// dispatched, or they would sit in the backup list until the next recovery.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout)
 		began := time.Now()
-		res, err := m.jq.fetch(fctx, reqs, m.leaseTTL, m.patience())
+		res, err := m.jq.Fetch(fctx, reqs, m.leaseTTL, m.patience())
 		cancel()
 		if errors.Is(err, errBuried) {
 			// Taken for dead while it could not beat: the fetch took nothing, and fetches
@@ -405,25 +406,25 @@ func (m *manager) run(ctx context.Context) {
 				m.events.emit(Event{Kind: RedisBack, Duration: time.Since(lostAt)})
 			}
 		}
-		if res.strays(reqs) {
+		if res.Strays(reqs) {
 			// An earlier fetch ran without its reply reaching us: put its jobs back next.
 			log.Warn("exq: a backup list holds jobs no worker of this node has; putting them back on their queue")
 			reconcile = true
-			m.unsent(reqs, func(i int) int { return len(res.jobs[i]) })
+			m.unsent(reqs, func(i int) int { return len(res.Jobs[i]) })
 		}
-		m.idle.arm(reqs, res)
+		m.idle.Arm(reqs, res)
 		if m.dispatch(reqs, res) > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)
 			continue
 		}
 		d := idle
-		if limited || res.limitHeld() {
+		if limited || res.LimitHeld() {
 			// Slots the Dequeuer held back, or a queue's limit holding waiting jobs back: what
 			// they allow changes with time or with other nodes, which announce nothing.
 			d = m.pollTimeout
 		}
-		ok, woken := wait(res.nextPoll(d))
+		ok, woken := wait(res.NextPoll(d))
 		if !ok {
 			return
 		}
@@ -450,12 +451,12 @@ func (m *manager) reconcile(ctx context.Context) error {
 	}
 	queues := m.askedQueues()
 	m.mu.Unlock()
-	for raw, n := range m.acker.held() {
+	for raw, n := range m.acker.Held() {
 		held[raw] += n
 	}
 	for _, q := range queues {
 		cctx, cancel := context.WithTimeout(ctx, m.timeout)
-		raws, err := m.jq.backupList(cctx, q)
+		raws, err := m.jq.BackupList(cctx, q)
 		cancel()
 		if err != nil {
 			return err
@@ -472,7 +473,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 			continue
 		}
 		cctx, cancel = context.WithTimeout(ctx, m.timeout)
-		moved, err := m.jq.requeue(cctx, q, orphans)
+		moved, err := m.jq.Requeue(cctx, q, orphans)
 		cancel()
 		if err != nil {
 			return err
@@ -517,20 +518,20 @@ func (m *manager) gather(ctx context.Context) {
 }
 
 // dispatch starts a worker goroutine for every fetched job.
-func (m *manager) dispatch(reqs []fetchReq, fetched fetchRes) int {
+func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 	n := 0
-	res := fetched.jobs
+	res := fetched.Jobs
 	m.mu.Lock()
 	var runs []*run
 	for i, jobs := range res {
-		q := reqs[i].queue
+		q := reqs[i].Queue
 		now := m.now()
 		for j, raw := range jobs {
 			m.seq++
 			ctx, cancel := context.WithCancelCause(m.jobsCtx)
-			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.epoch}
-			if reqs[i].limits.global > 0 {
-				r.lease = m.jq.leaseMember(reqs[i].first + uint64(j))
+			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.Epoch}
+			if reqs[i].Limits.Global > 0 {
+				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
 			m.busy[q]++
 			m.running[r] = struct{}{}
@@ -544,7 +545,7 @@ func (m *manager) dispatch(reqs []fetchReq, fetched fetchRes) int {
 		// Before any job starts, so Finished never comes before its Fetched.
 		for i, jobs := range res {
 			if len(jobs) > 0 {
-				m.dequeuer.Fetched(reqs[i].queue, len(jobs))
+				m.dequeuer.Fetched(reqs[i].Queue, len(jobs))
 			}
 		}
 	}
@@ -624,7 +625,7 @@ func (m *manager) release(r *run) {
 	}
 	m.mu.Unlock()
 	if lease != "" {
-		m.acker.release(r.queue, lease)
+		m.acker.Release(r.queue, lease)
 	}
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)
@@ -681,7 +682,7 @@ func (m *manager) busyJobs() map[string]string {
 	out := make(map[string]string, len(m.running))
 	for r := range m.running {
 		id := r.id()
-		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.node, id)
+		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.Node(), id)
 	}
 	return out
 }
@@ -722,7 +723,7 @@ func (m *manager) handBackAll(ctx context.Context) {
 		for i, r := range runs {
 			raws[i] = r.raw
 		}
-		moved, err := m.jq.requeue(ctx, q, raws)
+		moved, err := m.jq.Requeue(ctx, q, raws)
 		if err != nil {
 			m.log.Error("exq: stop: could not hand unfinished jobs back to their queue; they stay in this node's backup list until it is recovered",
 				"queue", q, "jobs", len(raws), "error", err)
@@ -758,7 +759,7 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 	m.mu.Unlock()
 	empty := true
 	for _, q := range queues {
-		if n, err := m.jq.recoverBackup(ctx, q); err != nil {
+		if n, err := m.jq.RecoverBackup(ctx, q); err != nil {
 			m.log.Error("exq: stop: could not empty the backup list", "queue", q, "error", err)
 			empty = false
 		} else if n > 0 {
@@ -772,31 +773,21 @@ func (m *manager) sweep(ctx context.Context) *emptyBackups {
 }
 
 // listen wakes the poll loop when an enqueue announces jobs in a subscribed queue, and hands
-// announcements of scheduled and retry jobs (payloads starting with dueWakePrefix, which no
+// announcements of scheduled and retry jobs (payloads starting with scheduler.DueWakePrefix, which no
 // queue name can) to due, when set: the scheduler's. go-redis re-subscribes by itself after a
 // reconnect; wake-ups missed meanwhile are covered by polling.
-func (m *manager) listen(ps *redis.PubSub, due func(payload string)) {
-	for msg := range ps.Channel() {
-		if strings.HasPrefix(msg.Payload, dueWakePrefix) {
+func (m *manager) listen(w *store.Wakeups, due func(payload string)) {
+	w.Each(func(payload string) {
+		if strings.HasPrefix(payload, scheduler.DueWakePrefix) {
 			if due != nil {
-				due(msg.Payload)
+				due(payload)
 			}
-			continue
+			return
 		}
-		if m.isSubscribed(msg.Payload) {
+		if m.isSubscribed(payload) {
 			signal(m.wake)
 		}
-	}
-}
-
-// limitHeld reports whether a queue's cluster-wide limit held back jobs the queue still has.
-func (f fetchRes) limitHeld() bool {
-	for _, w := range f.wait {
-		if w >= 0 {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 // sleepCtx sleeps for d and reports false if ctx ended first.
@@ -810,3 +801,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// pingView is the manager as the pinger sees it.
+type pingView struct{ m *manager }
+
+func (v pingView) Subscriptions() []string {
+	subs := v.m.subscriptions()
+	names := make([]string, len(subs))
+	for i, q := range subs {
+		names[i] = q.Name
+	}
+	return names
+}
+
+func (v pingView) InFlight() int               { return v.m.inFlight() }
+func (v pingView) Concurrency() int            { return v.m.concurrency() }
+func (v pingView) BusyJobs() map[string]string { return v.m.busyJobs() }
+func (v pingView) Quieted() bool               { return v.m.quiet.Load() }

@@ -17,6 +17,7 @@ import (
 )
 
 func TestJobsRunInFIFOOrder(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	// Enqueue before the node starts, so the whole backlog is waiting at the first poll.
@@ -27,6 +28,7 @@ func TestJobsRunInFIFOOrder(t *testing.T) {
 }
 
 func TestPerQueueConcurrencyIsNeverExceeded(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	limits := map[string]int{"q1": 3, "q2": 5}
@@ -63,6 +65,7 @@ func TestPerQueueConcurrencyIsNeverExceeded(t *testing.T) {
 }
 
 func TestOnePollFetchesUpToFreeSlotsOfEveryQueueInOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	en := v.enqueuer(time.Now)
@@ -93,6 +96,7 @@ func TestOnePollFetchesUpToFreeSlotsOfEveryQueueInOneRoundTrip(t *testing.T) {
 }
 
 func TestSubscribeAndUnsubscribeAtRunTime(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -129,6 +133,7 @@ func TestSubscribeAndUnsubscribeAtRunTime(t *testing.T) {
 }
 
 func TestSubscribeDoesNotReenqueueJobsThisNodeIsRunning(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -154,6 +159,7 @@ func TestSubscribeDoesNotReenqueueJobsThisNodeIsRunning(t *testing.T) {
 }
 
 func TestIdleNodeWakesAtOnceOnEnqueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	// With an hour between polls, only the enqueue's wake-up can start the job.
@@ -171,6 +177,7 @@ func TestIdleNodeWakesAtOnceOnEnqueue(t *testing.T) {
 }
 
 func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
+	// Serial: counts fetch attempts in a stretch of time.
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
 	opts := *v.rdb.Options()
@@ -201,6 +208,7 @@ func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
 }
 
 func TestIdleWorkerGoroutinesAreReapedAndNewJobsStillRun(t *testing.T) {
+	// Serial: counts the process's goroutines.
 	v := newEnv(t)
 	const n = 20
 	var started atomic.Int32

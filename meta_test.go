@@ -16,6 +16,7 @@ import (
 type ctxKey struct{}
 
 func TestEnqueueHooksAddMetaThatTheJobReadsAndItsRetryKeeps(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	var done []string
@@ -50,6 +51,7 @@ func TestEnqueueHooksAddMetaThatTheJobReadsAndItsRetryKeeps(t *testing.T) {
 }
 
 func TestMetaRefusesTheJobsOwnFields(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	en := v.enqueuer(time.Now)
 	for _, key := range []string{"", "class", "retry_count", "jid", "error_message"} {

@@ -76,6 +76,7 @@ func (v *env) storedRetryCount(jid string) any {
 }
 
 func TestLogJobsLogsTheOutcomeAndRetryCountAsStored(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	lines := &logLines{}
 	logger := slog.New(slog.NewJSONHandler(lines, nil))
@@ -152,6 +153,7 @@ func TestLogJobsLogsTheOutcomeAndRetryCountAsStored(t *testing.T) {
 }
 
 func TestLogArgsAddsTheArgsToTheLine(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	lines := &logLines{}
 	v.start(Options{Middleware: []Middleware{LogJobs(slog.New(slog.NewJSONHandler(lines, nil)), LogArgs())},
@@ -162,6 +164,7 @@ func TestLogArgsAddsTheArgsToTheLine(t *testing.T) {
 }
 
 func TestLogJobsSaysHandedBackForAJobAStoppingNodeGaveBack(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	lines := &logLines{}
 	var started atomic.Bool
@@ -186,6 +189,7 @@ func TestLogJobsSaysHandedBackForAJobAStoppingNodeGaveBack(t *testing.T) {
 // A middleware's outcome function that panics is logged; the node and the job's outcome are
 // not affected.
 func TestAPanickingOutcomeFunctionDoesNotHurtTheNode(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	bad := func(next Handler) Handler {
 		return func(ctx context.Context, job *Job) error {

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -30,6 +30,7 @@ func (v *env) hash(key string) map[string]string {
 }
 
 func TestNodeRegistersItsHashWithInfoAndTTL(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	e := v.start(Options{
@@ -69,6 +70,7 @@ func TestNodeRegistersItsHashWithInfoAndTTL(t *testing.T) {
 }
 
 func TestBusyJobsAreVisibleWhileTheyRunAndGoneAfter(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	release := make(chan struct{})
 	rec := &recorder{fn: func(context.Context, *Job) error { <-release; return nil }}
@@ -101,6 +103,7 @@ func TestBusyJobsAreVisibleWhileTheyRunAndGoneAfter(t *testing.T) {
 }
 
 func TestStopRemovesTheNodeFromProcessesAndHeartbeats(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	e, err := start(ctx, Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger()}, testHooks{pingInterval: 10 * time.Millisecond})
@@ -115,6 +118,7 @@ func TestStopRemovesTheNodeFromProcessesAndHeartbeats(t *testing.T) {
 }
 
 func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	e := v.start(Options{})
@@ -125,7 +129,7 @@ func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("alive"), "b", "{}").Err())
 	require.NoError(t, v.rdb.HSet(ctx, v.keys.Workers("ghost"), "a", "{}").Err())
 	require.NoError(t, v.rdb.SAdd(ctx, v.keys.Processes(), "ghost", "alive").Err())
-	require.NoError(t, e.prune(ctx))
+	require.NoError(t, e.jq.Prune(ctx, e.log))
 	members := v.rdb.SMembers(ctx, v.keys.Processes()).Val()
 	assert.NotContains(t, members, "ghost")
 	assert.Contains(t, members, "alive")
@@ -134,6 +138,7 @@ func TestPruneRemovesExpiredNodesAndOnlyTheirBusyLists(t *testing.T) {
 }
 
 func TestNodeInfoCarriesTagAndLabelsForSidekiqsBusyPage(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{Tag: "billing", Labels: []string{"eu-west", "canary"}})
 	var info map[string]any
@@ -145,6 +150,7 @@ func TestNodeInfoCarriesTagAndLabelsForSidekiqsBusyPage(t *testing.T) {
 }
 
 func TestTagAndLabelsAreValidated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		opts   Options
@@ -208,6 +214,7 @@ func withinASecond(t *testing.T, what string, since time.Time, cond func() bool)
 // change, not at the 5 s ping (set to an hour here): Sidekiq's header and process table then
 // agree with its table of running jobs.
 func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
+	// Serial: asserts writes within a second.
 	v := newEnv(t)
 	started := make(chan time.Time, 4)
 	release := make(chan struct{})
@@ -252,6 +259,7 @@ func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
 
 // Quiet(), a TSTP signal and UnsubscribeAll reach the node hash (and its info) within a second.
 func TestQuietReachesRedisWithinASecond(t *testing.T) {
+	// Serial: asserts writes within a second.
 	for _, tc := range []struct {
 		name  string
 		quiet func(v *env, e *Exq)
@@ -331,6 +339,7 @@ func faultyNode(t *testing.T, v *env, node string, fault func(ctx context.Contex
 // A reply lost after Redis took the signals (the connection cut before the reply came back)
 // must not lose them: they are handled before they are removed.
 func TestSignalsAreNotLostWithALostReply(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	node := "lost-reply-node"
 	v.signal(node, "TSTP") // waiting before the node starts, so its first read sees it
@@ -347,6 +356,7 @@ func TestSignalsAreNotLostWithALostReply(t *testing.T) {
 // A replayed removal (go-redis sends a MULTI again after a broken connection) must not remove
 // a signal that arrived between the two runs.
 func TestSignalsAreNotLostWhenTheRemovalIsReplayed(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	node := "replay-node"
 	ctx := context.Background()
@@ -373,6 +383,7 @@ func TestSignalsAreNotLostWhenTheRemovalIsReplayed(t *testing.T) {
 // The removal script takes exactly the handled signals off the right end, and nothing when the
 // right end no longer holds them (a replay after newer signals came, or after they went).
 func TestSignalsDoneRemovesOnlyTheHandledSignals(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	key := v.keys.Signals("n")
@@ -395,6 +406,7 @@ func TestSignalsDoneRemovesOnlyTheHandledSignals(t *testing.T) {
 
 // Exq writes its node's pid as a JSON string; the API reads it as well as Sidekiq's number.
 func TestProcessesReadsAPIDWrittenAsAString(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	a, _ := v.api()
@@ -418,6 +430,7 @@ func TestProcessesReadsAPIDWrittenAsAString(t *testing.T) {
 
 // A node of this library reports itself as exq in Processes (cancel works only on those).
 func TestProcessesTellsAnExqNode(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{}, testHooks{})
 	a, _ := v.api()
@@ -430,6 +443,7 @@ func TestProcessesTellsAnExqNode(t *testing.T) {
 // A change after a calm spell is written at once (at the next check, a tenth of the refresh
 // interval), not at the next refresh.
 func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
+	// Serial: asserts a write within 700 ms.
 	v := newEnv(t)
 	e := v.start(Options{}, testHooks{pingInterval: time.Hour})
 	node := e.NodeID()
@@ -446,6 +460,7 @@ func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
 // However busy the node, its state is written at most once per refresh interval (1 s) between
 // pings.
 func TestNodeStateIsWrittenAtMostOnceASecond(t *testing.T) {
+	// Serial: counts writes in 3 s of churn.
 	v := newEnv(t)
 	client, counter := v.countingClient()
 	w := WorkerFunc(func(ctx context.Context, job *Job) error {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *testing.T) {
+	// Serial: child processes must claim every per-second tick; a starved one misses a tick.
 	v := newEnv(t)
 	seconds := 12
 	if testutil.Long() {

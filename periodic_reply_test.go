@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // verdicts records what the EnqueueHooks of a fleet said of each jid.
@@ -45,6 +46,7 @@ func (vs *verdicts) hook() EnqueueHook {
 // it wrote, "not written" for one it did not, whether its Redis client sends the script again
 // or not, and "not written" for the ticks another claimed.
 func TestPeriodicEnqueueWithALostReplyTellsItsHookWhetherTheJobWasWritten(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		maxRetries int
@@ -76,7 +78,7 @@ func TestPeriodicEnqueueWithALostReplyTellsItsHookWhetherTheJobWasWritten(t *tes
 				tick := now.Add(time.Duration(i) * time.Second)
 				others[tickJID("each-second", tick)] = true
 				require.NoError(t, c.rdb.ZAdd(context.Background(), c.keys.CronEnqueued("each-second"),
-					redis.Z{Score: float64(tick.Unix()), Member: tickMember(tick)}).Err())
+					redis.Z{Score: float64(tick.Unix()), Member: wire.CronTick(tick)}).Err())
 			}
 			require.NoError(t, scripts.CronEnqueue.Load(context.Background(), c.rdb).Err())
 			// One cut at a time, a tick apart, so that each falls on a tick of its own (a
@@ -153,7 +155,8 @@ func TestAPendingTickIsSentAgainUntilRedisAnswersOrTheRunnerStops(t *testing.T) 
 	opts.Addr, opts.MaxRetries = c.proxy.Addr(), -1
 	via := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = via.Close() })
-	r.jq.rdb, r.en.jq.rdb, r.en.hooks = via, via, []EnqueueHook{hook}
+	r.jq = testStore(via, c.keys, "test-node")
+	r.en.jq, r.en.hooks = r.jq, []EnqueueHook{hook}
 	require.NoError(t, r.load(ctx))
 
 	c.proxy.Down()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -15,7 +17,7 @@ import (
 // claim of a tick push its job (sidekiq-cron's processes claim the same way), so a tick is
 // enqueued once whoever is up, and as long as one node is.
 type periodicRunner struct {
-	jq      *jobQueue
+	jq      *store.Store
 	en      *enqueuer
 	grace   time.Duration // how late a tick may still be enqueued
 	reload  time.Duration // how often the schedules are read again
@@ -33,11 +35,11 @@ type periodicRunner struct {
 
 // pendingTick is a tick's enqueue that Redis has not answered yet.
 type pendingTick struct {
-	rec   cronRecord
+	rec   store.CronRecord
 	tick  time.Time
 	b     built
 	built time.Time // the job's enqueued_at
-	claim cronClaim
+	claim store.CronClaim
 }
 
 // cronClaimTTL is how long the marker of a tick's claim lives: long enough for the node to
@@ -47,8 +49,8 @@ func (p *periodicRunner) cronClaimTTL() time.Duration { return p.grace + 10*time
 
 // tickState is what the runner knows of one schedule.
 type tickState struct {
-	rec      cronRecord
-	sched    schedule
+	rec      store.CronRecord
+	sched    cronspec.Schedule
 	upcoming time.Time // the first tick not evaluated yet
 }
 
@@ -116,34 +118,34 @@ func (p *periodicRunner) run(ctx context.Context) {
 func (p *periodicRunner) load(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	recs, err := p.jq.loadCron(ctx)
+	recs, err := p.jq.LoadCron(ctx)
 	if err != nil {
 		return err
 	}
 	seen := make(map[string]bool, len(recs))
 	for _, r := range recs {
-		seen[r.name] = true
-		problem := r.problem
-		var s schedule
+		seen[r.Name] = true
+		problem := r.Problem
+		var s cronspec.Schedule
 		if problem == "" {
-			if s, err = parseSpec(r.spec, ""); err != nil {
+			if s, err = cronspec.Parse(r.Spec, ""); err != nil {
 				problem = err.Error()
 			}
 		}
 		if problem != "" {
-			if p.warned[r.name] != problem {
-				p.log.Warn("exq: periodic job cannot be read; exq does not enqueue it", "name", r.name, "problem", problem)
-				p.warned[r.name] = problem
+			if p.warned[r.Name] != problem {
+				p.log.Warn("exq: periodic job cannot be read; exq does not enqueue it", "name", r.Name, "problem", problem)
+				p.warned[r.Name] = problem
 			}
-			delete(p.states, r.name)
+			delete(p.states, r.Name)
 			continue
 		}
-		delete(p.warned, r.name)
-		if st, ok := p.states[r.name]; ok && st.rec.spec == r.spec {
+		delete(p.warned, r.Name)
+		if st, ok := p.states[r.Name]; ok && st.rec.Spec == r.Spec {
 			st.rec = r
 			continue
 		}
-		p.states[r.name] = &tickState{rec: r, sched: s}
+		p.states[r.Name] = &tickState{rec: r, sched: s}
 	}
 	for name := range p.states {
 		if !seen[name] {
@@ -161,17 +163,17 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 	lastErr := p.resend(ctx, now)
 	for _, st := range p.states {
 		if st.upcoming.IsZero() {
-			st.upcoming = st.sched.next(now.Add(-p.grace - time.Nanosecond))
+			st.upcoming = st.sched.Next(now.Add(-p.grace - time.Nanosecond))
 		}
 		var due time.Time
 		for !st.upcoming.IsZero() && !st.upcoming.After(now) {
-			due, st.upcoming = st.upcoming, st.sched.next(st.upcoming)
+			due, st.upcoming = st.upcoming, st.sched.Next(st.upcoming)
 		}
-		if !due.IsZero() && st.rec.enabled && now.Sub(due) <= p.grace {
+		if !due.IsZero() && st.rec.Enabled && now.Sub(due) <= p.grace {
 			if err := p.enqueue(ctx, st.rec, due, now); err != nil {
 				lastErr = err // p.pending holds the tick: it is sent again
 				if ctx.Err() == nil {
-					p.log.Warn("exq: periodic job: enqueueing a tick failed; will retry", "name", st.rec.name, "tick", due, "error", err)
+					p.log.Warn("exq: periodic job: enqueueing a tick failed; will retry", "name", st.rec.Name, "tick", due, "error", err)
 				}
 			}
 		}
@@ -183,17 +185,17 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 }
 
 // enqueue pushes the job of rec for tick, if no one (node or sidekiq-cron) claimed the tick.
-func (p *periodicRunner) enqueue(ctx context.Context, rec cronRecord, tick, now time.Time) error {
-	jid := tickJID(rec.name, tick)
-	b, err := p.en.buildAt(ctx, now, "periodic "+rec.name, rec.queue, rec.class, rec.args, time.Time{}, []EnqueueOption{JID(jid)})
+func (p *periodicRunner) enqueue(ctx context.Context, rec store.CronRecord, tick, now time.Time) error {
+	jid := tickJID(rec.Name, tick)
+	b, err := p.en.buildAt(ctx, now, "periodic "+rec.Name, rec.Queue, rec.Class, rec.Args, time.Time{}, []EnqueueOption{JID(jid)})
 	if err != nil {
-		if p.warned[rec.name] != err.Error() {
-			p.log.Warn("exq: periodic job cannot be enqueued", "name", rec.name, "error", err)
-			p.warned[rec.name] = err.Error()
+		if p.warned[rec.Name] != err.Error() {
+			p.log.Warn("exq: periodic job cannot be enqueued", "name", rec.Name, "error", err)
+			p.warned[rec.Name] = err.Error()
 		}
 		return nil // a bad record is not retried: it would fail the same way
 	}
-	pt := &pendingTick{rec: rec, tick: tick, b: b, built: now, claim: cronClaim{id: wire.NewJID(), ttl: p.cronClaimTTL()}}
+	pt := &pendingTick{rec: rec, tick: tick, b: b, built: now, claim: store.CronClaim{ID: wire.NewJID(), TTL: p.cronClaimTTL()}}
 	return p.send(ctx, pt)
 }
 
@@ -205,7 +207,7 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 	jid := pt.b.jid
 	release := p.en.hold(jid)
 	defer release()
-	ok, err := p.jq.cronEnqueue(cctx, pt.rec.name, pt.rec.queue, jid, pt.b.doc, pt.tick, pt.built, pt.claim)
+	ok, err := p.jq.CronEnqueue(cctx, pt.rec.Name, pt.rec.Queue, jid, pt.b.doc, pt.tick, pt.built, pt.claim)
 	if err != nil {
 		if !slices.Contains(p.pending, pt) {
 			p.pending = append(p.pending, pt)
@@ -214,8 +216,8 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 	}
 	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
 	if ok {
-		p.log.Debug("exq: periodic job enqueued", "name", pt.rec.name, "tick", pt.tick, "jid", jid)
-		p.en.enqueued(pt.rec.queue, pt.rec.class, jid, time.Time{})
+		p.log.Debug("exq: periodic job enqueued", "name", pt.rec.Name, "tick", pt.tick, "jid", jid)
+		p.en.enqueued(pt.rec.Queue, pt.rec.Class, jid, time.Time{})
 		pt.b.finish(jid, nil)
 	} else {
 		pt.b.finish("", nil) // the tick was another's, or the schedule is disabled or gone
@@ -229,11 +231,11 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 // tick older than its claim's marker can no longer be learnt about: its hooks hear that.
 func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
 	for _, pt := range slices.Clone(p.pending) {
-		if now.Sub(pt.tick) >= pt.claim.ttl {
+		if now.Sub(pt.tick) >= pt.claim.TTL {
 			p.giveUp(pt, "Redis did not answer while the claim's marker lived", nil)
 			continue
 		}
-		pt.claim.check = now.Sub(pt.tick) > p.grace
+		pt.claim.Check = now.Sub(pt.tick) > p.grace
 		if err := p.send(ctx, pt); err != nil {
 			return err
 		}
@@ -245,7 +247,7 @@ func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
 // tick Redis does not answer for hear that.
 func (p *periodicRunner) settle() {
 	for _, pt := range slices.Clone(p.pending) {
-		pt.claim.check = true
+		pt.claim.Check = true
 		if err := p.send(context.Background(), pt); err != nil {
 			p.giveUp(pt, "Redis did not answer before the node stopped", err)
 		}
@@ -255,8 +257,8 @@ func (p *periodicRunner) settle() {
 // giveUp drops a pending tick, telling its hooks that whether its job was written is unknown.
 func (p *periodicRunner) giveUp(pt *pendingTick, why string, cause error) {
 	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
-	p.log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.name, "tick", pt.tick, "why", why, "error", cause)
-	err := fmt.Errorf("exq: periodic job %q, tick %s: %s, so whether its job was written is unknown", pt.rec.name, pt.tick.UTC().Format(time.RFC3339), why)
+	p.log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.Name, "tick", pt.tick, "why", why, "error", cause)
+	err := fmt.Errorf("exq: periodic job %q, tick %s: %s, so whether its job was written is unknown", pt.rec.Name, pt.tick.UTC().Format(time.RFC3339), why)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}

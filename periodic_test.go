@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 func mustLoad(t *testing.T, name string) *time.Location {
@@ -22,6 +25,7 @@ func mustLoad(t *testing.T, name string) *time.Location {
 }
 
 func TestPeriodicSpecsAreStoredAsCronLinesSidekiqCronReads(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		job  PeriodicJob
@@ -48,6 +52,7 @@ func TestPeriodicSpecsAreStoredAsCronLinesSidekiqCronReads(t *testing.T) {
 }
 
 func TestStartRefusesABadPeriodicJobNamingIt(t *testing.T) {
+	t.Parallel()
 	// Validation comes first: a Redis that cannot be reached shows that nothing was written.
 	unreachable := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = unreachable.Close() })
@@ -87,16 +92,17 @@ func TestStartRefusesABadPeriodicJobNamingIt(t *testing.T) {
 // ticksBetween lists the ticks of spec from (exclusive) to until (inclusive).
 func ticksBetween(t *testing.T, spec string, from, until time.Time) []time.Time {
 	t.Helper()
-	s, err := parseSpec(spec, "")
+	s, err := cronspec.Parse(spec, "")
 	require.NoError(t, err)
 	var out []time.Time
-	for at := s.next(from); !at.After(until); at = s.next(at) {
+	for at := s.Next(from); !at.After(until); at = s.Next(at) {
 		out = append(out, at)
 	}
 	return out
 }
 
 func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
+	t.Parallel()
 	ny := mustLoad(t, "America/New_York")
 	at := func(y int, m time.Month, d, h, min int) time.Time { return time.Date(y, m, d, h, min, 0, 0, ny) }
 	// 2026-03-08: clocks go from 2:00 EST to 3:00 EDT. 2026-11-01: from 2:00 EDT back to 1:00 EST.
@@ -116,7 +122,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, tick := range ticksBetween(t, tc.spec, tc.from, tc.until) {
-				got = append(got, tickMember(tick))
+				got = append(got, wire.CronTick(tick))
 			}
 			assert.Equal(t, tc.want, got)
 		})
@@ -137,7 +143,7 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 
 // periodicRunner builds a runner on the env's Redis with clock now, as a node would.
 func (v *env) periodicRunner(now func() time.Time, grace time.Duration) *periodicRunner {
-	jq := &jobQueue{rdb: v.client, keys: v.keys, node: "test-node"}
+	jq := testStore(v.client, v.keys, "test-node")
 	return &periodicRunner{jq: jq, en: &enqueuer{jq: jq, now: now, maxRetries: DefaultMaxRetries}, grace: grace, reload: time.Second,
 		timeout: 5 * time.Second, now: now, log: testLogger(), states: map[string]*tickState{}, warned: map[string]string{}}
 }
@@ -147,11 +153,14 @@ func (v *env) savePeriodic(p PeriodicJob, now time.Time) {
 	v.t.Helper()
 	line, s, err := p.check()
 	require.NoError(v.t, err)
-	_, err = (&jobQueue{rdb: v.client, keys: v.keys}).saveCron(context.Background(), p, line, s, cronUpsert, now)
+	stored, err := p.stored(line, s, now)
+	require.NoError(v.t, err)
+	_, err = testStore(v.client, v.keys, "").SaveCron(context.Background(), stored, store.CronUpsert, now)
 	require.NoError(v.t, err)
 }
 
 func TestTwoNodesThroughDSTWithAFakeClockEnqueueEachDailyTickOnce(t *testing.T) {
+	t.Parallel()
 	ny := mustLoad(t, "America/New_York")
 	for _, tc := range []struct {
 		name        string
@@ -192,6 +201,7 @@ func TestTwoNodesThroughDSTWithAFakeClockEnqueueEachDailyTickOnce(t *testing.T) 
 }
 
 func TestMissedTicksOnlyTheLatestWithinGraceIsEnqueued(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
@@ -228,6 +238,7 @@ func TestMissedTicksOnlyTheLatestWithinGraceIsEnqueued(t *testing.T) {
 }
 
 func TestPeriodicAPIManagesSchedules(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	a, _ := v.api()
 	ctx := context.Background()
@@ -291,6 +302,7 @@ func TestPeriodicAPIManagesSchedules(t *testing.T) {
 }
 
 func TestStartKeepsAnExistingSchedulesStatusAndTicks(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	a, _ := v.api()
 	ctx := context.Background()
@@ -309,6 +321,7 @@ func TestStartKeepsAnExistingSchedulesStatusAndTicks(t *testing.T) {
 }
 
 func TestANodeEnqueuesAPerSecondScheduleEveryTick(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	v.start(Options{Queues: []Queue{{Name: "other"}}, Periodic: []PeriodicJob{{Name: "tick", Spec: "* * * * * *", Class: "Tick", Queue: "cron"}}})
 	v.start(Options{Queues: []Queue{{Name: "other"}}})
@@ -344,6 +357,7 @@ func TestANodeEnqueuesAPerSecondScheduleEveryTick(t *testing.T) {
 }
 
 func TestANewScheduleCountsTheTicksBeforeItAsDoneForExqAndSidekiqCron(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	now := time.Date(2026, 11, 30, 20, 55, 56, 50_000_000, time.UTC)
 	v.savePeriodic(PeriodicJob{Name: "tick", Spec: "* * * * * *", Class: "C"}, now)
@@ -364,6 +378,7 @@ func tickJIDOf(t *testing.T, name, member string) string {
 }
 
 func TestAPeriodicTickReachesTheEnqueueHooksAndListeners(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	var hooked, enqueued []string

@@ -10,6 +10,7 @@ import (
 )
 
 func TestQueueNamesAcceptedAndRefused(t *testing.T) {
+	t.Parallel()
 	for _, q := range []string{"default", "mail", "mail:high", "gitlab:pipeline_processing:build", "a.b-c_d", "Émails", "a b"} {
 		assert.NoError(t, checkQueueName(q), q)
 	}
@@ -34,6 +35,7 @@ func TestQueueNamesAcceptedAndRefused(t *testing.T) {
 }
 
 func TestQueueNamesAreCheckedEverywhereAQueueIsNamed(t *testing.T) {
+	t.Parallel()
 	_, err := PrepareJob(time.Now(), JobSpec{Queue: ":mail", Class: "W"})
 	assert.ErrorIs(t, err, ErrInvalidJob)
 	assert.ErrorContains(t, err, `exq: enqueue: queue name ":mail" starts or ends with ':'`)
@@ -45,6 +47,7 @@ func TestQueueNamesAreCheckedEverywhereAQueueIsNamed(t *testing.T) {
 }
 
 func TestClientOptionsAreValidatedOnTheirOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := NewClient(ctx, ClientOptions{MaxRetries: -2})
 	assert.ErrorIs(t, err, ErrInvalidOptions)
@@ -61,6 +64,7 @@ func TestClientOptionsAreValidatedOnTheirOwn(t *testing.T) {
 }
 
 func TestUniqueOptionNamesItsSettings(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "Unique(until success, for 1h0m0s)", Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour}).String())
 	assert.Equal(t, `Unique(until expiry, for 1m0s, token "t")`, Unique(UniqueOpts{Until: UntilExpiry, For: time.Minute, Token: "t"}).String())
 }

@@ -268,7 +268,7 @@ func (e *Exq) awaitWorker(r *run, job *Job) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), e.opts.RedisTimeout)
 	defer cancel()
-	moved, err := e.jq.putBack(ctx, r.queue, r.raw)
+	moved, err := e.jq.PutBack(ctx, r.queue, r.raw)
 	switch {
 	case err != nil:
 		e.log.Error("exq: could not put back a job whose class has no worker yet; it stays in this node's backup list until it is recovered",

@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -91,6 +92,7 @@ var lostFetchClients = []struct {
 }
 
 func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range lostFetchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
@@ -115,6 +117,7 @@ func TestAFetchWhoseReplyIsLostStrandsNothing(t *testing.T) {
 }
 
 func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
+	t.Parallel()
 	c := newCutter(t)
 	const jobs = 5
 	for i := 0; i < jobs; i++ {
@@ -142,6 +145,7 @@ func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
 }
 
 func TestEnqueueWhoseReplyIsLost(t *testing.T) {
+	t.Parallel()
 	unique := []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour})}
 	for _, tc := range []struct {
 		name      string
@@ -210,6 +214,7 @@ func TestEnqueueWhoseReplyIsLost(t *testing.T) {
 }
 
 func TestACallerClientThatRepeatsCommandsIsWarnedAbout(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	for _, tc := range []struct {
 		name    string
@@ -274,6 +279,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
+	t.Parallel()
 	type outcome struct {
 		name    string
 		job     string
@@ -337,6 +343,7 @@ func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
 }
 
 func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
+	t.Parallel()
 	const n = 5
 	fill := func(c *cutter, node string) {
 		for i := 0; i < n; i++ {
@@ -347,36 +354,36 @@ func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		script *redis.Script
-		run    func(ctx context.Context, c *cutter, jq *jobQueue) error
+		run    func(ctx context.Context, c *cutter, jq *store.Store) error
 	}{
-		{"hand back at stop", scripts.Requeue, func(ctx context.Context, c *cutter, jq *jobQueue) error {
-			fill(c, jq.node)
-			_, err := jq.requeue(ctx, "q", c.list(c.keys.Backup(jq.node, "q")))
+		{"hand back at stop", scripts.Requeue, func(ctx context.Context, c *cutter, jq *store.Store) error {
+			fill(c, jq.Node())
+			_, err := jq.Requeue(ctx, "q", c.list(c.keys.Backup(jq.Node(), "q")))
 			return err
 		}},
-		{"recover own backup", scripts.Recover, func(ctx context.Context, c *cutter, jq *jobQueue) error {
-			fill(c, jq.node)
-			_, err := jq.recoverBackup(ctx, "q")
+		{"recover own backup", scripts.Recover, func(ctx context.Context, c *cutter, jq *store.Store) error {
+			fill(c, jq.Node())
+			_, err := jq.RecoverBackup(ctx, "q")
 			return err
 		}},
-		{"rescue a dead node", scripts.Rescue, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+		{"rescue a dead node", scripts.Rescue, func(ctx context.Context, c *cutter, jq *store.Store) error {
 			stale := c.staleBackup("dead", "q", n)
-			_, err := jq.rescueBackup(ctx, stale, "q", time.Second)
+			_, err := jq.RescueBackup(ctx, stale, "q", time.Second)
 			return err
 		}},
-		{"move due jobs", scripts.Schedule, func(ctx context.Context, c *cutter, jq *jobQueue) error {
+		{"move due jobs", scripts.Schedule, func(ctx context.Context, c *cutter, jq *store.Store) error {
 			for i := 0; i < n; i++ {
 				job := fmt.Sprintf(`{"class":"W","args":[],"queue":"q","jid":"due-%d"}`, i)
 				require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Schedule(), redis.Z{Score: 1, Member: job}).Err())
 			}
-			_, err := jq.moveDue(ctx, c.keys.Schedule(), time.Now(), 100)
+			_, err := jq.MoveDue(ctx, store.ScheduleSet, time.Now(), 100)
 			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			ctx := context.Background()
-			jq := &jobQueue{rdb: c.retrying(), keys: c.keys, node: "node"}
+			jq := testStore(c.retrying(), c.keys, "node")
 			cut := c.cutScript(tc.script, 1)
 			require.NoError(t, tc.run(ctx, c, jq))
 			waitCut(t, cut)
@@ -392,6 +399,7 @@ func TestRecoveryScriptsWhoseReplyIsLostMoveEachJobOnce(t *testing.T) {
 }
 
 func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
+	t.Parallel()
 	for _, client := range []string{"caller's", "exq's"} {
 		t.Run(client+" client", func(t *testing.T) {
 			c := newCutter(t)
@@ -424,6 +432,7 @@ func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
 }
 
 func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
+	t.Parallel()
 	for _, client := range []string{"caller's", "exq's"} {
 		t.Run(client+" client", func(t *testing.T) {
 			c := newCutter(t)
@@ -459,6 +468,7 @@ func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
 // compare-and-delete), and a caller's client that sends one again leaves the same state
 // (go-redis sends a script again; a MULTI it does not send again, and reports the error).
 func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	script := func(s *redis.Script) func(c *cutter) string {
 		return func(c *cutter) string {
@@ -474,56 +484,56 @@ func TestHeartbeatAndLockWritesWhoseReplyIsLostAreSafeToRepeat(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		marker func(c *cutter) string
-		run    func(t *testing.T, c *cutter, jq *jobQueue)
+		run    func(t *testing.T, c *cutter, jq *store.Store)
 	}{
-		{"beat", script(scripts.Beat), func(t *testing.T, c *cutter, jq *jobQueue) {
-			_, err := jq.join(ctx, time.Minute, nil, "e1")
+		{"beat", script(scripts.Beat), func(t *testing.T, c *cutter, jq *store.Store) {
+			_, err := jq.Join(ctx, time.Minute, nil, "e1")
 			require.NoError(t, err)
-			beat := score(c, c.keys.Heartbeats(), jq.node)
-			assert.InDelta(t, beat+60, score(c, c.keys.HeartbeatDeadlines(), jq.node), 0.001, "deadline = beat + window")
+			beat := score(c, c.keys.Heartbeats(), jq.Node())
+			assert.InDelta(t, beat+60, score(c, c.keys.HeartbeatDeadlines(), jq.Node()), 0.001, "deadline = beat + window")
 		}},
-		{"stale nodes", script(scripts.Stale), func(t *testing.T, c *cutter, jq *jobQueue) {
+		{"stale nodes", script(scripts.Stale), func(t *testing.T, c *cutter, jq *store.Store) {
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.Heartbeats(), redis.Z{Score: 1, Member: "dead"}).Err())
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "gone"}).Err())
-			stale, _, err := jq.staleNodes(ctx, time.Minute)
+			stale, _, err := jq.StaleNodes(ctx, time.Minute, time.Minute, 0)
 			require.NoError(t, err)
 			require.Len(t, stale, 1)
-			assert.Equal(t, "dead", stale[0].node)
+			assert.Equal(t, "dead", stale[0].Node)
 			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()), "the deadline without a heartbeat is dropped")
 		}},
-		{"bury", script(scripts.Bury), func(t *testing.T, c *cutter, jq *jobQueue) {
+		{"bury", script(scripts.Bury), func(t *testing.T, c *cutter, jq *store.Store) {
 			dead := c.staleBackup("dead", "q", 0)
 			require.NoError(t, c.rdb.HSet(ctx, c.keys.Workers("dead"), "w1", "{}").Err())
 			require.NoError(t, c.rdb.ZAdd(ctx, c.keys.HeartbeatDeadlines(), redis.Z{Score: 1, Member: "dead"}).Err())
 			// A repeat finds the node gone and answers "not buried", which only the log reads.
-			_, err := jq.bury(ctx, dead, []string{"q"})
+			_, err := jq.Bury(ctx, dead, []string{"q"})
 			require.NoError(t, err)
 			assert.Zero(t, c.zcard(c.keys.Heartbeats()))
 			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()))
 			assert.Zero(t, c.rdb.Exists(ctx, c.keys.Workers("dead")).Val())
 		}},
-		{"unique lock release", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *jobQueue) {
+		{"unique lock release", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *store.Store) {
 			require.NoError(t, c.rdb.Set(ctx, c.keys.Unique("mine"), "j1", time.Hour).Err())
-			require.NoError(t, jq.unlock(ctx, "mine", "j1"))
+			require.NoError(t, jq.Unlock(ctx, "mine", "j1"))
 			assert.Zero(t, c.rdb.Exists(ctx, c.keys.Unique("mine")).Val(), "released")
 		}},
-		{"unique lock held by another job", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *jobQueue) {
+		{"unique lock held by another job", script(scripts.Unlock), func(t *testing.T, c *cutter, jq *store.Store) {
 			require.NoError(t, c.rdb.Set(ctx, c.keys.Unique("theirs"), "j2", time.Hour).Err())
-			require.NoError(t, jq.unlock(ctx, "theirs", "j1"))
+			require.NoError(t, jq.Unlock(ctx, "theirs", "j1"))
 			assert.Equal(t, "j2", c.get(c.keys.Unique("theirs")), "another job's lock stays")
 		}},
-		{"sign-off transaction", func(*cutter) string { return "multi" }, func(t *testing.T, c *cutter, jq *jobQueue) {
-			_, err := jq.join(ctx, time.Minute, nil, "e1")
+		{"sign-off transaction", func(*cutter) string { return "multi" }, func(t *testing.T, c *cutter, jq *store.Store) {
+			_, err := jq.Join(ctx, time.Minute, nil, "e1")
 			require.NoError(t, err)
 			// go-redis does not send a MULTI again: Stop sees the error and logs it; Redis ran it.
-			assert.Error(t, jq.forget(ctx), "the broken connection is reported")
+			assert.Error(t, jq.Forget(ctx), "the broken connection is reported")
 			assert.Zero(t, c.zcard(c.keys.Heartbeats()))
 			assert.Zero(t, c.zcard(c.keys.HeartbeatDeadlines()))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
-			jq := &jobQueue{rdb: c.retrying(), keys: c.keys, node: "node"}
+			jq := testStore(c.retrying(), c.keys, "node")
 			cut := c.proxy.CutReplyTo(1, tc.marker(c))
 			tc.run(t, c, jq)
 			waitCut(t, cut)

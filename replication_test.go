@@ -13,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/redact"
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
 func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
-	c, err := newRedisClient("redis://sentuser:sentpw@127.0.0.1:26379/3?master_name=mymaster&addr=127.0.0.1:26380&addr=127.0.0.1:26381&password=masterpw", 2*time.Second)
+	t.Parallel()
+	c, err := store.NewURLClient("redis://sentuser:sentpw@127.0.0.1:26379/3?master_name=mymaster&addr=127.0.0.1:26380&addr=127.0.0.1:26381&password=masterpw", 2*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
 	o := c.Options()
@@ -28,17 +30,18 @@ func TestSentinelURLBuildsAFailoverClientWithExqSettings(t *testing.T) {
 	assert.Equal(t, 2*time.Second, o.WriteTimeout)
 	assert.Equal(t, 2*time.Second, o.DialTimeout)
 	assert.True(t, o.ContextTimeoutEnabled)
-	assert.Equal(t, 0, clientRetries(c), "exq's own client never resends a command")
+	assert.Equal(t, 0, store.ClientRetries(c), "exq's own client never resends a command")
 
-	c2, err := newRedisClient("redis://127.0.0.1:26379/0?master_name=m&max_retries=2&read_timeout=7s", time.Second)
+	c2, err := store.NewURLClient("redis://127.0.0.1:26379/0?master_name=m&max_retries=2&read_timeout=7s", time.Second)
 	require.NoError(t, err)
 	defer c2.Close()
-	assert.Equal(t, 2, clientRetries(c2), "the URL's own max_retries wins")
+	assert.Equal(t, 2, store.ClientRetries(c2), "the URL's own max_retries wins")
 	assert.Equal(t, 7*time.Second, c2.Options().ReadTimeout)
 	assert.Equal(t, time.Second, c2.Options().WriteTimeout)
 }
 
 func TestSentinelURLErrorsNeverShowPasswords(t *testing.T) {
+	// Serial: waits until no goroutine of the process is dialling, which other tests' clients do.
 	for _, tc := range []struct{ name, url, want string }{
 		{"empty master name", "redis://:sentpw@127.0.0.1:26379/0?master_name=&password=masterpw", "master_name is empty"},
 		{"unknown option", "redis://:sentpw@127.0.0.1:26379/0?master_name=m&password=masterpw&bogus=1", "unexpected option: bogus"},
@@ -76,6 +79,7 @@ func TestSentinelURLErrorsNeverShowPasswords(t *testing.T) {
 }
 
 func TestWaitReplicasOptionsAreValidated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts ClientOptions
@@ -111,6 +115,7 @@ func TestWaitReplicasOptionsAreValidated(t *testing.T) {
 // The test Redis has no replica: every enqueue with WaitReplicas 1 is written and reported as
 // not replicated, after WaitTimeout and not much later.
 func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testing.T) {
+	// Serial: asserts calls return within WAIT's timeout + 2 s.
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
@@ -154,6 +159,7 @@ func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testin
 // A call whose ctx ends before WaitTimeout waits for what its ctx leaves (three quarters of
 // it), so that it learns that its job was written (ErrNotReplicated) instead of timing out.
 func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
+	// Serial: asserts the call returns within 400 ms.
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.rdb, Namespace: v.ns, WaitReplicas: 1, WaitTimeout: 3 * time.Second})
 	require.NoError(t, err)
@@ -172,6 +178,7 @@ func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
 // A node with WaitReplicas and no replica still runs its jobs: outcome writes that no replica
 // confirmed are logged and count as written (nothing is lost on the master).
 func TestWaitReplicasNodeWithoutAReplicaStillRunsJobs(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	failing := WorkerFunc(func(ctx context.Context, job *Job) error { return errors.New("boom") })

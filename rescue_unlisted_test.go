@@ -18,6 +18,7 @@ import (
 // run, or filled by a producer that never SADDs the set (a plain LPUSH), is one the rescuer
 // does not know by name.
 func TestFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued(t *testing.T) {
+	// Serial: child processes judged by heartbeat windows; a starved one is taken for dead.
 	v := newEnv(t)
 	ctx := context.Background()
 	const interval = 200 * time.Millisecond
@@ -71,6 +72,7 @@ func TestFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued(t *testing.T)
 // namespace (on a Redis Cluster, on the master that holds the namespace's slot), and a list of
 // another node whose identity merely starts with the dead one's is left alone.
 func TestAnExqNodesBackupListOfAnUnlistedQueueIsFoundAndRescued(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now, err := v.rdb.Time(ctx).Result()
@@ -91,6 +93,7 @@ func TestAnExqNodesBackupListOfAnUnlistedQueueIsFoundAndRescued(t *testing.T) {
 
 // A node that stops cleanly leaves no set of backup queues behind, with heartbeats or without.
 func TestACleanStopRemovesTheSetOfBackupQueues(t *testing.T) {
+	t.Parallel()
 	for _, noHeartbeat := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableHeartbeat=%v", noHeartbeat), func(t *testing.T) {
 			v := newEnv(t)

@@ -53,11 +53,11 @@ func (e *Exq) snooze(r *run, job *Job, d time.Duration) outcome {
 		return outcome{name: "dead", retryCount: job.RetryCount, err: err, errorClass: wire.PoisonErrorClass}
 	}
 	job.writeMeta(obj)
-	markRetried(obj, r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now, e.enq.unit)
+	obj.MarkRetried(r.queue, "Snoozed for "+strconv.FormatFloat(d.Seconds(), 'f', -1, 64)+" seconds", now, e.enq.unit)
 	doc := obj.String()
 	at := now.Add(d)
 	ok := e.persist(r, "snooze", func(ctx context.Context) error {
-		_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at, r.epoch)
+		_, err := e.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 		return err
 	})
 	return outcome{name: "snoozed", retryCount: job.RetryCount, at: at}.storedIf(ok, job.RetryCount)
@@ -83,7 +83,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		ok := e.persist(r, "retry", func(ctx context.Context) error {
-			_, err := e.jq.retry(ctx, r.queue, r.raw, doc, at, r.epoch)
+			_, err := e.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
 			return err
 		})
 		out.name, out.at = "retry", at
@@ -101,7 +101,7 @@ func (e *Exq) deadLetter(r *run, job *Job, doc string, now time.Time) bool {
 		token = job.uniqueToken
 	}
 	return e.persist(r, "dead-letter", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID, r.epoch)
+		_, err := e.jq.Dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, token, job.JID, r.epoch)
 		return err
 	})
 }
@@ -132,64 +132,15 @@ func (e *Exq) bury(r *run, job *Job, message, class string) outcome {
 }
 
 // failedDoc rewrites a job document after a failure (cause, nil for a cancel): only the
-// fields exq owns change.
+// fields exq owns change. Only a panic has a backtrace (a Go error carries no stack).
 func failedDoc(obj *wire.Object, queue string, count int, message, class string, cause error, now time.Time, unit wire.TimeUnit) string {
-	obj.SetInt("retry_count", count)
-	obj.SetString("error_class", class)
-	markRetried(obj, queue, message, now, unit)
-	setBacktrace(obj, cause)
-	return obj.String()
-}
-
-// panicBacktraceLines is how many frames of a panic's stack a job without a "backtrace" field
-// keeps in error_backtrace.
-const panicBacktraceLines = 50
-
-// setBacktrace writes error_backtrace as Sidekiq does for a job with "backtrace": true (every
-// line) or N (the first N): the failure's backtrace, base64 of the zlib-deflated JSON array.
-// Only a panic has one (a Go error carries no stack), so for any other failure of such a job
-// a stale error_backtrace, from an earlier failure, is removed. A panic in a job without the
-// field keeps its first panicBacktraceLines frames too (Sidekiq would store none: exq's
-// choice, docs/jobs.md); "backtrace": false stores none.
-func setBacktrace(obj *wire.Object, cause error) {
 	var pe *PanicError
 	isPanic := errors.As(cause, &pe)
-	raw, present := obj.Get("backtrace")
-	limit, want := wire.BacktraceLimit(raw)
-	if !present && isPanic {
-		limit, want = panicBacktraceLines, true
-	}
-	if !want {
-		return
-	}
 	var lines []string
 	if isPanic {
 		lines = pe.backtrace()
 	}
-	if limit >= 0 && len(lines) > limit {
-		lines = lines[:limit]
-	}
-	if len(lines) == 0 {
-		obj.Delete("error_backtrace")
-		return
-	}
-	obj.SetString("error_backtrace", wire.CompressBacktrace(lines))
-}
-
-// markRetried sets the fields every failure, snooze and death rewrites: error_message,
-// failed_at (the first time only), retried_at, and queue when it is missing. The times are
-// written in the unit of the job's own timestamps (seconds or Sidekiq 8's milliseconds), so
-// that no job mixes units; def, the node's, for a job that has none.
-func markRetried(obj *wire.Object, queue, message string, now time.Time, def wire.TimeUnit) {
-	obj.SetString("error_message", message)
-	unit := obj.StampUnit(def)
-	if !obj.Has("failed_at") {
-		obj.SetStamp("failed_at", now, unit)
-	}
-	obj.SetStamp("retried_at", now, unit)
-	if !obj.Has("queue") {
-		obj.SetString("queue", queue) // the scheduler routes by this field
-	}
+	return obj.Failed(queue, count, message, class, isPanic, lines, now, unit)
 }
 
 // deadLetterPoison moves a document that can never run to the dead set, wrapped so that it
@@ -200,7 +151,7 @@ func (e *Exq) deadLetterPoison(r *run, cause error) {
 	doc := wire.Poison(r.raw, r.queue, "poison-"+uuid.NewString(), cause.Error(), now)
 	e.log.Error("exq: undecodable job moved to the dead set", "queue", r.queue, "error", cause)
 	e.persist(r, "dead-letter poison message", func(ctx context.Context) error {
-		_, err := e.jq.dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "", r.epoch)
+		_, err := e.jq.Dead(ctx, r.queue, r.raw, doc, now, e.opts.DeadTimeout, e.opts.DeadMaxJobs, "", "", r.epoch)
 		return err
 	})
 }
@@ -229,7 +180,7 @@ func (e *Exq) persist(r *run, what string, write func(ctx context.Context) error
 		select {
 		case <-e.graceOver:
 			e.log.Error(fmt.Sprintf("exq: %s failed and the node is stopping; the job stays in the backup list", what),
-				"queue", r.queue, "backup", e.jq.keys.Backup(e.jq.node, r.queue), "error", err)
+				"queue", r.queue, "backup", e.jq.BackupListName(r.queue), "error", err)
 			return false
 		case <-time.After(backoff):
 		}

@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
 
 // scheduler returns a scheduler on the env's Redis whose clock reads now.
-func (v *env) scheduler(now time.Time, page int) *scheduler {
-	return &scheduler{jq: &jobQueue{rdb: v.client, keys: v.keys, node: "n"}, interval: time.Hour, page: page,
-		now: func() time.Time { return now }, log: testLogger(), timeout: 5 * time.Second}
+func (v *env) scheduler(now time.Time, page int) *scheduler.Scheduler {
+	return scheduler.New(testStore(v.client, v.keys, "n"), time.Hour, page, func() time.Time { return now }, testLogger(), 5*time.Second)
 }
 
 func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 667948000)
@@ -34,7 +35,7 @@ func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
 	retryDue := add(v.keys.Retry(), "retry-due", now.Add(-time.Hour))
 	add(v.keys.Retry(), "retry-later", now.Add(time.Second))
 
-	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+	require.NoError(t, v.scheduler(now, 10).Tick(ctx))
 
 	q := v.list(v.keys.Queue("mail"))
 	assert.ElementsMatch(t, []string{early, exact, retryDue}, q, "due jobs moved with their raw strings unchanged")
@@ -45,6 +46,7 @@ func TestSchedulerMovesOnlyDueJobsWithMicrosecondPrecision(t *testing.T) {
 }
 
 func TestSchedulerMovesInPages(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -52,10 +54,9 @@ func TestSchedulerMovesInPages(t *testing.T) {
 		raw := fmt.Sprintf(`{"class":"W","args":[%d],"queue":"q","jid":"s%d"}`, i, i)
 		require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Schedule(), redisZ(now.Add(-time.Duration(10-i)*time.Second), raw)).Err())
 	}
-	s := v.scheduler(now, 3)
 	client, counter := v.countingClient()
-	s.jq.rdb = client
-	require.NoError(t, s.tick(ctx))
+	s := scheduler.New(testStore(client, v.keys, "n"), time.Hour, 3, func() time.Time { return now }, testLogger(), 5*time.Second)
+	require.NoError(t, s.Tick(ctx))
 	assert.Len(t, v.list(v.keys.Queue("q")), 10)
 	assert.Zero(t, v.zcard(v.keys.Schedule()))
 	// schedule: pages of 3, 3, 3, 1, each read and then moved by a script; retry: one empty
@@ -67,6 +68,7 @@ func TestSchedulerMovesInPages(t *testing.T) {
 }
 
 func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -75,7 +77,7 @@ func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
 	}
 	good := `{"class":"W","args":[],"queue":"default","jid":"ok"}`
 	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Retry(), redisZ(now.Add(-time.Second), good)).Err())
-	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+	require.NoError(t, v.scheduler(now, 10).Tick(ctx))
 	assert.Equal(t, []string{good}, v.list(v.keys.Queue("default")))
 	assert.Zero(t, v.zcard(v.keys.Retry()))
 	dead := v.zset(v.keys.Dead())
@@ -92,6 +94,7 @@ func TestSchedulerDeadLettersMembersItCannotRoute(t *testing.T) {
 }
 
 func TestScheduledAndRetriedJobsRunWhenDue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -115,6 +118,7 @@ func TestScheduledAndRetriedJobsRunWhenDue(t *testing.T) {
 }
 
 func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var attempts []int
@@ -146,6 +150,7 @@ func TestFailedJobIsRetriedThroughTheRetrySet(t *testing.T) {
 }
 
 func TestSchedulerMovesMembersWithNegativeScores(t *testing.T) {
+	t.Parallel()
 	// Another runtime (or an older exq) may have written jobs due before 1970: they are due.
 	v := newEnv(t)
 	ctx := context.Background()
@@ -163,13 +168,14 @@ func TestSchedulerMovesMembersWithNegativeScores(t *testing.T) {
 		raw := fmt.Sprintf(`{"class":"W","args":[],"queue":"old","jid":%q}`, tc.name)
 		require.NoError(t, v.rdb.Do(ctx, "ZADD", tc.set, tc.score, raw).Err(), tc.name)
 	}
-	require.NoError(t, v.scheduler(now, 10).tick(ctx))
+	require.NoError(t, v.scheduler(now, 10).Tick(ctx))
 	assert.Len(t, v.list(v.keys.Queue("old")), 4, "every member due before 1970 moved")
 	assert.Zero(t, v.zcard(v.keys.Schedule()))
 	assert.Zero(t, v.zcard(v.keys.Retry()))
 }
 
 func TestJobsDueBefore1970Run(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -218,6 +224,7 @@ func TestJobsDueBefore1970Run(t *testing.T) {
 // The members are read before the script moves them, so schedulers racing over the same pages
 // must move each member once: the script moves only what is still in the set.
 func TestRacingSchedulersMoveEachJobOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -228,7 +235,7 @@ func TestRacingSchedulersMoveEachJobOnce(t *testing.T) {
 	}
 	errs := make(chan error, 4)
 	for range 4 {
-		go func() { errs <- v.scheduler(now, 7).tick(ctx) }()
+		go func() { errs <- v.scheduler(now, 7).Tick(ctx) }()
 	}
 	for range 4 {
 		require.NoError(t, <-errs)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -54,6 +55,7 @@ func TestSnoozeTwiceThenSucceed(t *testing.T) { // Exq 43
 }
 
 func TestSnoozeKeepsASuccessLock(t *testing.T) { // Exq 44
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -90,6 +92,7 @@ func (s slowWorker) Perform(ctx context.Context, _ *Job) error {
 }
 
 func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		jobTimeout time.Duration
@@ -119,6 +122,7 @@ func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
 }
 
 func TestTimeoutForPrefersTheWorkersOwn(t *testing.T) {
+	t.Parallel()
 	e := &Exq{opts: settings{Options: Options{JobTimeout: time.Minute}}}
 	assert.Equal(t, time.Minute, e.timeoutFor(WorkerFunc(nil)))
 	assert.Equal(t, time.Second, e.timeoutFor(slowWorker{timeout: time.Second}))

@@ -9,17 +9,19 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/serverclock"
 )
 
 func TestServerClockReadsTheServersTimeWhateverThisProcesssClockSays(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	for _, skew := range []time.Duration{0, 30 * time.Second, -10 * time.Minute, 365 * 24 * time.Hour} {
-		c := newServerClock(v.rdb, skewedClock(skew), testLogger())
-		assert.InDelta(t, skew.Seconds(), time.Until(c.now()).Seconds(), 1, "before a sample: the local clock, %s off", skew)
-		require.NoError(t, c.sync(context.Background()))
+		c := serverclock.New(timeOf(v.rdb), skewedClock(skew), testLogger())
+		assert.InDelta(t, skew.Seconds(), time.Until(c.Now()).Seconds(), 1, "before a sample: the local clock, %s off", skew)
+		require.NoError(t, c.Sync(context.Background()))
 		for i := 0; i < 3; i++ {
-			got, server := c.now(), v.serverTime()
+			got, server := c.Now(), v.serverTime()
 			assert.InDelta(t, 0, got.Sub(server).Seconds(), 0.1, "clock %s off: read %s, server %s", skew, got, server)
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -30,18 +32,18 @@ func TestServerClockCallsThatMeetAStaleSampleShareOneTIME(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	rdb, counter := v.countingClient()
-	c := newServerClock(rdb, time.Now, testLogger())
+	c := serverclock.New(timeOf(rdb), time.Now, testLogger())
 	var wg sync.WaitGroup
 	for i := 0; i < 50; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			assert.NoError(t, c.freshForClient(context.Background()))
+			assert.NoError(t, c.FreshForClient(context.Background()))
 		}()
 	}
 	wg.Wait()
 	assert.Equal(t, 1, counter.Count("time"), "TIME calls for 50 calls at once")
-	require.NoError(t, c.freshForClient(context.Background()))
+	require.NoError(t, c.FreshForClient(context.Background()))
 	assert.Equal(t, 1, counter.Count("time"), "a sample younger than a minute serves")
 }
 
@@ -53,8 +55,8 @@ func TestServerClockWithoutASampleFailsTheCallThatNeedsIt(t *testing.T) {
 	opts.MaxRetries = -1
 	down := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = down.Close() })
-	c := newServerClock(down, time.Now, testLogger())
-	en := &enqueuer{jq: &jobQueue{rdb: down, keys: v.keys}, now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
+	c := serverclock.New(timeOf(down), time.Now, testLogger())
+	en := &enqueuer{jq: testStore(down, v.keys, ""), now: c.Now, fresh: c.FreshForClient, maxRetries: DefaultMaxRetries}
 	_, err := en.enqueueIn(context.Background(), "q", "W", time.Minute, nil, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exq: enqueue in: read the Redis server's clock (TIME)")
@@ -65,8 +67,8 @@ func TestServerClockWithoutASampleFailsTheCallThatNeedsIt(t *testing.T) {
 func TestAClientOnASkewedMachineSchedulesByTheServersClock(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
-	c := newServerClock(v.rdb, skewedClock(10*time.Minute), testLogger())
-	en := &enqueuer{jq: &jobQueue{rdb: v.rdb, keys: v.keys}, now: c.now, fresh: c.freshForClient, maxRetries: DefaultMaxRetries}
+	c := serverclock.New(timeOf(v.rdb), skewedClock(10*time.Minute), testLogger())
+	en := &enqueuer{jq: testStore(v.rdb, v.keys, ""), now: c.Now, fresh: c.FreshForClient, maxRetries: DefaultMaxRetries}
 	ctx := context.Background()
 	before := v.serverTime()
 	_, err := en.enqueueIn(ctx, "q", "W", 20*time.Second, nil, nil)

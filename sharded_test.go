@@ -43,6 +43,7 @@ func queueLens(t *testing.T, rdb *redis.Client, names []string, q string) []int6
 // a unique job meets its lock whatever its jid; EnqueueAll splits its batch per shard; the
 // API sums and finds across shards.
 func TestShardedClientRoutes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, names := shardedEnv(t)
 	co := ClientOptions{RedisURL: testutil.RedisURL(t), Logger: testLogger()}
@@ -135,6 +136,7 @@ func TestShardedClientRoutes(t *testing.T) {
 }
 
 func TestShardedOptionsAreValidated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -178,6 +180,7 @@ func masterCPU(t *testing.T, addr string) float64 {
 // masters share the work (each master's Redis CPU within 25 % of the others'). About 4 s
 // (7 s with -race), so CI runs it whole.
 func TestShardedSpreadsJobsOverMasters(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.ClusterOptions{})
 	ctx := context.Background()
 	const total = 30000
@@ -268,6 +271,7 @@ func TestShardedSpreadsJobsOverMasters(t *testing.T) {
 // shard as paused, and takes the limits from the shards that publish them (each shard runs
 // the queue with its own limit).
 func TestShardedQueueStatesMergesShards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb, names := shardedEnv(t)
 	url := testutil.RedisURL(t)

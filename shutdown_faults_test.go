@@ -15,6 +15,7 @@ import (
 )
 
 func TestStopDuringAnOutageReturnsWithManyFinishedJobsAwaitingTheirAck(t *testing.T) {
+	t.Parallel()
 	c := newCutter(t)
 	// More finished jobs than any buffer between the workers and the acker holds.
 	const jobs = 2000
@@ -59,6 +60,7 @@ func TestStopDuringAnOutageReturnsWithManyFinishedJobsAwaitingTheirAck(t *testin
 }
 
 func TestRescueOfADeadNodeEndsWhenRedisHangs(t *testing.T) {
+	t.Parallel()
 	c := newCutter(t)
 	// A caller's client that waits for replies as long as its context lets it.
 	opts := *c.rdb.Options()
@@ -68,7 +70,7 @@ func TestRescueOfADeadNodeEndsWhenRedisHangs(t *testing.T) {
 	cl := redis.NewClient(&opts)
 	defer cl.Close()
 	c.staleBackup("dead", "default", 3)
-	h := &heartbeat{jq: &jobQueue{rdb: cl, keys: c.keys, node: "monitor"}, interval: time.Second, missed: 3,
+	h := &heartbeat{jq: testStore(cl, c.keys, "monitor"), interval: time.Second, missed: 3,
 		timeout: 200 * time.Millisecond, queues: func() []Queue { return nil }, log: testLogger()}
 
 	c.proxy.Freeze()
@@ -84,6 +86,7 @@ func TestRescueOfADeadNodeEndsWhenRedisHangs(t *testing.T) {
 }
 
 func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{Queues: []Queue{}, Workers: map[string]Worker{"W": rec}, DisableScheduler: true})

@@ -17,6 +17,7 @@ func (v *env) signal(node, sig string) {
 }
 
 func TestTSTPSignalQuietsTheNode(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"W": rec}}, testHooks{pingInterval: 10 * time.Millisecond})
@@ -43,6 +44,7 @@ func TestTSTPSignalQuietsTheNode(t *testing.T) {
 }
 
 func TestTERMSignalQuietsTheNodeAndClosesDone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{}, testHooks{pingInterval: 10 * time.Millisecond})
 	v.signal(e.NodeID(), "TERM")
@@ -58,6 +60,7 @@ func TestTERMSignalQuietsTheNodeAndClosesDone(t *testing.T) {
 }
 
 func TestCancelSignalSendsTheRunningJobToDead(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	started := make(chan struct{})
 	w := WorkerFunc(func(ctx context.Context, job *Job) error {
@@ -81,6 +84,7 @@ func TestCancelSignalSendsTheRunningJobToDead(t *testing.T) {
 }
 
 func TestUnknownAndMalformedSignalsAreIgnored(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"W": rec}}, testHooks{pingInterval: 10 * time.Millisecond})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -37,17 +38,13 @@ func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
 	busy := []string{"--busy-reply-threshold", "500"}
 	debug := []string{"--enable-debug-command", "yes"}
 	cases := []stallCase{
+		{"calls wait for the script", nil, same, 3 * time.Second, false},
+		{"calls wait for the script, nodes beating at different rates", nil, mixed, 3 * time.Second, false},
 		{"calls get BUSY", busy, same, 3 * time.Second, false},
 		{"calls get BUSY, nodes beating at different rates", busy, mixed, 3 * time.Second, false},
 		{"DEBUG SLEEP", debug, same, 3 * time.Second, true},
 	}
 	if testutil.Long() {
-		// KNOWN BUG (issue 23, item 3, still open): while the calls wait behind another
-		// client's script, jobs in flight still run twice in about one run in three (seen in 2
-		// of 3 consecutive runs of the whole suite, 12 of 24 jobs). Run with -long until fixed,
-		// so that CI stays meaningful for everything else.
-		cases = append(cases, stallCase{"calls wait for the script", nil, same, 3 * time.Second, false},
-			stallCase{"calls wait for the script, nodes beating at different rates", nil, mixed, 3 * time.Second, false})
 		// Longer than the nodes' RedisTimeout (5 s): their calls time out, and are sent again.
 		cases = append(cases, stallCase{"DEBUG SLEEP past the calls' timeout", debug, same, 8 * time.Second, true},
 			stallCase{"calls get BUSY for 8 s", busy, same, 8 * time.Second, false})
@@ -160,3 +157,76 @@ func stallFleet(t *testing.T, tc stallCase) {
 
 // queueKey is the key of queue q in namespace ns.
 func queueKey(ns, q string) string { return keysFor(ns).Queue(q) }
+
+// A node's deadline that passes while another client holds Redis counts for nothing:
+// whatever order the server runs the calls in once it is free, and even if the node's beat
+// was not sent at all (its connections waiting, its call timed out), no check takes it for
+// dead until a whole window of its own has passed since the stall ended. Once that window has
+// passed without a beat, it is dead.
+func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
+	srv := testutil.StartServer(t, testutil.ServerOptions{})
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	opts.ReadTimeout = 10 * time.Second
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	keys := keysFor(testutil.Namespace(t))
+	const window = time.Second
+	victim := testStore(rdb, keys, "victim")
+	checker := testStore(rdb, keys, "checker")
+	joined, err := victim.Join(ctx, window, nil, "e1")
+	require.NoError(t, err)
+	// The checker passes the server's time of its previous call, as its heartbeat does.
+	previous := 0.0
+	check := func() []store.StaleNode {
+		stale, now, err := checker.StaleNodes(ctx, time.Minute, window, previous)
+		require.NoError(t, err)
+		previous = now
+		return stale
+	}
+	check()
+
+	// Another client holds the server for twice the victim's window (CLIENT PAUSE: every call
+	// sent meanwhile waits in the server, as behind a long script, and the pause has begun when
+	// its reply comes back). The checker's next check is sent during it; the victim sends
+	// nothing.
+	pauser := redis.NewClient(opts)
+	defer pauser.Close()
+	require.NoError(t, pauser.Do(ctx, "CLIENT", "PAUSE", (2*window).Milliseconds(), "ALL").Err())
+	stale := check()
+	now := previous
+	deadline := rdb.ZScore(ctx, keys.HeartbeatDeadlines(), "victim").Val()
+	require.Greater(t, now, deadline, "the victim's deadline passed during the stall")
+	assert.Empty(t, stale, "no node is dead at the first check after the stall")
+	ended, err := rdb.Get(ctx, keys.HeartbeatResumed()).Float64()
+	require.NoError(t, err, "the check recorded the stall's end")
+	assert.InDelta(t, now, ended, 1e-6)
+	// A node whose calls the stall did not hold (it had made none) judges by that record too.
+	fresh := testStore(rdb, keys, "fresh")
+	stale, _, err = fresh.StaleNodes(ctx, time.Minute, window, 0)
+	require.NoError(t, err)
+	assert.Empty(t, stale, "a node with no previous call, right after the stall")
+
+	// Checks right after it, with no gap of their own, still find no node dead...
+	for {
+		stale = check()
+		if now = previous; now >= ended+window.Seconds() {
+			break
+		}
+		assert.Empty(t, stale, "a check %.3f s after the stall ended", now-ended)
+		time.Sleep(window / 10)
+	}
+	// ...and a whole window after it, the victim, which never beat again, is.
+	require.Len(t, stale, 1, "a whole window after the stall")
+	assert.Equal(t, "victim", stale[0].Node)
+
+	// A beat that runs more than half a window after its node's previous call records a stall
+	// the same way.
+	alive, at, err := victim.Beat(ctx, window, nil, "e1", joined)
+	require.NoError(t, err)
+	require.True(t, alive)
+	ended, err = rdb.Get(ctx, keys.HeartbeatResumed()).Float64()
+	require.NoError(t, err)
+	assert.InDelta(t, at, ended, 1e-6, "the beat recorded the end of its node's gap")
+}

@@ -38,6 +38,7 @@ func closed(ch <-chan struct{}) bool {
 }
 
 func TestCancellingStartsContextStopsTheNodeAndLetsTheRunningJobFinish(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -79,6 +80,7 @@ func TestCancellingStartsContextStopsTheNodeAndLetsTheRunningJobFinish(t *testin
 }
 
 func TestAStartContextDeadlineHandsBackAJobThatOutlivesTheGracePeriod(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
@@ -101,6 +103,7 @@ func TestAStartContextDeadlineHandsBackAJobThatOutlivesTheGracePeriod(t *testing
 }
 
 func TestStopBeforeTheStartContextEndsLeavesNothingWaitingOnIt(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	e := v.startWith(ctx, Options{})

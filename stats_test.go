@@ -20,6 +20,7 @@ func (v *env) get(key string) string {
 }
 
 func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	clock := &fixedClock{t: time.Date(2026, 11, 30, 23, 59, 58, 0, time.UTC)}
@@ -59,6 +60,7 @@ func TestStatsCountRunsInTotalDayAndSecondKeys(t *testing.T) {
 }
 
 func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	client, counter := v.countingClient()
 	rec := &recorder{}
@@ -76,6 +78,7 @@ func TestStatsAreWrittenInBatchesNotPerJob(t *testing.T) {
 }
 
 func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
 	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 300 * time.Millisecond,
@@ -83,11 +86,11 @@ func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 	proxy.Down()
 	// Counting is in memory only, so a worker finishing now is never held up by Redis.
 	for i := 0; i < 5; i++ {
-		e.stats.record(true, time.Now())
+		e.stats.Record(true, time.Now())
 	}
-	e.stats.record(false, time.Now())
+	e.stats.Record(false, time.Now())
 	// Let at least one flush fail.
-	require.Error(t, e.stats.flush(context.Background()))
+	require.Error(t, e.stats.Flush(context.Background()))
 	proxy.Up()
 	testutil.WaitFor(t, "the counts are written", func() bool {
 		return v.get(v.keys.Stat("processed")) == "5" && v.get(v.keys.Stat("failed")) == "1"
@@ -95,6 +98,7 @@ func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 }
 
 func TestStopWritesTheLastCounts(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e, err := start(context.Background(), Options{Redis: v.rdb, Namespace: v.ns, Logger: testLogger(),
@@ -111,6 +115,7 @@ func TestStopWritesTheLastCounts(t *testing.T) {
 }
 
 func TestDisableStatsWritesNoCounters(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{DisableStats: true, Workers: map[string]Worker{"W": rec}}, testHooks{statsInterval: 10 * time.Millisecond})
@@ -123,28 +128,35 @@ func TestDisableStatsWritesNoCounters(t *testing.T) {
 	assert.Empty(t, keys)
 }
 
-func TestStatsSplitRunsAtSecondAndDayBoundaries(t *testing.T) {
-	st := newStats(nil, 0, nil, nil, false) // record and the fold touch only the in-memory counters
-	last := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC)
-	next := last.Add(200 * time.Millisecond) // 2026-12-01 00:00:00.1
-	st.record(true, last)
-	st.record(false, last)
-	st.record(true, next.In(time.FixedZone("UTC+9", 9*3600))) // the zone of the clock does not matter
-	st.record(true, next)
-	st.mu.Lock()
-	st.foldLocked()
-	got := st.pending
-	st.mu.Unlock()
-	day1 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).Unix()
-	day2 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Unix()
-	assert.Equal(t, map[statKey]int64{
-		{"processed", 't', 0}:           3,
-		{"failed", 't', 0}:              1,
-		{"processed", 'd', day1}:        1,
-		{"failed", 'd', day1}:           1,
-		{"processed", 'd', day2}:        2,
-		{"processed", 's', last.Unix()}: 1,
-		{"failed", 's', last.Unix()}:    1,
-		{"processed", 's', next.Unix()}: 2,
-	}, got)
+// A node's runs reach the metrics by themselves, once a second, per class; DisableMetrics
+// writes none (and no other key changes).
+func TestNodeRunsShowInTheMetrics(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		v := newEnv(t)
+		ctx := context.Background()
+		rec := &recorder{}
+		v.start(Options{DisableMetrics: off, Workers: map[string]Worker{"HardJob": rec, "Other": rec}}, testHooks{statsInterval: 20 * time.Millisecond})
+		now := time.Now().UTC()
+		v.push("default", `{"class":"HardJob","args":[],"queue":"default","jid":"m1"}`)
+		v.push("default", `{"class":"Other","args":[],"queue":"default","jid":"m2"}`)
+		testutil.WaitFor(t, "both ran and were counted", func() bool {
+			n, _ := v.rdb.Get(ctx, v.keys.Stat("processed")).Int()
+			return n == 2
+		})
+		keys, err := v.rdb.Keys(ctx, v.ns+":j|*").Result()
+		require.NoError(t, err)
+		if off {
+			assert.Empty(t, keys)
+			continue
+		}
+		// Sidekiq 7's minute, 8's minute and 8's ten minutes (twice that if a minute turned)
+		assert.True(t, len(keys) >= 3 && len(keys) <= 6, "%v", keys)
+		h := v.hash(v.keys.Metrics7(now))
+		if len(h) == 0 { // the minute turned between the runs and now
+			h = v.hash(v.keys.Metrics7(now.Add(-time.Minute)))
+		}
+		assert.Equal(t, "1", h["HardJob|p"])
+		assert.Equal(t, "1", h["Other|p"])
+	}
 }

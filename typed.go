@@ -1,10 +1,11 @@
 package exq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/exqgo/exq/internal/bind"
 )
 
 // Typed adapts a function of one typed argument to a Worker. The rule: the job has exactly
@@ -39,18 +40,8 @@ func (t typedWorker[A]) Perform(ctx context.Context, job *Job) error {
 	if len(args) != 1 {
 		return fmt.Errorf("exq: %s: a Typed worker takes exactly one arg (the JSON of a %T), the job has %d", job.Class, a, len(args))
 	}
-	if err := decodeArg(args[0], &a); err != nil {
+	if err := bind.Decode(args[0], &a); err != nil {
 		return fmt.Errorf("exq: %s: arg %s is not a %T: %w", job.Class, args[0], a, err)
 	}
 	return t.f(ctx, job, a)
-}
-
-// decodeArg decodes one JSON arg into dst. Numbers that land in an interface{} become
-// json.Number, not float64: an integer beyond 2^53 (a Ruby or Elixir bignum id such as
-// 12345678901234567890) stays exact instead of being silently rounded. Typed destinations
-// (int64, float64, a struct field) are decoded as encoding/json always does.
-func decodeArg(raw json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(dst)
 }

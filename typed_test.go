@@ -36,6 +36,7 @@ type ptrArgs struct{ N int }
 func (p *ptrArgs) Class() string { return "Ptr" + strings.Repeat("!", p.N) }
 
 func TestEnqueueArgsWritesOneArgUnderTheArgsClassAndAddWorkerRunsIt(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	got := make(chan signupArgs, 2)
@@ -77,6 +78,7 @@ func TestEnqueueArgsWritesOneArgUnderTheArgsClassAndAddWorkerRunsIt(t *testing.T
 }
 
 func TestEnqueueArgsQueueComesFromOnQueueThenTheArgsQueueMethodThenDefault(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	_, c := v.api()
@@ -94,6 +96,7 @@ func TestEnqueueArgsQueueComesFromOnQueueThenTheArgsQueueMethodThenDefault(t *te
 }
 
 func TestEnqueueArgsInAndAtScheduleTheJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	_, c := v.api()
@@ -112,6 +115,7 @@ func TestEnqueueArgsInAndAtScheduleTheJob(t *testing.T) {
 }
 
 func TestOnQueueIsRefusedByTheCallsThatTakeAQueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	_, c := v.api()
 	_, err := c.Enqueue(context.Background(), "default", "W", nil, OnQueue("mail"))
@@ -120,6 +124,7 @@ func TestOnQueueIsRefusedByTheCallsThatTakeAQueue(t *testing.T) {
 }
 
 func TestAddWorkerRefusesAClassItCannotReadFromTheZeroValue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{})
 	err := AddWorker(e, func(context.Context, *Job, *ptrArgs) error { return nil })
@@ -133,6 +138,7 @@ func TestAddWorkerRefusesAClassItCannotReadFromTheZeroValue(t *testing.T) {
 }
 
 func TestTypedRegistersAFuncForAClassStringOfAnotherRuntime(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	got := make(chan int, 1)
 	type invoice struct {
@@ -154,6 +160,7 @@ func TestTypedRegistersAFuncForAClassStringOfAnotherRuntime(t *testing.T) {
 }
 
 func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args string
 		want string
@@ -182,6 +189,7 @@ func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
 // Elixir stays exact (a float64 would make 12345678901234567890 into 12345678901234567168).
 // Typed destinations decode as encoding/json always does.
 func TestBindAndTypedDecodeNumbersInAnInterfaceAsExactJSONNumbers(t *testing.T) {
+	t.Parallel()
 	job := &Job{Class: "W", Args: json.RawMessage(`[12345678901234567890, 1.5, {"id": 12345678901234567890}, 7, 2.5]`)}
 	var big, frac any
 	var obj map[string]any

@@ -78,6 +78,7 @@ func (v *env) lockGone(token string) func() bool {
 }
 
 func TestUniqueJobConflictsUntilItSucceeds(t *testing.T) { // Exq 33
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	now := time.Unix(1796010415, 0)
@@ -110,6 +111,7 @@ func TestUniqueJobConflictsUntilItSucceeds(t *testing.T) { // Exq 33
 }
 
 func TestUniqueTokenConflictsAcrossQueues(t *testing.T) { // Exq 34
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	g := newGate()
@@ -125,6 +127,7 @@ func TestUniqueTokenConflictsAcrossQueues(t *testing.T) { // Exq 34
 }
 
 func TestUniqueUntilStartLetsADuplicateInWhileTheFirstRuns(t *testing.T) { // Exq 35
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	g := newGate()
@@ -147,6 +150,7 @@ func TestUniqueUntilStartLetsADuplicateInWhileTheFirstRuns(t *testing.T) { // Ex
 }
 
 func TestAnExpiredLockIsNeverDeletedByItsOldHolder(t *testing.T) { // Exq 36
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	g := newGate()
@@ -164,6 +168,7 @@ func TestAnExpiredLockIsNeverDeletedByItsOldHolder(t *testing.T) { // Exq 36
 }
 
 func TestRetriesOfAStartJobNeverReleaseAnotherJobsLock(t *testing.T) { // Exq 37
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	g := newGate()
@@ -184,6 +189,7 @@ func TestRetriesOfAStartJobNeverReleaseAnotherJobsLock(t *testing.T) { // Exq 37
 }
 
 func TestUniqueUntilExpiryOnlyExpires(t *testing.T) { // Exq 38
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -204,6 +210,7 @@ func TestUniqueUntilExpiryOnlyExpires(t *testing.T) { // Exq 38
 }
 
 func TestSuccessLockIsKeptWhileTheJobWaitsInRetry(t *testing.T) { // Exq 39
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	fail := WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })
@@ -216,6 +223,7 @@ func TestSuccessLockIsKeptWhileTheJobWaitsInRetry(t *testing.T) { // Exq 39
 }
 
 func TestSuccessLockIsReleasedWhenTheJobDies(t *testing.T) { // Exq 40
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	fail := WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })
@@ -229,6 +237,7 @@ func TestSuccessLockIsReleasedWhenTheJobDies(t *testing.T) { // Exq 40
 }
 
 func TestScheduledUniqueJobsHoldTheirLockUntilTheyRun(t *testing.T) { // Exq 41
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -246,6 +255,7 @@ func TestScheduledUniqueJobsHoldTheirLockUntilTheyRun(t *testing.T) { // Exq 41
 }
 
 func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	rec := &recorder{}
@@ -271,6 +281,7 @@ func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
 }
 
 func TestUniqueOptionsAreValidated(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	en := v.enqueuer(time.Now)
 	for _, tc := range []struct {
@@ -288,6 +299,7 @@ func TestUniqueOptionsAreValidated(t *testing.T) {
 }
 
 func TestDefaultUniqueTokenIsStableAndDistinguishesJobs(t *testing.T) {
+	t.Parallel()
 	tok := func(q, c, args string) string {
 		s, err := DefaultUniqueToken(q, c, json.RawMessage(args))
 		require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 // window they publish, never by its own.
 
 func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
+	// Serial: nodes judged by heartbeat windows.
 	v := newEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -60,6 +61,7 @@ func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
 }
 
 func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
+	// Serial: asserts a rescue within a heartbeat window; child process.
 	v := newEnv(t)
 	const fast = 200 * time.Millisecond
 	const jobs = 5
@@ -94,9 +96,10 @@ func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
 }
 
 func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
-	jq := &jobQueue{rdb: v.rdb, keys: v.keys, node: "monitor"}
+	jq := testStore(v.rdb, v.keys, "monitor")
 	now, err := v.rdb.Time(ctx).Result()
 	require.NoError(t, err)
 	at := func(ago time.Duration) float64 { return float64(now.Add(-ago).UnixMicro()) / 1e6 }
@@ -111,11 +114,11 @@ func TestExqNodesThatPublishNoWindowAreJudgedByExqsDefault(t *testing.T) {
 		redis.Z{Score: at(-time.Minute), Member: "go-slow-live"}, // deadline a minute from now
 		redis.Z{Score: at(time.Second), Member: "go-stopped"},    // deadline passed, heartbeat gone
 	).Err())
-	stale, _, err := jq.staleNodes(ctx, ForeignHeartbeatWindow)
+	stale, _, err := jq.StaleNodes(ctx, ForeignHeartbeatWindow, time.Minute, 0)
 	require.NoError(t, err)
 	var names []string
 	for _, s := range stale {
-		names = append(names, s.node)
+		names = append(names, s.Node)
 	}
 	assert.Equal(t, []string{"exq-elixir-dead"}, names)
 	assert.Equal(t, redis.Nil, v.rdb.ZScore(ctx, v.keys.HeartbeatDeadlines(), "go-stopped").Err(),

@@ -31,7 +31,7 @@ func (e *Exq) process(r *run) {
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {
 		if r.claim() {
-			e.stats.record(false, e.opts.now())
+			e.stats.Record(false, e.opts.now())
 			e.deadLetterPoison(r, err)
 			if e.events.has() {
 				e.events.emit(Event{Kind: JobDied, Queue: r.queue, Err: err})
@@ -58,7 +58,7 @@ func (e *Exq) process(r *run) {
 	began := time.Now() // for the run metrics and the events
 	if e.events.has() {
 		// A write of this node that made the job runnable reports its event first.
-		e.events.order.wait(job.JID, e.opts.RedisTimeout)
+		e.events.order.Wait(job.JID, e.opts.RedisTimeout)
 		began = time.Now()
 		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
@@ -66,7 +66,7 @@ func (e *Exq) process(r *run) {
 	if e.events.has() {
 		// The outcome's write may make the job runnable again (a retry, a snooze): its next
 		// run on this node reports JobStarted after this run's outcome.
-		defer e.events.order.hold(job.JID)()
+		defer e.events.order.Hold(job.JID)()
 	}
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.
@@ -87,32 +87,32 @@ func (e *Exq) process(r *run) {
 	switch {
 	case errors.Is(context.Cause(r.ctx), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
-		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken
 		}
 		if token == "" {
-			e.acker.submit(r.queue, r.raw, r.epoch)
+			e.acker.Submit(r.queue, r.raw, r.epoch)
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
+			return e.jq.Ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
-		e.stats.recordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
+		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
 		out = e.snooze(r, job, snoozeOf(err).Delay)
 	default:
-		e.stats.recordRun(false, e.opts.now(), job.Class, time.Since(began))
+		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.fail(r, job, err)
 	}
 	e.reportOutcome(job, out)
@@ -179,7 +179,7 @@ func (e *Exq) unlock(job *Job) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
-		err = e.jq.unlock(ctx, job.uniqueToken, job.JID)
+		err = e.jq.Unlock(ctx, job.uniqueToken, job.JID)
 		cancel()
 		if err == nil {
 			return

@@ -20,6 +20,7 @@ import (
 )
 
 func TestHandPushedExqOrSidekiqJobRuns(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"X": rec}})
@@ -40,6 +41,7 @@ func TestHandPushedExqOrSidekiqJobRuns(t *testing.T) {
 }
 
 func TestClassLookupIgnoresTextAfterSlash(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	v.start(Options{Workers: map[string]Worker{"MyApp.Worker": rec}})
@@ -49,6 +51,7 @@ func TestClassLookupIgnoresTextAfterSlash(t *testing.T) {
 }
 
 func TestRegisterAddsWorkersAtRunTime(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{})
 	rec := &recorder{}
@@ -69,6 +72,7 @@ func failingNode(t *testing.T, v *env, o Options, w Worker) (*Exq, *fixedClock) 
 }
 
 func TestFailedJobMovesToRetryWithBackoffKeepingUnknownFields(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var runs atomic.Int32
@@ -114,6 +118,7 @@ func TestFailedJobMovesToRetryWithBackoffKeepingUnknownFields(t *testing.T) {
 }
 
 func TestExqBackoffMatchesExqFormula(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 2, 5, 25} {
 		lo := time.Duration(n*n*n*n+15) * time.Second
 		hi := lo + time.Duration(30*(n+1))*time.Second
@@ -129,6 +134,7 @@ func TestExqBackoffMatchesExqFormula(t *testing.T) {
 }
 
 func TestBackoffOptionIsUsedWithTheNewRetryCount(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var got atomic.Int32
 	backoff := func(n int, job *Job) time.Duration {
@@ -143,6 +149,7 @@ func TestBackoffOptionIsUsedWithTheNewRetryCount(t *testing.T) {
 }
 
 func TestJobsWithoutRetriesOrOutOfRetriesGoToDead(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, retry string
 		count       string
@@ -179,6 +186,7 @@ func TestJobsWithoutRetriesOrOutOfRetriesGoToDead(t *testing.T) {
 }
 
 func TestMaxRetriesZeroEnqueueOptionSendsFirstFailureToDead(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	failingNode(t, v, Options{}, WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") }))
 	en := v.enqueuer(time.Now)
@@ -189,6 +197,7 @@ func TestMaxRetriesZeroEnqueueOptionSendsFirstFailureToDead(t *testing.T) {
 }
 
 func TestDeadSetIsTrimmedByCountAndAge(t *testing.T) {
+	t.Parallel()
 	fail := WorkerFunc(func(context.Context, *Job) error { return errors.New("boom") })
 	pushN := func(v *env, n int) {
 		for i := 0; i < n; i++ {
@@ -241,6 +250,7 @@ func TestDeadSetIsTrimmedByCountAndAge(t *testing.T) {
 }
 
 func TestPoisonMessagesAreDeadLetteredNeverRerun(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		`not json at all`,
 		`{"args":[1],"queue":"default","jid":"noclass"}`,
@@ -276,6 +286,7 @@ func TestPoisonMessagesAreDeadLetteredNeverRerun(t *testing.T) {
 }
 
 func TestPanickingWorkerFailsAndTheNodeGoesOn(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	w := WorkerFunc(func(ctx context.Context, job *Job) error {
 		if job.JID == "p1" {
@@ -299,6 +310,7 @@ func TestPanickingWorkerFailsAndTheNodeGoesOn(t *testing.T) {
 }
 
 func TestUnknownClassIsAFailureNamingTheClass(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e, _ := failingNode(t, v, Options{RegisterGrace: NoRegisterGrace}, &recorder{})
 	v.push("default", `{"class":"Missing.Worker","args":[],"queue":"default","jid":"u1","retry":2}`)
@@ -310,6 +322,7 @@ func TestUnknownClassIsAFailureNamingTheClass(t *testing.T) {
 }
 
 func TestLongErrorMessagesAreCutToTheWireLimit(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	failingNode(t, v, Options{}, WorkerFunc(func(context.Context, *Job) error {
 		return errors.New(strings.Repeat("é", 6000))
@@ -322,6 +335,7 @@ func TestLongErrorMessagesAreCutToTheWireLimit(t *testing.T) {
 }
 
 func TestMiddlewareWrapsEveryJobOutermostFirst(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var trace []string
 	var mu = make(chan struct{}, 1)
@@ -357,6 +371,7 @@ func TestMiddlewareWrapsEveryJobOutermostFirst(t *testing.T) {
 }
 
 func TestMiddlewareCanTurnSuccessIntoFailure(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	veto := func(next Handler) Handler {
 		return func(ctx context.Context, job *Job) error {
@@ -378,6 +393,7 @@ func TestMiddlewareCanTurnSuccessIntoFailure(t *testing.T) {
 }
 
 func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		outcome error
@@ -407,7 +423,7 @@ func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
 			if tc.outcome == nil {
 				// A success frees its slot at once; the acker holds the acknowledgement.
 				testutil.WaitFor(t, "the slot is free", func() bool { return e.mgr.inFlight() == 0 })
-				assert.EqualValues(t, 1, e.acker.count(), "the acknowledgement waits for Redis")
+				assert.EqualValues(t, 1, e.acker.Count(), "the acknowledgement waits for Redis")
 			} else {
 				assert.Equal(t, 1, e.mgr.inFlight(), "a failure holds its slot until its retry is written")
 			}
@@ -428,6 +444,7 @@ func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
 }
 
 func TestJobBindDecodesPositionalArgs(t *testing.T) {
+	t.Parallel()
 	type payload struct {
 		Name string `json:"name"`
 	}
@@ -461,6 +478,7 @@ func TestJobBindDecodesPositionalArgs(t *testing.T) {
 }
 
 func TestErrorClassNamesTheFailure(t *testing.T) {
+	t.Parallel()
 	opErr := &net.OpError{Op: "dial", Err: errors.New("x")}
 	for _, tc := range []struct {
 		err  error
@@ -479,6 +497,7 @@ func TestErrorClassNamesTheFailure(t *testing.T) {
 }
 
 func TestAPanickingBackoffFallsBackToExqBackoff(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	_, clock := failingNode(t, v, Options{Backoff: func(int, *Job) time.Duration { panic("bad backoff") }},
 		WorkerFunc(func(context.Context, *Job) error { return errors.New("x") }))

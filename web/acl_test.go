@@ -33,6 +33,7 @@ func aclDashboard(t *testing.T, srv *testutil.ACLServer, ns, user string, o Opti
 // else may: a periodic job enqueued now is pushed once and reported done, a queue resumed is
 // resumed and reported done, by the API and by the dashboard.
 func TestWakeUpsWithoutChannelPermissionNeverTurnADoneWriteIntoAnError(t *testing.T) {
+	t.Parallel()
 	ns := testutil.Namespace(t)
 	srv := testutil.StartACLServer(t, ns)
 	api, f := aclDashboard(t, srv, ns, "nochannels", Options{})
@@ -79,6 +80,7 @@ func TestWakeUpsWithoutChannelPermissionNeverTurnADoneWriteIntoAnError(t *testin
 // page, and a stale process (one that died without signing off) stays listed in Redis for the
 // nodes to prune; it is not shown.
 func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
+	t.Parallel()
 	ns := testutil.Namespace(t)
 	srv := testutil.StartACLServer(t, ns)
 	ctx := context.Background()

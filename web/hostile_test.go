@@ -59,6 +59,7 @@ func refs(body string) []string {
 // NUL, raw line breaks, no jid, 8 MB): forms carry Refs, never the document. Before, Delete of
 // such members answered "deleted 0" and an 8 MB job was embedded in the page three times.
 func TestEveryListedMemberCanBeActedOnOneByOne(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{PageSize: 100})
 	n := f.seedHostile()
 	ctx := context.Background()
@@ -93,6 +94,7 @@ func TestEveryListedMemberCanBeActedOnOneByOne(t *testing.T) {
 
 // Retry Now moves every hostile member that names a queue, by its Ref.
 func TestRetryByRefMovesHostileMembersToTheirQueue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{PageSize: 100})
 	ctx := context.Background()
 	for _, name := range []string{"invalid-utf8.json", "newline.json", "deep.json", "escapes.json"} {
@@ -109,6 +111,7 @@ func TestRetryByRefMovesHostileMembersToTheirQueue(t *testing.T) {
 // A job's page is bounded whatever the document: a 20 KB job nested 9 998 deep made a 200 MB
 // page; an 8 MB job is shown cut, with its exact bytes a download.
 func TestJobPagesAreBoundedAndTheRawDocumentIsADownload(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seedHostile()
 	for _, path := range []string{"/retries/deep-1", "/queues/default/jobs/deep-1", "/retries/big-1", "/dead/big-1", "/queues/default/jobs/big-1"} {
@@ -135,6 +138,7 @@ func TestJobPagesAreBoundedAndTheRawDocumentIsADownload(t *testing.T) {
 // Quiet and Stop reach a node whose identity is not valid UTF-8 (the form carries its bytes
 // in base64): before, the signal went to a key no node reads.
 func TestQuietReachesANodeWhoseNameIsNotUTF8(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	id := hostile.NodeIdentity
@@ -153,6 +157,7 @@ func TestQuietReachesANodeWhoseNameIsNotUTF8(t *testing.T) {
 // Names "." and ".." (and names starting with "~") are written so that no browser resolves
 // them: /queues/../delete would have been /delete.
 func TestDotNamesStayInTheirPathSegment(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.push("..", hostile.Member("dots.json"))

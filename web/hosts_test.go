@@ -16,6 +16,7 @@ import (
 // (421) before anything is read or written, even with a valid token and a matching Origin;
 // addresses, localhost and the AllowedHosts names are served.
 func TestRequestsForAnUnlistedHostNameAreRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{AllowedHosts: []string{"dash.internal:8443"}})
 	f.seed()
 	ctx := context.Background()

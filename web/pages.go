@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/exqgo/exq"
-	"github.com/exqgo/exq/internal/wire"
 )
 
 func (h *handler) routes() {
@@ -456,12 +455,12 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 			case "args":
 				continue // shown above
 			case "error_backtrace":
-				if lines, err := wire.DecompressBacktrace(v); err == nil {
+				if lines, err := exq.DecodeBacktrace(v); err == nil {
 					d.Trace = lines
 					f.Value = strconv.Itoa(len(lines)) + " line(s), below"
 				}
 			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
-				if at, _, ok := wire.ParseStamp(string(v)); ok { // seconds, or Sidekiq 8's ms
+				if at, ok := exq.ParseJobTime(string(v)); ok { // seconds, or Sidekiq 8's ms
 					f.Time = at
 				}
 			}

@@ -40,6 +40,7 @@ var nextLink = regexp.MustCompile(`<a href="(\?[^"]*)" rel="next">`)
 // A filter and a search read at most scanLimit / searchLimit members per request and offer to
 // go on: with 25 000 retries, ?q=nomatch read all 25 000 in one request.
 func TestFiltersAndSearchesReadABoundedNumberOfJobsPerRequest(t *testing.T) {
+	t.Parallel()
 	if testutil.OnCluster() {
 		t.Skip("counts one client's commands")
 	}
@@ -82,6 +83,7 @@ func TestFiltersAndSearchesReadABoundedNumberOfJobsPerRequest(t *testing.T) {
 // A cross-site GET of a page that scans is refused before it reads anything; plain listings
 // may still be linked to from elsewhere.
 func TestCrossSiteGetsOfExpensivePagesAreRefused(t *testing.T) {
+	t.Parallel()
 	if testutil.OnCluster() {
 		t.Skip("counts one client's commands")
 	}
@@ -114,6 +116,7 @@ func TestCrossSiteGetsOfExpensivePagesAreRefused(t *testing.T) {
 
 // The queues page lists 100 queues at a time: 200 000 queue names made a 104 MB page.
 func TestTheQueuesPageIsPaged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	names := make([]any, 250)

@@ -28,6 +28,7 @@ func shardedFixture(t *testing.T, o Options) (s *fixture, shards [2]*fixture) {
 }
 
 func TestShardedDashboardSumsShardsAndServesEachShardsPages(t *testing.T) {
+	t.Parallel()
 	s, shards := shardedFixture(t, Options{})
 	now := time.Now()
 	shards[0].zadd(shards[0].keys.Retry(), now.Add(time.Minute), job("r-0", "mail", "Mailer", `[1]`))
@@ -72,6 +73,7 @@ func TestShardedDashboardSumsShardsAndServesEachShardsPages(t *testing.T) {
 }
 
 func TestShardedDashboardReadOnlyAppliesToEveryShard(t *testing.T) {
+	t.Parallel()
 	s, _ := shardedFixture(t, Options{ReadOnly: true})
 	assert.NotContains(t, s.page("/shards/1/queues"), `method="post"`)
 	code, _ := s.post("/shards/0/queues/mail/pause", nil)

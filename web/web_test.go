@@ -185,6 +185,7 @@ func (f *fixture) seed() {
 }
 
 func TestEveryPageRenders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	require.NoError(t, f.api.AddPeriodic(context.Background(), exq.PeriodicJob{Name: "nightly", Spec: "0 2 * * *", Class: "Report", Args: []any{"daily"}}))
@@ -238,6 +239,7 @@ func TestEveryPageRenders(t *testing.T) {
 }
 
 func TestStatsJSONHasTheCountersAndTheLiveGraph(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	code, body := f.get("/stats.json")
@@ -248,6 +250,7 @@ func TestStatsJSONHasTheCountersAndTheLiveGraph(t *testing.T) {
 }
 
 func TestListingsArePaged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{PageSize: 2})
 	now := time.Now()
 	for i := range 5 {
@@ -271,6 +274,7 @@ func TestListingsArePaged(t *testing.T) {
 }
 
 func TestSetActionsOnOneAndManyJobs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	r1, r2, r3 := f.members(f.keys.Retry())[0], f.members(f.keys.Retry())[1], f.members(f.keys.Retry())[2]
@@ -311,6 +315,7 @@ func TestSetActionsOnOneAndManyJobs(t *testing.T) {
 }
 
 func TestSetAllActions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	code, loc := f.post("/retries/all/kill", nil)
@@ -333,6 +338,7 @@ func TestSetAllActions(t *testing.T) {
 }
 
 func TestQueueActions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	ctx := context.Background()
@@ -368,6 +374,7 @@ func TestQueueActions(t *testing.T) {
 }
 
 func TestPeriodicActions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	require.NoError(t, f.api.AddPeriodic(ctx, exq.PeriodicJob{Name: "nightly", Spec: "0 2 * * *", Queue: "reports", Class: "Report"}))
@@ -429,6 +436,7 @@ func (f *fixture) liveNode() (*exq.Exq, chan string) {
 }
 
 func TestBusyPageAndNodeActions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	e, started := f.liveNode()
 	ctx := context.Background()
@@ -475,6 +483,7 @@ func TestBusyPageAndNodeActions(t *testing.T) {
 }
 
 func TestPostsWithoutAValidTokenAreRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.seed()
 	f.get("/")
@@ -501,6 +510,7 @@ func TestPostsWithoutAValidTokenAreRefused(t *testing.T) {
 }
 
 func TestReadOnlyHidesAndRefusesChanges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{ReadOnly: true})
 	f.seed()
 	require.NoError(t, f.api.AddPeriodic(context.Background(), exq.PeriodicJob{Name: "nightly", Spec: "0 2 * * *", Class: "Report"}))
@@ -521,6 +531,7 @@ func TestReadOnlyHidesAndRefusesChanges(t *testing.T) {
 }
 
 func TestJobContentIsEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	payload := `["<script>alert(1)</script>","\"><img src=x onerror=alert(1)>"]`
 	raw := `{"class":"<script>alert(2)</script>","args":` + payload + `,"queue":"x<svg onload=alert(3)>","jid":"j\"><img src=x onerror=alert(4)>","retry":1,"error_message":"<iframe src=javascript:alert(5)>"}`
@@ -554,6 +565,7 @@ func TestJobContentIsEscaped(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	res, _ := f.do(req)
@@ -582,6 +594,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestPrefixWithAndWithoutStripPrefix(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Prefix: "/admin/exq/"})
 	f.seed()
 	mux := http.NewServeMux()
@@ -636,6 +649,7 @@ func TestPrefixWithAndWithoutStripPrefix(t *testing.T) {
 }
 
 func TestPayloadFormatterIsUsedAndEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{PayloadFormatter: func(class string, args json.RawMessage) string {
 		return class + " with <" + fmt.Sprint(len(args)) + " bytes>"
 	}})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/exqgo/exq"
 	"github.com/exqgo/exq/internal/textsafe"
-	"github.com/exqgo/exq/internal/wire"
 )
 
 // The --json schema (docs/operating.md, "JSON output"): snake_case keys, times as RFC 3339 in UTC (absent
@@ -96,7 +95,7 @@ func backtrace(raw string) []string {
 	if json.Unmarshal([]byte(raw), &doc) != nil || len(doc.Backtrace) == 0 || string(doc.Backtrace) == "null" {
 		return nil
 	}
-	lines, err := wire.DecompressBacktrace(doc.Backtrace)
+	lines, err := exq.DecodeBacktrace(doc.Backtrace)
 	if err != nil {
 		return []string{"(unreadable error_backtrace: " + err.Error() + ")"}
 	}

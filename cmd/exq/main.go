@@ -17,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
 	"github.com/exqgo/exq"
@@ -59,14 +58,7 @@ func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
-// quietLogger drops go-redis' own log lines (a refused dial logs several pool lines before the
-// error reaches us); exq reports the error itself, once.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
 func run(ctx context.Context, args []string, e env) int {
-	redis.SetLogger(quietLogger{})
 	a := &app{env: e, rawStdout: e.stdout, rawStderr: e.stderr}
 	// Everything printed may hold strings read from Redis: nothing reaches a terminal
 	// unescaped (textsafe), and --json output is valid JSON whatever the bytes in Redis.

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 //
 //	func TestMain(m *testing.M) { testutil.Main(m) }
 func Main(m *testing.M) {
+	raiseParallel()
 	code := m.Run()
 	os.Exit(finish(code, os.Stderr))
 }
@@ -27,6 +29,7 @@ func Main(m *testing.M) {
 // goleak.VerifyTestMain does (the check runs only after a passing run, and before the private
 // redis-server is stopped, which starts no goroutine of its own).
 func MainLeak(m *testing.M, opts ...goleak.Option) {
+	raiseParallel()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(opts...); err != nil {
@@ -35,6 +38,25 @@ func MainLeak(m *testing.M, opts ...goleak.Option) {
 		}
 	}
 	os.Exit(finish(code, os.Stderr))
+}
+
+// Parallel is how many tests marked with t.Parallel run at once unless -parallel says
+// otherwise. Go's default is GOMAXPROCS (2 on a 2-core machine), but these tests spend most of
+// their time waiting for Redis, timers and child processes, not computing: with 2 at a time the
+// parallel tests would take longer than running them all one after another leaves room for.
+const Parallel = 8
+
+// raiseParallel makes Parallel the default of -test.parallel; a -parallel given on the command
+// line wins.
+func raiseParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", fmt.Sprint(Parallel))
+	}
 }
 
 // afterTests holds what AfterTests registered.

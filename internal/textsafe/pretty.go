@@ -95,22 +95,12 @@ func nextNonSpace(raw []byte, i int) int {
 // Pretty's own walk needs no more than that.
 func deepValid(raw []byte) bool {
 	var stack []byte
-	inString, escaped := false, false
+	var skip stringSkipper
 	for _, c := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if !skip.outside(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			inString = true
 		case '{', '[':
 			stack = append(stack, c)
 		case '}', ']':
@@ -120,7 +110,31 @@ func deepValid(raw []byte) bool {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	return !inString && len(stack) == 0
+	return !skip.inString && len(stack) == 0
+}
+
+// stringSkipper follows JSON strings byte by byte, so that a walk over a document sees only
+// the bytes outside them: the one state machine deepValid and Depth share.
+type stringSkipper struct{ inString, escaped bool }
+
+// outside reports whether c lies outside every string; a string's quotes count as inside.
+func (s *stringSkipper) outside(c byte) bool {
+	if s.inString {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString = false
+		}
+		return false
+	}
+	if c == '"' {
+		s.inString = true
+		return false
+	}
+	return true
 }
 
 // cutUTF8 cuts b to at most n bytes without splitting a UTF-8 sequence.
@@ -147,22 +161,12 @@ func cutUTF8(b []byte, n int) []byte {
 // document is handed to encoding/json, which refuses more than 10 000 levels.
 func Depth(raw []byte) int {
 	depth, deepest := 0, 0
-	inString, escaped := false, false
+	var skip stringSkipper
 	for _, c := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if !skip.outside(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			inString = true
 		case '{', '[':
 			depth++
 			deepest = max(deepest, depth)

@@ -130,6 +130,12 @@ func (k Keys) HeartbeatDeadlines() string { return k.Prefix + "heartbeat_deadlin
 // burial touches a backup list again (another run of the same job may sit there).
 func (k Keys) HeartbeatEpochs() string { return k.Prefix + "heartbeat_epochs" }
 
+// HeartbeatResumed is exq's own string holding the Redis server's time (seconds, six
+// decimals) at which the latest stall seen by a node ended: no node is taken for dead until a
+// whole window of its own has passed since then, so that a stall of the server, during which
+// nobody's beat could run, never counts against a node.
+func (k Keys) HeartbeatResumed() string { return k.Prefix + "heartbeat_resumed" }
+
 // Paused is exq's own set of the names of paused queues: the fetch script of every exq node
 // of the namespace skips them (API.PauseQueue, ResumeQueue). Exq and Sidekiq nodes do not
 // read it.

@@ -1,0 +1,192 @@
+// Package stats counts a node's processed and failed runs and each class's run metrics in
+// memory, and writes them in one script call per flush.
+package stats
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/exqgo/exq/internal/store"
+)
+
+// Stat key lifetimes, as Sidekiq sets them.
+const (
+	DayTTL    = 5 * 365 * 24 * time.Hour
+	SecondTTL = 120 * time.Second
+)
+
+// Stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
+// Metrics tab (metrics.go), in memory and writes them in one script call per flush: never a
+// round trip per job. A Redis outage never blocks a worker; what was counted
+// meanwhile is written once Redis answers. (The busy list is the pinger's: node.go.)
+//
+// A flush whose reply is lost may have been applied, so it is sent again as the same batch,
+// with the same id, before anything counted later: the script applies a batch id once.
+type Stats struct {
+	jq       *store.Store
+	interval time.Duration // between flushes (1 s)
+	now      func() time.Time
+	log      *slog.Logger
+	disabled bool
+
+	noMetrics bool // Options.DisableMetrics
+
+	mu      sync.Mutex
+	pending map[statKey]int64
+	cur     statSecond // the second being counted, folded into pending when it changes
+	runs    map[metricKey]*runMetrics
+
+	flushMu sync.Mutex // one flush at a time: the batch in flight must go before any other
+	sending *statBatch // sent, and not known to be applied; under flushMu
+	batches uint64     // under flushMu
+}
+
+// statBatch is one flush's counters and run metrics, and its id.
+type statBatch struct {
+	id     string
+	counts map[statKey]int64
+	runs   map[metricKey]*runMetrics
+}
+
+// statSecond counts the runs that ended in one second. Nearly every run ends in the same
+// second as the one before it, so record touches these two integers rather than three map
+// entries: the map holds the seconds that are complete.
+type statSecond struct {
+	sec               int64
+	processed, failed int64
+}
+
+// statKey is one counter: kind is "processed" or "failed"; at is the second it counts for
+// (zero for the all-time total, a UTC midnight for a day, a second for the realtime key).
+type statKey struct {
+	kind string
+	span byte // 't' total, 'd' day, 's' second
+	at   int64
+}
+
+// New returns the stats of the store's node, flushed every interval (by Run) with the times
+// of now; disabled counts nothing, noMetrics counts no run metrics.
+func New(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled, noMetrics bool) *Stats {
+	return &Stats{noMetrics: noMetrics, jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
+}
+
+// Record counts one run that ended at now: ok for processed, else failed.
+func (s *Stats) Record(ok bool, now time.Time) { s.RecordRun(ok, now, "", 0) }
+
+// RecordRun counts one run of class that ended at now after took: in the counters, and in the
+// Run metrics of Sidekiq 7 and 8's Metrics tab (metrics.go) unless class is "".
+func (s *Stats) RecordRun(ok bool, now time.Time, class string, took time.Duration) {
+	if s.disabled {
+		return
+	}
+	sec := now.Unix()
+	s.mu.Lock()
+	if class != "" && !s.noMetrics {
+		s.addRunLocked(ok, sec, class, took)
+	}
+	if sec != s.cur.sec {
+		s.foldLocked()
+		s.cur.sec = sec
+	}
+	if ok {
+		s.cur.processed++
+	} else {
+		s.cur.failed++
+	}
+	s.mu.Unlock()
+}
+
+// foldLocked moves the counts of the current second into pending: its all-time, day and
+// second counters. Call with mu held.
+func (s *Stats) foldLocked() {
+	c := s.cur
+	s.cur = statSecond{sec: c.sec}
+	day := c.sec - ((c.sec%86400)+86400)%86400 // the UTC midnight that began its day
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{{"processed", c.processed}, {"failed", c.failed}} {
+		if k.n == 0 {
+			continue
+		}
+		s.pending[statKey{k.kind, 't', 0}] += k.n
+		s.pending[statKey{k.kind, 'd', day}] += k.n
+		s.pending[statKey{k.kind, 's', c.sec}] += k.n
+	}
+}
+
+// Run flushes every interval until ctx ends.
+func (s *Stats) Run(ctx context.Context) {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.Flush(ctx)
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("exq: stats: writing counters failed; keeping them until Redis answers", "error", err)
+			failing = true
+		case err == nil && failing:
+			s.log.Info("exq: stats: writing counters works again")
+			failing = false
+		}
+	}
+}
+
+// statFlushMarkerTTL is how long Redis remembers the id of the last batch a node applied: a
+// batch is sent again within seconds, or after an outage of at most this long.
+const statFlushMarkerTTL = time.Hour
+
+// Flush writes the batch whose reply was lost, if any, then the pending counters.
+func (s *Stats) Flush(ctx context.Context) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	for {
+		if s.sending == nil {
+			s.mu.Lock()
+			s.foldLocked()
+			counts, runs := s.pending, s.runs
+			s.pending, s.runs = map[statKey]int64{}, nil
+			s.mu.Unlock()
+			if len(counts) == 0 && len(runs) == 0 {
+				return nil
+			}
+			s.batches++
+			s.sending = &statBatch{id: s.jq.Node() + ":" + strconv.FormatUint(s.batches, 36), counts: counts, runs: runs}
+		}
+		if err := s.send(ctx, s.sending); err != nil {
+			return err
+		}
+		s.sending = nil
+	}
+}
+
+// send applies one batch in one script call, once however often it is sent.
+func (s *Stats) send(ctx context.Context, b *statBatch) error {
+	now := s.now()
+	counts := make([]store.StatCount, 0, len(b.counts))
+	for k, n := range b.counts {
+		c := store.StatCount{Name: k.kind, Span: k.span, At: time.Unix(k.at, 0), N: n}
+		switch k.span {
+		case 'd':
+			c.TTL = DayTTL
+		case 's':
+			if now.Unix()-k.at > int64(SecondTTL/time.Second) {
+				// Already expired had it been written in time: writing it late would only
+				// distort the realtime graph.
+				continue
+			}
+			c.TTL = SecondTTL
+		}
+		counts = append(counts, c)
+	}
+	return s.jq.FlushStats(ctx, b.id, statFlushMarkerTTL, counts, b.runs, now)
+}

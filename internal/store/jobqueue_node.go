@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/store/scripts"
+)
+
+// This file is the store's part for nodes: their hash, busy list and signals, as Exq's and
+// Sidekiq's UIs read them.
+
+// NodeWrite is one write of this node's state.
+type NodeWrite struct {
+	Info        string // WIRE §3 JSON
+	Concurrency int    // also a field of its own, where Sidekiq 8.1.2 and later read it
+	Busy        int
+	Beat        string
+	Quiet       bool
+	Rtt         time.Duration
+	RSSKB       int64
+	Handled     []string          // signals handled since the last write, as signals returned them
+	BusyList    map[string]string // run id → WIRE §4 JSON; nil leaves the busy list as it is
+}
+
+// WriteNode writes this node's hash (and busy list) and removes the signals it handled, in one
+// MULTI, so that the UIs' process table and their list of running jobs always agree.
+func (jq *Store) WriteNode(ctx context.Context, w NodeWrite) error {
+	keys, node := jq.keys, jq.node
+	_, err := jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+		pl.SAdd(ctx, keys.Processes(), node)
+		pl.HSet(ctx, keys.Node(node),
+			"info", w.Info,
+			"concurrency", w.Concurrency,
+			"busy", w.Busy,
+			"beat", w.Beat,
+			"quiet", strconv.FormatBool(w.Quiet),
+			"rtt_us", w.Rtt.Microseconds(),
+			"rss", w.RSSKB)
+		pl.Expire(ctx, keys.Node(node), NodeTTL)
+		if w.BusyList != nil {
+			// Under both names: Exq and Sidekiq 6 read <id>:workers, Sidekiq 7 and 8 <id>:work.
+			busyKeys := [...]string{keys.Workers(node), keys.Work(node)}
+			for _, k := range busyKeys {
+				pl.Del(ctx, k)
+			}
+			if len(w.BusyList) > 0 {
+				fields := make([]any, 0, 2*len(w.BusyList))
+				for id, v := range w.BusyList {
+					fields = append(fields, id, v)
+				}
+				for _, k := range busyKeys {
+					pl.HSet(ctx, k, fields...)
+					pl.Expire(ctx, k, NodeTTL)
+				}
+			}
+		}
+		if len(w.Handled) > 0 {
+			// EVAL, not EVALSHA: inside MULTI a NOSCRIPT could not fall back. Signals are rare.
+			args := make([]any, len(w.Handled))
+			for i, s := range w.Handled {
+				args[i] = s
+			}
+			scripts.SignalsDone.Eval(ctx, pl, []string{keys.Signals(node)}, args...)
+		}
+		return nil
+	})
+	return err
+}
+
+// Signals reads up to max of this node's oldest signals without removing them; the oldest is
+// last (senders LPUSH).
+func (jq *Store) Signals(ctx context.Context, max int) ([]string, error) {
+	return jq.rdb.LRange(ctx, jq.keys.Signals(jq.node), int64(-max), -1).Result()
+}
+
+// Unregister removes this node from the processes set and deletes its busy list, under both
+// names (clean stop). The node hash is left to expire, as Sidekiq does.
+func (jq *Store) Unregister(ctx context.Context) error {
+	_, err := jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+		pl.SRem(ctx, jq.keys.Processes(), jq.node)
+		pl.Del(ctx, jq.keys.Workers(jq.node))
+		pl.Del(ctx, jq.keys.Work(jq.node))
+		return nil
+	})
+	return err
+}
+
+// Prune removes from the processes set every node whose hash has expired (it stopped pinging
+// a minute ago), and deletes those nodes' busy lists, and only theirs.
+func (jq *Store) Prune(ctx context.Context, log *slog.Logger) error {
+	keys := jq.keys
+	members, err := jq.rdb.SMembers(ctx, keys.Processes()).Result()
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	exists := make([]*redis.BoolCmd, len(members))
+	if _, err := jq.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for i, m := range members {
+			exists[i] = pl.HExists(ctx, keys.Node(m), "info")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	var gone []string
+	for i, m := range members {
+		if !exists[i].Val() {
+			gone = append(gone, m)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	_, err = jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+		args := make([]any, len(gone))
+		for i, g := range gone {
+			args[i] = g
+			pl.Del(ctx, keys.Workers(g))
+			pl.Del(ctx, keys.Work(g))
+		}
+		pl.SRem(ctx, keys.Processes(), args...)
+		return nil
+	})
+	if err == nil && log != nil {
+		log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
+	}
+	return err
+}
+
+// PublishWake sends an empty wake-up: Start uses it to see whether this Redis user may use
+// the channel.
+func (jq *Store) PublishWake(ctx context.Context) error {
+	return jq.rdb.Publish(ctx, jq.keys.Wake(), "").Err()
+}
+
+// Wakeups is a subscription to the wake-up channel on which enqueues announce new jobs (and
+// the scheduler's due times).
+type Wakeups struct{ ps *redis.PubSub }
+
+// SubscribeWake subscribes to the wake-up channel. The subscription lives until ctx ends or
+// it is closed. go-redis re-subscribes by itself after a reconnect.
+func (jq *Store) SubscribeWake(ctx context.Context) *Wakeups {
+	return &Wakeups{ps: jq.rdb.Subscribe(ctx, jq.keys.Wake())}
+}
+
+// Each calls f with the payload of every wake-up until the subscription is closed.
+func (w *Wakeups) Each(f func(payload string)) {
+	for msg := range w.ps.Channel() {
+		f(msg.Payload)
+	}
+}
+
+// Close ends the subscription.
+func (w *Wakeups) Close() error { return w.ps.Close() }

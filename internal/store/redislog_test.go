@@ -1,0 +1,75 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// go-redis' own lines ("failed to dial") go to Options.Logger, not to stderr or slog.Default:
+// a Logger that discards silences them.
+func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
+	// Serial: sets the process's default slog logger.
+	var def logLines
+	was := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
+	defer slog.SetDefault(was)
+
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)) // nothing listens there
+	url := "redis://" + addr + "/0?dial_timeout=200ms&max_retries=-1"
+	// Another client open meanwhile, with a logger of its own: lines about this test's
+	// clients must not reach it (go-redis dials in the background, and its lines name the
+	// address, not the client).
+	other := &logLines{}
+	otherClient := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))})
+	redisLogs.add(otherClient, slog.New(slog.NewTextHandler(other, nil)))
+	defer func() { redisLogs.drop(otherClient); _ = otherClient.Close() }()
+	for _, tc := range []struct {
+		name string
+		w    io.Writer
+	}{{"a logger of the user's", &logLines{}}, {"a logger that discards", io.Discard}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Open(context.Background(), ConnOptions{URL: url, Timeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
+			require.ErrorIs(t, err, ErrRedisUnavailable)
+			if b, ok := tc.w.(*logLines); ok {
+				assert.Contains(t, b.String(), "exq: go-redis: connection pool: failed to dial")
+			}
+		})
+	}
+	assert.NotContains(t, def.String(), addr, "no line about these clients went to slog.Default")
+	assert.NotContains(t, other.String(), addr, "nor to the logger of another client")
+	redisLogs.mu.Lock()
+	defer redisLogs.mu.Unlock()
+	for rdb := range redisLogs.users {
+		assert.NotContains(t, fmt.Sprint(rdb), addr, "the failed client's use was dropped")
+	}
+}
+
+// logLines is a log destination that tests read while goroutines write to it.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}

@@ -1,0 +1,290 @@
+package scripts
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// oomCase is one script called as exq calls it, with the keys it finds there.
+type oomCase struct {
+	name   string
+	file   string // the script's .lua file
+	script *redis.Script
+	setup  func(ctx context.Context, c *redis.Client, k wire.Keys)
+	keys   func(k wire.Keys) []string
+	args   []any
+	// runs: the script does its work when Redis is out of memory; otherwise Redis refuses it
+	// and it writes nothing.
+	runs bool
+	// refusedIn, for a script that answers a refusal per item instead of failing (the group
+	// enqueue), reports whether its reply says so.
+	refusedIn func(reply any) bool
+}
+
+const (
+	job  = `{"class":"T","args":[],"queue":"q","jid":"j1"}`
+	node = "n1"
+)
+
+func oomCases() []oomCase {
+	push := func(key func(wire.Keys) string, vals ...any) func(context.Context, *redis.Client, wire.Keys) {
+		return func(ctx context.Context, c *redis.Client, k wire.Keys) { c.RPush(ctx, key(k), vals...) }
+	}
+	zadd := func(key func(wire.Keys) string, score float64, member string) func(context.Context, *redis.Client, wire.Keys) {
+		return func(ctx context.Context, c *redis.Client, k wire.Keys) {
+			c.ZAdd(ctx, key(k), redis.Z{Score: score, Member: member})
+		}
+	}
+	backup := func(k wire.Keys) string { return k.Backup(node, "q") }
+	return []oomCase{
+		// Refused: what brings new data into Redis.
+		{name: "enqueue", file: "enqueue.lua", script: Enqueue,
+			keys: func(k wire.Keys) []string { return []string{k.Queues(), k.Queue("q")} }, args: []any{"q", job, "wake"}},
+		{name: "unique enqueue", file: "enqueue.lua", script: Enqueue,
+			keys: func(k wire.Keys) []string { return []string{k.Queues(), k.Queue("q"), k.Unique("tok")} },
+			args: []any{"q", job, "wake", "j1", 60000}},
+		{name: "enqueue at", file: "enqueue_at.lua", script: EnqueueAt,
+			keys: func(k wire.Keys) []string { return []string{k.Schedule()} }, args: []any{"1e9", job, "wake"}},
+		{name: "enqueue all", file: "enqueue_all.lua", script: EnqueueAll,
+			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Queues(), k.Queue("q")} },
+			args: []any{"wake", 1, 2, 0, "q", "1,;0,1e9;", job, job}},
+		{name: "enqueue group", file: "enqueue_group.lua", script: EnqueueGroup,
+			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Queues(), k.Queue("q"), k.Unique("tok")} },
+			args: []any{"wake", 1, 3, "q", 1, "", job, 0, "j1", 0, 0, "1e9", job, 0, "j2", 0, 1, "", job, 1, "j3", 60000},
+			refusedIn: func(reply any) bool {
+				r, _ := reply.([]any)
+				for i := 0; i+1 < len(r); i += 2 {
+					msg, _ := r[i+1].(string)
+					if r[i] != int64(2) || !strings.Contains(msg, "OOM command not allowed") {
+						return false
+					}
+				}
+				return len(r) == 6
+			}},
+		{name: "push relayed", file: "push_relayed.lua", script: PushRelayed,
+			keys: func(k wire.Keys) []string {
+				return []string{k.Schedule(), k.Queues(), k.Queue("q"), k.Relayed("j1"), k.Relayed("j2"), k.Unique("tok")}
+			},
+			args: []any{"wake", 1, 2, 1, 60000, "q", 1, "", job, 0, "1e9", job, 2, "j2", 60000}},
+		{name: "periodic enqueue", file: "cron_enqueue.lua", script: CronEnqueue,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.CronJob("p"), "status", "enabled")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.CronJob("p"), k.CronEnqueued("p"), k.Queue("q"), k.Queues(), k.CronHistory("p"), k.CronClaim("c1")}
+			},
+			args: []any{"tick", 100, job, "q", "100", `{"jid":"j1"}`, 0, "wake", 60000, ""}},
+		{name: "periodic save", file: "cron_save.lua", script: CronSave,
+			keys: func(k wire.Keys) []string { return []string{k.CronJob("p"), k.CronJobs(), k.CronEnqueued("p")} },
+			args: []any{"cron_job:p", "upsert", "enabled", "", 100, "name", "p"}},
+		{name: "periodic status", file: "cron_status.lua", script: CronStatus,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.CronJob("p"), "status", "enabled")
+			},
+			keys: func(k wire.Keys) []string { return []string{k.CronJob("p")} }, args: []any{"disabled"}},
+		{name: "stats", file: "stats_flush.lua", script: StatsFlush,
+			keys: func(k wire.Keys) []string { return []string{k.StatFlush(node), k.Stat("processed")} }, args: []any{"b1", 3600, "c", 0, 5}},
+		{name: "join", file: "beat.lua", script: Beat,
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.HeartbeatResumed()}
+			},
+			args: []any{node, 1, "join", "tok", 0, 0.5}},
+
+		// Runs: what the nodes do with the jobs already in Redis.
+		{name: "beat", file: "beat.lua", script: Beat, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.ZAdd(ctx, k.Leases("q"), redis.Z{Score: 1e12, Member: node + ":1"})
+				c.ZAdd(ctx, k.Heartbeats(), redis.Z{Score: 5, Member: node})
+				c.HSet(ctx, k.HeartbeatEpochs(), node, "tok")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.HeartbeatResumed(), k.Leases("q")}
+			}, args: []any{node, 1, "beat", "tok", 5, 0.5, 1, node + ":1"}}, // its previous call long ago: it records a stall too
+		{name: "fetch", file: "fetch.lua", script: Fetch, runs: true, setup: push(func(k wire.Keys) string { return k.Queue("q") }, job),
+			keys: func(k wire.Keys) []string {
+				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), k.Queue("q"), backup(k)}
+			}, args: []any{node, "", "q", 1}},
+		{name: "limited fetch, unlimited queue first", file: "fetch_limited.lua", script: FetchLimited, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, k.Queue("a"), job)
+				c.RPush(ctx, k.Queue("b"), job)
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+					k.Queue("a"), k.Backup(node, "a"), k.Leases("a"), k.Starts("a"), k.RatePace("a"), k.LeaseWaiters("a"),
+					k.Queue("b"), k.Backup(node, "b"), k.Leases("b"), k.Starts("b"), k.RatePace("b"), k.LeaseWaiters("b")}
+			},
+			args: []any{node, 5, 1, "", "a", 1, 0, 0, 0, 1, 0, "b", 1, 2, 10, 1, 2, 0}},
+		{name: "ack", file: "ack.lua", script: Ack, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), job)
+				c.Set(ctx, k.Unique("tok"), "j1", 0)
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{backup(k), k.Unique("tok"), k.Heartbeats(), k.HeartbeatEpochs()}
+			},
+			args: []any{job, "j1", node, ""}},
+		{name: "ack batch", file: "ack_batch.lua", script: AckBatch, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), job)
+				c.ZAdd(ctx, k.Leases("q"), redis.Z{Score: 1e12, Member: node + ":1"})
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatEpochs(), backup(k), k.Leases("q")}
+			},
+			args: []any{node, "a", 1, "", job, "l", 2, "", node + ":1"}},
+		{name: "retry", file: "retry.lua", script: Retry, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{k.Retry(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
+			args: []any{"1e9", job + " ", job, "wake", node, ""}},
+		{name: "dead", file: "dead.lua", script: Dead, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{k.Dead(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
+			args: []any{"1e9", job + " ", job, 0, 100, node, ""}},
+		{name: "requeue", file: "requeue.lua", script: Requeue, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
+		{name: "put back", file: "put_back.lua", script: PutBack, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
+		{name: "recover", file: "recover.lua", script: Recover, runs: true, setup: push(backup, job),
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{100}},
+		{name: "rescue", file: "rescue.lua", script: Rescue, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), job)
+				c.ZAdd(ctx, k.Heartbeats(), redis.Z{Score: 5, Member: node})
+			},
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q"), k.Heartbeats()} }, args: []any{node, 5, 100, "wake", "q"}},
+		{name: "bury", file: "bury.lua", script: Bury, runs: true, setup: zadd(wire.Keys.Heartbeats, 5, node),
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
+			}, args: []any{node, 5}},
+		// Its previous call long ago: it sees a stall, whose record Redis refuses, and judges by it.
+		{name: "stale", file: "stale.lua", script: Stale, runs: true, setup: zadd(wire.Keys.HeartbeatDeadlines, 5, node),
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatDeadlines(), k.HeartbeatResumed()}
+			},
+			args: []any{60, 5, 0.5}},
+		{name: "schedule", file: "schedule.lua", script: Schedule, runs: true, setup: zadd(wire.Keys.Schedule, 5, job),
+			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Queues(), k.Dead(), k.Queue("q")} },
+			args: []any{"1e9", "wake", "poison-", "Poison", "Err", 1, "q", job}},
+		{name: "requeue from a set", file: "requeue_set.lua", script: RequeueSet, runs: true, setup: zadd(wire.Keys.Dead, 5, job),
+			keys: func(k wire.Keys) []string { return []string{k.Dead(), k.Queues(), k.Queue("q")} }, args: []any{"wake", 1, "q", job}},
+		{name: "kill", file: "kill.lua", script: Kill, runs: true, setup: zadd(wire.Keys.Retry, 5, job),
+			keys: func(k wire.Keys) []string { return []string{k.Retry(), k.Dead()} }, args: []any{"1e9", 0, 100, job}},
+		{name: "remove jobs", file: "remove_jobs.lua", script: RemoveJobs, runs: true, setup: push(func(k wire.Keys) string { return k.Queue("q") }, job),
+			keys: func(k wire.Keys) []string { return []string{k.Queue("q")} }, args: []any{"list", 0, "j1", job}},
+		{name: "unlock", file: "unlock.lua", script: Unlock, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) { c.Set(ctx, k.Unique("tok"), "j1", 0) },
+			keys:  func(k wire.Keys) []string { return []string{k.Unique("tok")} }, args: []any{"j1"}},
+		{name: "signals done", file: "signals_done.lua", script: SignalsDone, runs: true,
+			setup: push(func(k wire.Keys) string { return k.Signals(node) }, "TSTP"),
+			keys:  func(k wire.Keys) []string { return []string{k.Signals(node)} }, args: []any{"TSTP"}},
+	}
+}
+
+// Out of memory, every script either does its work or is refused and writes nothing, on the
+// side scripts.go says: one case per script and way it is called, on a real redis-server
+// filled to its maxmemory.
+func TestOutOfMemoryEveryScriptRunsOrIsRefusedWhole(t *testing.T) {
+	srv := testutil.MemoryLimited(t, 8)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	cases := oomCases()
+	ns := make([]wire.Keys, len(cases))
+	for i, tc := range cases {
+		ns[i] = wire.NewKeys("oom" + strconv.Itoa(i))
+		if tc.setup != nil {
+			tc.setup(ctx, c, ns[i])
+		}
+	}
+	snapshot := func(k wire.Keys) map[string]string {
+		keys, err := c.Keys(ctx, k.Prefix+"*").Result()
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, key := range keys {
+			out[key] = c.Dump(ctx, key).Val()
+		}
+		return out
+	}
+	before := make([]map[string]string, len(cases))
+	for i := range cases {
+		before[i] = snapshot(ns[i])
+	}
+	srv.OutOfMemory(t)
+	covered := map[string]bool{}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			covered[tc.file] = true
+			reply, err := tc.script.Run(ctx, c, tc.keys(ns[i]), tc.args...).Result()
+			after := snapshot(ns[i])
+			switch {
+			case tc.runs:
+				require.NoError(t, err, "runs out of memory")
+				assert.NotEqual(t, before[i], after, "it did its work")
+			case tc.refusedIn != nil:
+				require.NoError(t, err)
+				assert.True(t, tc.refusedIn(reply), "every item refused: %v", reply)
+				assert.Equal(t, before[i], after, "nothing written")
+			default:
+				require.Error(t, err, "refused out of memory")
+				assert.Contains(t, err.Error(), "OOM command not allowed")
+				assert.Equal(t, before[i], after, "nothing written")
+			}
+		})
+	}
+	files, err := filepath.Glob("*.lua")
+	require.NoError(t, err)
+	var missing []string
+	for _, f := range files {
+		if !covered[f] {
+			missing = append(missing, f)
+		}
+	}
+	sort.Strings(missing)
+	assert.Empty(t, missing, "every script has a case")
+	_, err = os.Stat("scripts.go")
+	require.NoError(t, err, "the test runs in the scripts' folder")
+}
+
+// Fetch pops a job and then pushes it onto the backup list (RPOP, LPUSH): when that list is
+// not a list (a key someone else wrote), the fetch fails before it pops anything.
+func TestFetchIntoABackupListThatIsNotAListLeavesTheJobInItsQueue(t *testing.T) {
+	c, ns := testutil.Redis(t)
+	ctx := context.Background()
+	k := wire.NewKeys(ns)
+	for _, tc := range []struct {
+		name   string
+		script *redis.Script
+		keys   []string
+		args   []any
+	}{
+		{"fetch", Fetch, []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), k.Queue("q"), k.Backup(node, "q")},
+			[]any{node, "", "q", 2}},
+		{"limited fetch", FetchLimited, []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+			k.Queue("q"), k.Backup(node, "q"), k.Leases("q"), k.Starts("q"), k.RatePace("q"), k.LeaseWaiters("q")},
+			[]any{node, 5, 1, "", "q", 2, 3, 0, 0, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, c.Del(ctx, k.Queue("q"), k.Leases("q")).Err())
+			require.NoError(t, c.RPush(ctx, k.Queue("q"), "newer", job).Err())
+			require.NoError(t, c.Set(ctx, k.Backup(node, "q"), "not a list", 0).Err())
+			err := tc.script.Run(ctx, c, tc.keys, tc.args...).Err()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "WRONGTYPE")
+			assert.Equal(t, []string{"newer", job}, c.LRange(ctx, k.Queue("q"), 0, -1).Val(), "the job is still in its queue")
+			assert.Equal(t, "not a list", c.Get(ctx, k.Backup(node, "q")).Val())
+		})
+	}
+}
