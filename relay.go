@@ -1,57 +1,45 @@
 package exq
 
 import (
+	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/exqgo/exq/internal/wire"
+	"github.com/exqgo/exq/internal/relay"
 )
 
-// DefaultRelayMarkTTL is how long PushRelayed remembers a jid it pushed when the caller gives
-// no TTL: a repeated push of that jid within it writes nothing. An outbox relay deletes its
-// rows right after the push; a relay that dies in between leaves them locked only until its
-// database session ends (seconds, or the server's TCP keepalive), far below a day.
+// DefaultRelayMarkTTL is how long PushRelayed remembers a pushed jid when markTTL is 0 or less:
+// far above the seconds for which a relay that died holds its rows.
 const DefaultRelayMarkTTL = 24 * time.Hour
 
-// RelayedJob is one job that an outbox relay (module exqpg) read from a database and pushes
-// with PushRelayed.
+// RelayedJob is one job that an outbox relay (module exqpg) read from a database.
 type RelayedJob struct {
-	// Job is the job's JSON document exactly as PrepareJob rendered it (Job.Raw): its jid,
-	// queue, retry and unique fields are read from it and written unchanged.
+	// Job is the document exactly as PrepareJob rendered it (Job.Raw), written unchanged.
 	Job string
-	// At is the job's due time. Zero, or a time not after now on the Redis server's clock,
-	// pushes the job onto its queue now; a later time adds it to the schedule set, as
-	// EnqueueAt does.
+	// At is the due time: zero, or not after now on the Redis server's clock, pushes the job
+	// onto its queue now; a later time adds it to the schedule set, as EnqueueAt does.
 	At time.Time
 }
 
 // RelayResult is the outcome of one job of a PushRelayed batch, in the batch's order.
 type RelayResult struct {
-	// JID is the job's id, read from its document ("" when the document was refused before
-	// its jid could be read).
+	// JID is the job's id ("" when its document was refused before the jid could be read).
 	JID string
-	// Duplicate is true when an earlier PushRelayed call, within its mark TTL, already handled
-	// this jid: nothing was written now.
+	// Duplicate: an earlier push of this jid, within its mark TTL, handled it; nothing written.
 	Duplicate bool
-	// Err is nil when the job was written (or is a duplicate); a *UniqueConflictError when
-	// another job holds its unique lock, so that, as for a direct enqueue, nothing was written;
-	// an error wrapping ErrInvalidJob when its document was refused (nothing written for it).
+	// Err is nil when the job was written or is a Duplicate; a *UniqueConflictError when
+	// another job holds its unique lock (nothing written, as for a direct enqueue); an error
+	// wrapping ErrInvalidJob when its document was refused.
 	Err error
 }
 
-// PushRelayed writes jobs that were prepared earlier (PrepareJob) and kept in a database
-// outbox, in one atomic script call per batch, each jid at most once: the push of a job and a
-// mark for its jid (P relayed:<jid>, kept markTTL; 0 or less means DefaultRelayMarkTTL) are
-// one step, and a jid that has a mark is skipped and reported as a Duplicate. So a relay that
-// pushes rows and dies before it deletes them, and the relay that takes the rows over, never
-// make a second job. Each written job goes where a direct Enqueue or EnqueueAt would put it,
-// unique lock included (its TTL runs to the document's unlocks_at, on the Redis server's
-// clock). Results are in the order of jobs; invalid documents are refused one by one, the
-// others are written. The error is for the call as a whole (Redis unreachable): then either
-// nothing was written, or the whole batch was and a repeat reports every job as a Duplicate.
+// PushRelayed writes jobs prepared earlier (PrepareJob) and kept in a database outbox, in one
+// script call, each jid at most once: the push and a mark for the jid (P relayed:<jid>, kept
+// markTTL) are one step, so a relay that dies between its push and its delete never makes a
+// second job. A job goes where Enqueue or EnqueueAt would put it, unique lock included;
+// invalid documents are refused one by one. The error is for the whole call: nothing was
+// written, or the whole batch was and a repeat reports Duplicates (docs/outbox.md).
 func (c *Client) PushRelayed(ctx context.Context, markTTL time.Duration, jobs []RelayedJob) ([]RelayResult, error) {
 	return c.enq.pushRelayed(ctx, markTTL, jobs)
 }
@@ -65,108 +53,60 @@ func (e *Exq) PushRelayed(ctx context.Context, markTTL time.Duration, jobs []Rel
 }
 
 func (en *enqueuer) pushRelayed(ctx context.Context, markTTL time.Duration, jobs []RelayedJob) ([]RelayResult, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	if markTTL <= 0 {
-		markTTL = DefaultRelayMarkTTL
-	}
 	now, err := en.serverNow(ctx, "push relayed")
-	if err != nil {
+	if len(jobs) == 0 || err != nil {
 		return nil, err
 	}
-	results := make([]RelayResult, len(jobs))
-	items := make([]relayItem, 0, len(jobs))
-	idx := make([]int, 0, len(jobs)) // job number of each item
-	classes := make([]string, 0, len(jobs))
+	in := make([]relay.Job, len(jobs))
 	for i, j := range jobs {
-		it, class, err := relayItemOf(now, j)
-		if err != nil {
-			results[i] = RelayResult{JID: it.jid, Err: &invalidJobError{op: "push relayed: job " + strconv.Itoa(i), msg: err.Error()}}
-			continue
-		}
-		items = append(items, it)
-		idx = append(idx, i)
-		classes = append(classes, class)
-		results[i].JID = it.jid
+		in[i] = relay.Job{Doc: j.Job, At: j.At}
 	}
-	if len(items) == 0 {
-		return results, nil
+	rs, err := relay.Push(ctx, en.jq, in, relay.Options{Now: now, MarkTTL: cmp.Or(max(markTTL, 0), DefaultRelayMarkTTL),
+		MaxBytes: MaxJobBytes, CheckQueue: checkQueueName, Hold: en.hold,
+		Written: func(r relay.Result) { en.enqueued(r.Queue, r.Class, r.JID, r.At) },
+		Invalid: func(i int, err error) error {
+			return &invalidJobError{op: "push relayed: job " + strconv.Itoa(i), msg: err.Error()}
+		},
+		Conflict: func(holder, token string) error { return &UniqueConflictError{JID: holder, Token: token} }})
+	out := make([]RelayResult, len(rs))
+	for i, r := range rs {
+		out[i] = RelayResult{JID: r.JID, Duplicate: r.Duplicate, Err: r.Err}
 	}
-	jids := make([]string, len(items))
-	for k, it := range items {
-		jids[k] = it.jid
-	}
-	release := en.hold(jids...)
-	defer release()
-	statuses, err := en.jq.pushRelayed(ctx, markTTL, items)
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		return nil, fmt.Errorf("exq: push relayed (%d jobs): %w", len(jobs), err)
-	}
-	if err != nil {
-		err = fmt.Errorf("exq: push relayed (%d jobs): written on the master: %w", len(jobs), err)
-	}
-	for k, s := range statuses {
-		r := &results[idx[k]]
-		switch {
-		case s.holder != "":
-			r.Err = &UniqueConflictError{JID: s.holder, Token: items[k].token}
-		case s.duplicate:
-			r.Duplicate = true
-		default:
-			en.enqueued(items[k].queue, classes[k], items[k].jid, items[k].at)
-		}
-	}
-	return results, err
+	return out, err
 }
 
-// relayItemOf checks one relayed document as an enqueue would have built it, and says where it
-// goes at now. The jid is set as soon as it is read, for the error's result.
-func relayItemOf(now time.Time, j RelayedJob) (relayItem, string, error) {
-	if len(j.Job) > MaxJobBytes {
-		return relayItem{}, "", fmt.Errorf("the job takes %d bytes as JSON, more than MaxJobBytes (%d)", len(j.Job), MaxJobBytes)
-	}
-	h, err := wire.DecodeHeader(j.Job)
-	if err != nil {
-		return relayItem{}, "", fmt.Errorf("the document is not a job: %v", err)
-	}
-	it := relayItem{jid: h.JID, queue: h.Queue, job: j.Job}
-	switch {
-	case h.JID == "":
-		return it, "", errors.New("the document has no jid")
-	case h.Class == "":
-		return it, "", errors.New("the document's class is empty")
-	}
-	if err := checkQueueName(h.Queue); err != nil {
-		return it, "", fmt.Errorf("the document's queue: %v", err)
-	}
-	if j.At.After(now) {
-		it.at = j.At
-	}
-	if h.UniqueToken != "" {
-		unlocksAt, err := unlocksAtOf(j.Job)
-		if err != nil {
-			return it, "", err
-		}
-		it.token = h.UniqueToken
-		it.lockTTL = unlocksAt.Sub(now)
-	}
-	return it, h.Class, nil
+// OutboxStatus is what the outbox relays (module exqpg) last reported in Redis about their
+// Postgres table. Reported is false (and the rest zero) when none ever did. Backlog committed
+// jobs wait; Failed rows were refused (they stay with their error until fixed or deleted).
+// OldestAt is when the oldest waiting row was written (zero when none waits), UpdatedAt when a
+// relay last reported (every few seconds: an old one means none runs), on the Redis clock.
+type OutboxStatus struct {
+	Reported            bool
+	Backlog, Failed     int64
+	OldestAt, UpdatedAt time.Time
 }
 
-// unlocksAtOf reads a unique job's unlocks_at (float Unix seconds, as wire.NewJob writes it).
-func unlocksAtOf(doc string) (time.Time, error) {
-	o, err := wire.ParseObject(doc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("the document is not a job: %v", err)
+// Outbox returns what the outbox relays last reported; see OutboxStatus.
+func (a *API) Outbox(ctx context.Context) (OutboxStatus, error) {
+	s, err := a.jq.Outbox(ctx)
+	return OutboxStatus(s), err
+}
+
+// ReportOutbox records an outbox relay's view of its table for API.Outbox: backlog rows
+// waiting, failed rows refused, the age of the oldest waiting row. exqpg's relays call it.
+func (c *Client) ReportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration) error {
+	return c.enq.reportOutbox(ctx, backlog, failed, oldestAge)
+}
+
+// ReportOutbox is Client.ReportOutbox on a node's connection.
+func (e *Exq) ReportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration) error {
+	return e.enq.reportOutbox(ctx, backlog, failed, oldestAge)
+}
+
+func (en *enqueuer) reportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration) error {
+	now, err := en.serverNow(ctx, "report outbox")
+	if err == nil {
+		err = en.jq.ReportOutbox(ctx, backlog, failed, oldestAge, now)
 	}
-	raw, ok := o.Get("unlocks_at")
-	if !ok {
-		return time.Time{}, errors.New("the document has a unique_token but no unlocks_at")
-	}
-	sec, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || sec <= 0 {
-		return time.Time{}, fmt.Errorf("the document's unlocks_at is not a positive number: %.40q", raw)
-	}
-	return wire.ParseTime(sec), nil
+	return err
 }

@@ -1,4 +1,4 @@
-package exq
+package store
 
 import (
 	"context"
@@ -6,39 +6,44 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/exqgo/exq/internal/scripts"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// relayItem is one job of a pushRelayed call: its document, where it goes (queue now, or the
-// schedule set when at is set) and, for a unique job, its lock's token and TTL.
-type relayItem struct {
-	jid, queue, job string
-	at              time.Time
-	token           string
-	lockTTL         time.Duration
+// RelayItem is one job of a PushRelayed call, as an outbox relay read it from a database: its
+// jid and document, where it goes (Queue now, or the schedule set when At is set) and, for a
+// unique job, its lock.
+type RelayItem struct {
+	JID   string
+	Queue string
+	At    time.Time
+	Job   string
+	Lock  *Lock
 }
 
-// relayStatus is what push_relayed.lua did with one job.
-type relayStatus struct {
-	duplicate bool
-	holder    string // the jid holding the job's unique lock; nothing was written
+// RelayStatus is what PushRelayed did with one job: written (the zero value), a Duplicate of
+// an earlier push (nothing written), or refused because Holder holds its unique lock.
+type RelayStatus struct {
+	Duplicate bool
+	Holder    string
 }
 
-// pushRelayed writes items in one script call, each jid at most once within markTTL of its
-// first push (push_relayed.lua). Statuses are in the order of items.
-func (jq *jobQueue) pushRelayed(ctx context.Context, markTTL time.Duration, items []relayItem) ([]relayStatus, error) {
+// PushRelayed writes items in one script call (push_relayed.lua), each jid at most once
+// within markTTL of its first push: the push and a mark for the jid (P relayed:<jid>) are one
+// step. Statuses are in the order of items. With WaitReplicas, an error wrapping
+// ErrNotReplicated comes with the statuses: the batch was written.
+func (jq *Store) PushRelayed(ctx context.Context, markTTL time.Duration, items []RelayItem) ([]RelayStatus, error) {
 	queueNo := map[string]int{}
 	var queues []string
 	var locked []int
 	for i, it := range items {
-		if it.at.IsZero() {
-			if _, ok := queueNo[it.queue]; !ok {
-				queues = append(queues, it.queue)
-				queueNo[it.queue] = len(queues)
+		if it.At.IsZero() {
+			if _, ok := queueNo[it.Queue]; !ok {
+				queues = append(queues, it.Queue)
+				queueNo[it.Queue] = len(queues)
 			}
 		}
-		if it.token != "" {
+		if it.Lock != nil {
 			locked = append(locked, i)
 		}
 	}
@@ -51,18 +56,17 @@ func (jq *jobQueue) pushRelayed(ctx context.Context, markTTL time.Duration, item
 		args = append(args, q)
 	}
 	for _, it := range items {
-		keys = append(keys, jq.keys.Relayed(it.jid))
-		if it.at.IsZero() {
-			args = append(args, queueNo[it.queue], "", it.job)
+		keys = append(keys, jq.keys.Relayed(it.JID))
+		if it.At.IsZero() {
+			args = append(args, queueNo[it.Queue], "", it.Job)
 		} else {
-			args = append(args, 0, wire.FormatTime(it.at), it.job)
+			args = append(args, 0, wire.FormatTime(it.At), it.Job)
 		}
 	}
 	for _, i := range locked {
-		it := items[i]
-		l := lock{key: jq.keys.Unique(it.token), jid: it.jid, ttl: it.lockTTL}
-		keys = append(keys, l.key)
-		args = append(args, i+1, l.jid, l.ttlMillis())
+		l := items[i].Lock
+		keys = append(keys, jq.keys.Unique(l.Token))
+		args = append(args, i+1, l.JID, l.ttlMillis())
 	}
 	cmd, replErr := jq.evalScript(ctx, scripts.PushRelayed, keys, args...)
 	res, err := cmd.Slice()
@@ -72,15 +76,15 @@ func (jq *jobQueue) pushRelayed(ctx context.Context, markTTL time.Duration, item
 	if len(res) != len(items) {
 		return nil, fmt.Errorf("push relayed: %d replies for %d jobs", len(res), len(items))
 	}
-	out := make([]relayStatus, len(items))
+	out := make([]RelayStatus, len(items))
 	for i, r := range res {
 		switch v := r.(type) {
 		case int64:
-			out[i].duplicate = v == 1
+			out[i].Duplicate = v == 1
 		case string:
-			out[i].holder = v
+			out[i].Holder = v
 		default:
-			return nil, fmt.Errorf("push relayed: unexpected reply %v for job %s", r, strconv.Quote(items[i].jid))
+			return nil, fmt.Errorf("push relayed: unexpected reply %v for job %s", r, strconv.Quote(items[i].JID))
 		}
 	}
 	return out, replErr
@@ -94,25 +98,54 @@ const (
 	outboxUpdatedAt = "updated_at"
 )
 
-// reportOutbox writes an outbox relay's status: oldestAt zero when no row waits.
-func (jq *jobQueue) reportOutbox(ctx context.Context, backlog, failed int64, oldestAt, now time.Time) error {
-	oldest := ""
-	if !oldestAt.IsZero() {
-		oldest = wire.FormatTime(oldestAt)
-	}
-	return jq.rdb.HSet(ctx, jq.keys.Outbox(), outboxBacklog, backlog, outboxFailed, failed,
-		outboxOldestAt, oldest, outboxUpdatedAt, wire.FormatTime(now)).Err()
+// OutboxStatus is what the outbox relays last reported in P outbox (the root's OutboxStatus
+// has the same fields): Reported is false, and the rest zero, when none ever did; OldestAt is
+// zero when no row waited.
+type OutboxStatus struct {
+	Reported  bool
+	Backlog   int64
+	Failed    int64
+	OldestAt  time.Time
+	UpdatedAt time.Time
 }
 
-// outbox reads what reportOutbox wrote; ok is false when no relay ever reported.
-func (jq *jobQueue) outbox(ctx context.Context) (backlog, failed int64, oldestAt, updatedAt time.Time, ok bool, err error) {
+// ReportOutbox writes an outbox relay's report made at now (the Redis server's time): backlog
+// rows wait, the oldest for oldestAge (ignored when none waits), failed rows were refused.
+// Negative numbers are refused and write nothing.
+func (jq *Store) ReportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration, now time.Time) error {
+	if backlog < 0 || failed < 0 || oldestAge < 0 {
+		return fmt.Errorf("exq: report outbox: negative backlog (%d), failed (%d) or age (%s)", backlog, failed, oldestAge)
+	}
+	oldest := ""
+	if backlog > 0 {
+		oldest = wire.FormatTime(now.Add(-oldestAge))
+	}
+	err := jq.rdb.HSet(ctx, jq.keys.Outbox(), outboxBacklog, backlog, outboxFailed, failed,
+		outboxOldestAt, oldest, outboxUpdatedAt, wire.FormatTime(now)).Err()
+	if err != nil {
+		return fmt.Errorf("exq: report outbox: %w", err)
+	}
+	return nil
+}
+
+// Outbox reads what ReportOutbox wrote. A field that is not a count or a time is an error
+// naming the key and the field (the hash is untrusted: anything may have written it).
+func (jq *Store) Outbox(ctx context.Context) (OutboxStatus, error) {
+	s, err := jq.outbox(ctx)
+	if err != nil {
+		return OutboxStatus{}, fmt.Errorf("exq: outbox status: %w", err)
+	}
+	return s, nil
+}
+
+func (jq *Store) outbox(ctx context.Context) (OutboxStatus, error) {
 	vals, err := jq.rdb.HMGet(ctx, jq.keys.Outbox(), outboxBacklog, outboxFailed, outboxOldestAt, outboxUpdatedAt).Result()
 	if err != nil {
-		return 0, 0, time.Time{}, time.Time{}, false, err
+		return OutboxStatus{}, err
 	}
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	if str(3) == "" {
-		return 0, 0, time.Time{}, time.Time{}, false, nil
+		return OutboxStatus{}, nil
 	}
 	num := func(i int, name string) (int64, error) {
 		n, err := strconv.ParseInt(str(i), 10, 64)
@@ -131,17 +164,18 @@ func (jq *jobQueue) outbox(ctx context.Context) (backlog, failed int64, oldestAt
 		}
 		return wire.ParseTime(f), nil
 	}
-	if backlog, err = num(0, outboxBacklog); err != nil {
-		return
+	s := OutboxStatus{Reported: true}
+	if s.Backlog, err = num(0, outboxBacklog); err != nil {
+		return OutboxStatus{}, err
 	}
-	if failed, err = num(1, outboxFailed); err != nil {
-		return
+	if s.Failed, err = num(1, outboxFailed); err != nil {
+		return OutboxStatus{}, err
 	}
-	if oldestAt, err = at(2, outboxOldestAt); err != nil {
-		return
+	if s.OldestAt, err = at(2, outboxOldestAt); err != nil {
+		return OutboxStatus{}, err
 	}
-	if updatedAt, err = at(3, outboxUpdatedAt); err != nil {
-		return
+	if s.UpdatedAt, err = at(3, outboxUpdatedAt); err != nil {
+		return OutboxStatus{}, err
 	}
-	return backlog, failed, oldestAt, updatedAt, true, nil
+	return s, nil
 }
