@@ -6,7 +6,7 @@
 //
 // When Redis is out of memory (maxmemory reached under noeviction), what brings new data into
 // Redis is refused and what the running nodes do with the jobs already there goes on: the
-// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue), CronSave,
+// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue, PushRelayed), CronSave,
 // CronStatus, StatsFlush and a node's join (Beat with "join") are refused and write nothing;
 // every other script runs (beats, fetches, acknowledgements, retries, rescues, the scheduler's
 // moves, removals). So a full Redis makes producers fail clearly while the queues drain, which
@@ -81,6 +81,8 @@ var (
 	signalsDoneSrc string
 	//go:embed stats_flush.lua
 	statsFlushSrc string
+	//go:embed push_relayed.lua
+	pushRelayedSrc string
 )
 
 // The scripts, ready to run.
@@ -119,4 +121,6 @@ var (
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.
 	StatsFlush = redis.NewScript(statsFlushSrc)
+	// PushRelayed pushes jobs an outbox relay read from a database, each jid at most once.
+	PushRelayed = redis.NewScript(pushRelayedSrc)
 )
