@@ -55,6 +55,7 @@ import (
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
+	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/scheduler"
@@ -80,7 +81,7 @@ type Exq struct {
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *pinger.Pinger
-	hb       *heartbeat
+	hb       *heartbeat.Heartbeat
 
 	cancelRun  context.CancelFunc
 	jobsCtx    context.Context
@@ -183,10 +184,14 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
-			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, orphan: e.mgr.orphanAll,
-			events: e.events, log: e.log}
-		if err := e.hb.join(ctx); err != nil {
+		var rescued func(queue, from string, n int) // JobsRescued
+		if e.events.has() {
+			rescued = func(q, from string, n int) { e.events.emit(Event{Kind: JobsRescued, Queue: q, Count: n, From: from}) }
+		}
+		e.hb = heartbeat.New(heartbeat.Parts{Store: e.jq, Interval: o.HeartbeatInterval, Missed: o.MissedHeartbeatsAllowed,
+			Foreign: o.ForeignHeartbeatWindow, Timeout: o.RedisTimeout, Queues: pingView{e.mgr}.Subscriptions, Leases: e.mgr.heldLeases,
+			Orphan: e.mgr.orphanAll, Rescued: rescued, Log: e.log})
+		if err := e.hb.Join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
 	}
@@ -200,7 +205,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		e.ops.Go(opsCtx, "server clock", func(ctx context.Context) { e.clock.Run(ctx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
 	if e.hb != nil {
-		e.ops.Go(opsCtx, "heartbeat", e.hb.run)
+		e.ops.Go(opsCtx, "heartbeat", e.hb.Run)
 		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
 		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
