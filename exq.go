@@ -229,9 +229,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.loops.Go(runCtx, "manager", e.mgr.run)
 	if sched != nil {
 		e.loops.Go(runCtx, "scheduler", sched.Run)
-		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
-			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
-		e.loops.Go(runCtx, "periodic runner", p.run)
+		p := newPeriodicRunner(e.enq, o.PeriodicGrace, o.RedisTimeout, o.now, e.log)
+		e.loops.Go(runCtx, "periodic runner", p.Run)
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))
