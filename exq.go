@@ -58,6 +58,7 @@ import (
 	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/pinger"
+	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/stats"
@@ -74,7 +75,7 @@ type Exq struct {
 
 	jq       *store.Store
 	enq      *enqueuer
-	registry *registry
+	registry *registry.Registry[Worker]
 	handler  Handler
 	mgr      *manager
 	stats    *stats.Stats

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
+
+	"github.com/exqgo/exq/internal/registry"
 )
 
 // DefaultRegisterGrace is Options.RegisterGrace's default.
@@ -117,8 +120,8 @@ func (e *Exq) Register(class string, w Worker) error {
 	if w == nil {
 		return fmt.Errorf("exq: register %q: worker is nil", class)
 	}
-	if err := e.registry.add(class, w); err != nil {
-		return fmt.Errorf("exq: register: %w", err)
+	if !e.registry.Add(class, w) {
+		return fmt.Errorf("exq: register: %w: %q", ErrAlreadyRegistered, class)
 	}
 	return nil
 }
@@ -128,7 +131,18 @@ func (e *Exq) Register(class string, w Worker) error {
 // instead of going back to its queue for the rest of Options.RegisterGrace. A program that
 // registers workers after Start calls it when it is done; one that gives them all to Start
 // may call it at once, or set RegisterGrace to NoRegisterGrace.
-func (e *Exq) RegistrationDone() { e.registry.done() }
+func (e *Exq) RegistrationDone() { e.registry.Done() }
+
+// newRegistry builds the registry of a node from its validated Options: Workers, then
+// Register (withDefaults has refused duplicates already).
+func newRegistry(ws map[string]Worker, regs []Registration, grace time.Duration) *registry.Registry[Worker] {
+	workers := make(map[string]Worker, len(ws)+len(regs))
+	maps.Copy(workers, ws)
+	for _, reg := range regs {
+		workers[reg.Class] = reg.Worker
+	}
+	return registry.New(workers, grace)
+}
 
 // awaitWorker is the path of a fetched job whose class has no worker while registration is
 // open (the workers of a deploy are being registered): the job waits a moment, holding its
@@ -138,14 +152,14 @@ func (e *Exq) RegistrationDone() { e.registry.done() }
 // it); false means run it: with the worker found, or as an unknown class once registration
 // is over.
 func (e *Exq) awaitWorker(r *run, job *Job) bool {
-	if w := e.registry.await(job.Class, registerWait, e.done); w != nil {
+	if w := e.registry.Await(job.Class, registerWait, e.done); w != nil {
 		job.worker = w
 		return false
 	}
 	select {
 	case <-e.done: // stopping: back to its queue rather than a failure
 	default:
-		if !e.registry.registering() {
+		if !e.registry.Registering() {
 			return false // registration is over: an ordinary unknown class
 		}
 	}
@@ -160,7 +174,7 @@ func (e *Exq) awaitWorker(r *run, job *Job) bool {
 		e.log.Error("exq: could not put back a job whose class has no worker yet; it stays in this node's backup list until it is recovered",
 			"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
 	case moved:
-		e.registry.putBacks.Add(1)
+		e.registry.PutBacks.Add(1)
 		e.log.Debug("exq: no worker registered yet for this class; the job went back to its queue", "queue", r.queue, "class", job.Class, "jid", job.JID)
 	}
 	return true

@@ -1,18 +1,19 @@
-package exq
+// Package registry maps a node's job classes to their workers, and lets a job whose class has
+// none wait for one while registration is open.
+package registry
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// registry maps classes to workers. A class is registered once: a second registration is
-// ErrAlreadyRegistered, never a silent replacement.
-type registry struct {
+// Registry maps classes to workers. A class is registered once: a second registration is
+// refused, never a silent replacement.
+type Registry[W comparable] struct {
 	mu      sync.RWMutex
-	workers map[string]Worker
+	workers map[string]W
 	changed chan struct{} // closed (and replaced) at every registration
 
 	// open is closed when registration is over: RegisterGrace has passed since Start, or
@@ -22,42 +23,36 @@ type registry struct {
 	closeOnce sync.Once
 	timer     *time.Timer
 
-	putBacks atomic.Int64 // jobs that went back to their queue for want of a worker
+	PutBacks atomic.Int64 // jobs that went back to their queue for want of a worker
 }
 
-// newRegistry builds the registry of a node from its validated Options: Workers, then
-// Register (withDefaults has refused duplicates already).
-func newRegistry(ws map[string]Worker, regs []Registration, grace time.Duration) *registry {
-	r := &registry{workers: make(map[string]Worker, len(ws)+len(regs)), changed: make(chan struct{}), open: make(chan struct{})}
-	for c, w := range ws {
-		r.workers[c] = w
-	}
-	for _, reg := range regs {
-		r.workers[reg.Class] = reg.Worker
-	}
+// New builds the registry of a node with the workers given to Start (it keeps the map):
+// registration stays open for grace, or is over at once when grace is not positive.
+func New[W comparable](workers map[string]W, grace time.Duration) *Registry[W] {
+	r := &Registry[W]{workers: workers, changed: make(chan struct{}), open: make(chan struct{})}
 	if grace <= 0 {
-		r.done()
+		r.Done()
 	} else {
-		r.timer = time.AfterFunc(grace, r.done)
+		r.timer = time.AfterFunc(grace, r.Done)
 	}
 	return r
 }
 
-// add registers w for class; ErrAlreadyRegistered if the class has a worker.
-func (r *registry) add(class string, w Worker) error {
+// Add registers w for class; false if the class has a worker.
+func (r *Registry[W]) Add(class string, w W) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.workers[class]; ok {
-		return fmt.Errorf("%w: %q", ErrAlreadyRegistered, class)
+		return false
 	}
 	r.workers[class] = w
 	close(r.changed)
 	r.changed = make(chan struct{})
-	return nil
+	return true
 }
 
-// done ends registration (idempotent).
-func (r *registry) done() {
+// Done ends registration (idempotent).
+func (r *Registry[W]) Done() {
 	r.closeOnce.Do(func() {
 		if r.timer != nil {
 			r.timer.Stop()
@@ -66,8 +61,8 @@ func (r *registry) done() {
 	})
 }
 
-// registering reports whether registration is still open.
-func (r *registry) registering() bool {
+// Registering reports whether registration is still open.
+func (r *Registry[W]) Registering() bool {
 	select {
 	case <-r.open:
 		return false
@@ -85,17 +80,18 @@ func baseClass(class string) string {
 	return class
 }
 
-// lookup finds the worker of class.
-func (r *registry) lookup(class string) (Worker, bool) {
+// Lookup finds the worker of class.
+func (r *Registry[W]) Lookup(class string) (W, bool) {
 	r.mu.RLock()
 	w, ok := r.workers[baseClass(class)]
 	r.mu.RUnlock()
 	return w, ok
 }
 
-// await waits up to wait for a worker of class to be registered, and returns it, or nil once
-// the wait is over, registration has ended, or stop is closed.
-func (r *registry) await(class string, wait time.Duration, stop <-chan struct{}) Worker {
+// Await waits up to wait for a worker of class to be registered, and returns it, or the zero
+// W (nil) once the wait is over, registration has ended, or stop is closed.
+func (r *Registry[W]) Await(class string, wait time.Duration, stop <-chan struct{}) W {
+	var zero W
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -103,18 +99,18 @@ func (r *registry) await(class string, wait time.Duration, stop <-chan struct{})
 		w := r.workers[baseClass(class)]
 		changed := r.changed
 		r.mu.RUnlock()
-		if w != nil {
+		if w != zero {
 			return w
 		}
 		select {
 		case <-changed:
 		case <-r.open:
-			w, _ := r.lookup(class)
+			w, _ := r.Lookup(class)
 			return w
 		case <-stop:
-			return nil
+			return zero
 		case <-t.C:
-			return nil
+			return zero
 		}
 	}
 }
