@@ -38,6 +38,14 @@ const (
 	DefaultWaitTimeout = time.Second
 )
 
+// ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
+// how often (an Exq node, or an exq node from before v1) may go without a beat before it
+// counts as dead and its backup lists are rescued: Exq's default window, 60 s × (5 + 1). exq
+// nodes publish their own window (HeartbeatInterval × (MissedHeartbeatsAllowed + 1)) and are
+// judged by it, so nodes beating at different rates never take each other for dead. It is the
+// default of Options.ForeignHeartbeatWindow.
+const ForeignHeartbeatWindow = 6 * time.Minute
+
 // NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
 // the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
 // exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).

@@ -55,8 +55,10 @@ import (
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
+	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/pinger"
+	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/stats"
@@ -73,14 +75,14 @@ type Exq struct {
 
 	jq       *store.Store
 	enq      *enqueuer
-	registry *registry
+	registry *registry.Registry[Worker]
 	handler  Handler
 	mgr      *manager
 	stats    *stats.Stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *pinger.Pinger
-	hb       *heartbeat
+	hb       *heartbeat.Heartbeat
 
 	cancelRun  context.CancelFunc
 	jobsCtx    context.Context
@@ -183,10 +185,14 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	if !o.DisableHeartbeat {
 		// Beat before the first fetch: a node that crashed with jobs in its backup list but
 		// never beat would never be rescued.
-		e.hb = &heartbeat{jq: e.jq, interval: o.HeartbeatInterval, missed: o.MissedHeartbeatsAllowed, foreign: o.ForeignHeartbeatWindow,
-			timeout: o.RedisTimeout, queues: e.mgr.subscriptions, leases: e.mgr.heldLeases, orphan: e.mgr.orphanAll,
-			events: e.events, log: e.log}
-		if err := e.hb.join(ctx); err != nil {
+		var rescued func(queue, from string, n int) // JobsRescued
+		if e.events.has() {
+			rescued = func(q, from string, n int) { e.events.emit(Event{Kind: JobsRescued, Queue: q, Count: n, From: from}) }
+		}
+		e.hb = heartbeat.New(heartbeat.Parts{Store: e.jq, Interval: o.HeartbeatInterval, Missed: o.MissedHeartbeatsAllowed,
+			Foreign: o.ForeignHeartbeatWindow, Timeout: o.RedisTimeout, Queues: pingView{e.mgr}.Subscriptions, Leases: e.mgr.heldLeases,
+			Orphan: e.mgr.orphanAll, Rescued: rescued, Log: e.log})
+		if err := e.hb.Join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
 	}
@@ -200,7 +206,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		e.ops.Go(opsCtx, "server clock", func(ctx context.Context) { e.clock.Run(ctx, o.HeartbeatInterval, o.RedisTimeout) })
 	}
 	if e.hb != nil {
-		e.ops.Go(opsCtx, "heartbeat", e.hb.run)
+		e.ops.Go(opsCtx, "heartbeat", e.hb.Run)
 		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
 		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
@@ -224,9 +230,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.loops.Go(runCtx, "manager", e.mgr.run)
 	if sched != nil {
 		e.loops.Go(runCtx, "scheduler", sched.Run)
-		p := &periodicRunner{jq: e.jq, en: e.enq, grace: o.PeriodicGrace, reload: time.Second, timeout: o.RedisTimeout, now: o.now,
-			log: e.log, states: map[string]*tickState{}, warned: map[string]string{}}
-		e.loops.Go(runCtx, "periodic runner", p.run)
+		p := newPeriodicRunner(e.enq, o.PeriodicGrace, o.RedisTimeout, o.now, e.log)
+		e.loops.Go(runCtx, "periodic runner", p.Run)
 	}
 	e.stopWhenDone(ctx)
 	e.log.Info("exq: started", "node", o.NodeID, "namespace", o.Namespace, "queues", len(o.Queues))

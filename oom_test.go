@@ -104,7 +104,7 @@ func isRedisOOM(err error) bool { return errors.Is(err, ErrRedisOOM) }
 // dead and no job is rescued, runs twice or is lost; the limit holds; fetches, acks and the
 // scheduler keep working, so the queues drain (which is what frees memory).
 func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
-	t.Parallel()
+	// Serial: 1 s heartbeat windows, which a node starved by tests beside it can miss.
 	srv := testutil.MemoryLimited(t, 24)
 	ns := testutil.Namespace(t)
 	const (

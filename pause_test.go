@@ -89,12 +89,15 @@ func TestPauseQueueStopsEveryNodeAndResumeRestoresFlow(t *testing.T) {
 	assert.Equal(t, []string{"pq"}, p)
 
 	// Enqueues keep landing, other queues keep flowing, and pq starts nothing 1 s after the pause.
+	// The counts are waited for, not expected within a time: a loaded machine enqueues fewer
+	// jobs a second, and the test is about what runs, not how fast.
 	otherBefore := rec.count("other")
-	testutil.WaitFor(t, "2 s after the pause", func() bool { return time.Since(paused) > 2*time.Second })
+	testutil.WaitFor(t, "2 s after the pause, 100 more jobs of other ran and 100 of pq wait", func() bool {
+		return time.Since(paused) > 2*time.Second && rec.count("other") > otherBefore+100 &&
+			v.rdb.LLen(ctx, v.keys.Queue("pq")).Val() > 100
+	})
 	assert.Zero(t, rec.after("pq", paused.Add(time.Second)), "jobs of pq started more than 1 s after the pause")
-	assert.Greater(t, rec.count("other"), otherBefore+100, "other queues stopped too")
 	waiting := v.rdb.LLen(ctx, v.keys.Queue("pq")).Val()
-	assert.Greater(t, waiting, int64(100), "enqueues to the paused queue did not land")
 	for _, e := range nodes {
 		assert.Zero(t, v.rdb.LLen(ctx, v.keys.Backup(e.NodeID(), "pq")).Val(), "a paused queue's jobs still in flight")
 	}

@@ -1,14 +1,15 @@
 package exq
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/periodic"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -129,11 +130,16 @@ func (p PeriodicJob) queue() string {
 	return p.Queue
 }
 
-// tickJID is the jid of cronspec.Schedule name's job for tick: the same on every node, so a tick is one
-// job whoever enqueues it.
-func tickJID(name string, tick time.Time) string {
-	sum := sha1.Sum([]byte(name + "\x00" + wire.CronTick(tick)))
-	return hex.EncodeToString(sum[:12])
+// newPeriodicRunner returns the runner of the schedules (internal/periodic) whose ticks en
+// builds, holds and reports as its own enqueues.
+func newPeriodicRunner(en *enqueuer, grace, timeout time.Duration, now func() time.Time, log *slog.Logger) *periodic.Runner {
+	return periodic.New(periodic.Parts{Store: en.jq, Grace: grace, Reload: time.Second, Timeout: timeout, Now: now, Log: log,
+		Build: func(ctx context.Context, at time.Time, rec store.CronRecord, jid string) (periodic.Job, error) {
+			b, err := en.buildAt(ctx, at, "periodic "+rec.Name, rec.Queue, rec.Class, rec.Args, time.Time{}, []EnqueueOption{JID(jid)})
+			return periodic.Job{JID: b.jid, Doc: b.doc, Finish: b.finish}, err
+		},
+		Hold:     func(jid string) func() { return en.hold(jid) },
+		Enqueued: func(queue, class, jid string) { en.enqueued(queue, class, jid, time.Time{}) }})
 }
 
 // stored is p as the store saves it at now: line is its stored spec, s its cronspec.Schedule. The

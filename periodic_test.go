@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/periodic"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
@@ -142,11 +143,17 @@ func TestDSTNeitherSkipsNorDoublesATick(t *testing.T) {
 }
 
 // periodicRunner builds a runner on the env's Redis with clock now, as a node would.
-func (v *env) periodicRunner(now func() time.Time, grace time.Duration) *periodicRunner {
-	jq := testStore(v.client, v.keys, "test-node")
-	return &periodicRunner{jq: jq, en: &enqueuer{jq: jq, now: now, maxRetries: DefaultMaxRetries}, grace: grace, reload: time.Second,
-		timeout: 5 * time.Second, now: now, log: testLogger(), states: map[string]*tickState{}, warned: map[string]string{}}
+func (v *env) periodicRunner(now func() time.Time, grace time.Duration, hooks ...EnqueueHook) *periodic.Runner {
+	return storePeriodicRunner(testStore(v.client, v.keys, "test-node"), now, grace, hooks...)
 }
+
+// storePeriodicRunner builds a runner on jq with clock now, as a node would.
+func storePeriodicRunner(jq *store.Store, now func() time.Time, grace time.Duration, hooks ...EnqueueHook) *periodic.Runner {
+	return newPeriodicRunner(&enqueuer{jq: jq, now: now, maxRetries: DefaultMaxRetries, hooks: hooks}, grace, 5*time.Second, now, testLogger())
+}
+
+// tickJID is the jid of schedule name's job for tick.
+var tickJID = periodic.TickJID
 
 // savePeriodic writes p as a node's Start does, at time now.
 func (v *env) savePeriodic(p PeriodicJob, now time.Time) {
@@ -177,12 +184,12 @@ func TestTwoNodesThroughDSTWithAFakeClockEnqueueEachDailyTickOnce(t *testing.T) 
 			v := newEnv(t)
 			clock := &fixedClock{t: tc.from}
 			v.savePeriodic(PeriodicJob{Name: "nightly", Spec: tc.spec, Timezone: "America/New_York", Class: "Nightly", Queue: "cron"}, clock.now())
-			nodes := []*periodicRunner{v.periodicRunner(clock.now, 5*time.Minute), v.periodicRunner(clock.now, 5*time.Minute)}
+			nodes := []*periodic.Runner{v.periodicRunner(clock.now, 5*time.Minute), v.periodicRunner(clock.now, 5*time.Minute)}
 			ctx := context.Background()
 			for !clock.now().After(tc.until) {
 				for _, n := range nodes {
-					require.NoError(t, n.load(ctx))
-					_, err := n.evaluate(ctx, clock.now())
+					require.NoError(t, n.Load(ctx))
+					_, err := n.Evaluate(ctx, clock.now())
 					require.NoError(t, err)
 				}
 				clock.add(time.Minute)
@@ -220,8 +227,8 @@ func TestMissedTicksOnlyTheLatestWithinGraceIsEnqueued(t *testing.T) {
 			clock := &fixedClock{t: tc.startAt}
 			r := v.periodicRunner(clock.now, tc.grace)
 			ctx := context.Background()
-			require.NoError(t, r.load(ctx))
-			_, err := r.evaluate(ctx, clock.now())
+			require.NoError(t, r.Load(ctx))
+			_, err := r.Evaluate(ctx, clock.now())
 			require.NoError(t, err)
 			var got []time.Time
 			for _, raw := range v.list(v.keys.Queue("cron")) {

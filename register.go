@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"maps"
 	"time"
+
+	"github.com/exqgo/exq/internal/registry"
 )
 
 // DefaultRegisterGrace is Options.RegisterGrace's default.
@@ -107,117 +107,6 @@ func checkRegistrations(ws map[string]Worker, regs []Registration) error {
 	return nil
 }
 
-// registry maps classes to workers. A class is registered once: a second registration is
-// ErrAlreadyRegistered, never a silent replacement.
-type registry struct {
-	mu      sync.RWMutex
-	workers map[string]Worker
-	changed chan struct{} // closed (and replaced) at every registration
-
-	// open is closed when registration is over: RegisterGrace has passed since Start, or
-	// the application called RegistrationDone. Until then a job whose class has no worker
-	// goes back to its queue instead of failing.
-	open      chan struct{}
-	closeOnce sync.Once
-	timer     *time.Timer
-
-	putBacks atomic.Int64 // jobs that went back to their queue for want of a worker
-}
-
-// newRegistry builds the registry of a node from its validated Options: Workers, then
-// Register (withDefaults has refused duplicates already).
-func newRegistry(ws map[string]Worker, regs []Registration, grace time.Duration) *registry {
-	r := &registry{workers: make(map[string]Worker, len(ws)+len(regs)), changed: make(chan struct{}), open: make(chan struct{})}
-	for c, w := range ws {
-		r.workers[c] = w
-	}
-	for _, reg := range regs {
-		r.workers[reg.Class] = reg.Worker
-	}
-	if grace <= 0 {
-		r.done()
-	} else {
-		r.timer = time.AfterFunc(grace, r.done)
-	}
-	return r
-}
-
-// add registers w for class; ErrAlreadyRegistered if the class has a worker.
-func (r *registry) add(class string, w Worker) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.workers[class]; ok {
-		return fmt.Errorf("%w: %q", ErrAlreadyRegistered, class)
-	}
-	r.workers[class] = w
-	close(r.changed)
-	r.changed = make(chan struct{})
-	return nil
-}
-
-// done ends registration (idempotent).
-func (r *registry) done() {
-	r.closeOnce.Do(func() {
-		if r.timer != nil {
-			r.timer.Stop()
-		}
-		close(r.open)
-	})
-}
-
-// registering reports whether registration is still open.
-func (r *registry) registering() bool {
-	select {
-	case <-r.open:
-		return false
-	default:
-		return true
-	}
-}
-
-// baseClass is the class a worker is registered under: text after a "/" is ignored, as in
-// Exq ("Mod/perform").
-func baseClass(class string) string {
-	if i := strings.IndexByte(class, '/'); i >= 0 {
-		return class[:i]
-	}
-	return class
-}
-
-// lookup finds the worker of class.
-func (r *registry) lookup(class string) (Worker, bool) {
-	r.mu.RLock()
-	w, ok := r.workers[baseClass(class)]
-	r.mu.RUnlock()
-	return w, ok
-}
-
-// await waits up to wait for a worker of class to be registered, and returns it, or nil once
-// the wait is over, registration has ended, or stop is closed.
-func (r *registry) await(class string, wait time.Duration, stop <-chan struct{}) Worker {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		r.mu.RLock()
-		w := r.workers[baseClass(class)]
-		changed := r.changed
-		r.mu.RUnlock()
-		if w != nil {
-			return w
-		}
-		select {
-		case <-changed:
-		case <-r.open:
-			w, _ := r.lookup(class)
-			return w
-		case <-stop:
-			return nil
-		case <-t.C:
-			return nil
-		}
-	}
-}
-
 // Register adds the worker for class while the node runs (for a worker known at start, use
 // Options.Register; for an args type with Class(), AddWorker); ErrAlreadyRegistered if the class
 // has one (from Options.Workers, Options.Register or an earlier call). Workers given to Start
@@ -231,8 +120,8 @@ func (e *Exq) Register(class string, w Worker) error {
 	if w == nil {
 		return fmt.Errorf("exq: register %q: worker is nil", class)
 	}
-	if err := e.registry.add(class, w); err != nil {
-		return fmt.Errorf("exq: register: %w", err)
+	if !e.registry.Add(class, w) {
+		return fmt.Errorf("exq: register: %w: %q", ErrAlreadyRegistered, class)
 	}
 	return nil
 }
@@ -242,7 +131,18 @@ func (e *Exq) Register(class string, w Worker) error {
 // instead of going back to its queue for the rest of Options.RegisterGrace. A program that
 // registers workers after Start calls it when it is done; one that gives them all to Start
 // may call it at once, or set RegisterGrace to NoRegisterGrace.
-func (e *Exq) RegistrationDone() { e.registry.done() }
+func (e *Exq) RegistrationDone() { e.registry.Done() }
+
+// newRegistry builds the registry of a node from its validated Options: Workers, then
+// Register (withDefaults has refused duplicates already).
+func newRegistry(ws map[string]Worker, regs []Registration, grace time.Duration) *registry.Registry[Worker] {
+	workers := make(map[string]Worker, len(ws)+len(regs))
+	maps.Copy(workers, ws)
+	for _, reg := range regs {
+		workers[reg.Class] = reg.Worker
+	}
+	return registry.New(workers, grace)
+}
 
 // awaitWorker is the path of a fetched job whose class has no worker while registration is
 // open (the workers of a deploy are being registered): the job waits a moment, holding its
@@ -252,14 +152,14 @@ func (e *Exq) RegistrationDone() { e.registry.done() }
 // it); false means run it: with the worker found, or as an unknown class once registration
 // is over.
 func (e *Exq) awaitWorker(r *run, job *Job) bool {
-	if w := e.registry.await(job.Class, registerWait, e.done); w != nil {
+	if w := e.registry.Await(job.Class, registerWait, e.done); w != nil {
 		job.worker = w
 		return false
 	}
 	select {
 	case <-e.done: // stopping: back to its queue rather than a failure
 	default:
-		if !e.registry.registering() {
+		if !e.registry.Registering() {
 			return false // registration is over: an ordinary unknown class
 		}
 	}
@@ -274,7 +174,7 @@ func (e *Exq) awaitWorker(r *run, job *Job) bool {
 		e.log.Error("exq: could not put back a job whose class has no worker yet; it stays in this node's backup list until it is recovered",
 			"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
 	case moved:
-		e.registry.putBacks.Add(1)
+		e.registry.PutBacks.Add(1)
 		e.log.Debug("exq: no worker registered yet for this class; the job went back to its queue", "queue", r.queue, "class", job.Class, "jid", job.JID)
 	}
 	return true

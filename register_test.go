@@ -141,7 +141,7 @@ func TestAJobWhoseWorkerNeverComesFailsOnceRegistrationIsOver(t *testing.T) {
 			v.push("default", `{"class":"Reg.Never","args":[],"queue":"default","jid":"never","retry":3}`)
 			began := time.Now()
 			e := v.start(Options{RegisterGrace: tc.grace, DisableScheduler: true})
-			testutil.WaitFor(t, "the job went back to its queue", func() bool { return e.registry.putBacks.Load() >= 1 })
+			testutil.WaitFor(t, "the job went back to its queue", func() bool { return e.registry.PutBacks.Load() >= 1 })
 			assert.Zero(t, v.zcard(v.keys.Retry()), "not a failure while registering")
 			if tc.done {
 				e.RegistrationDone()

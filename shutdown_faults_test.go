@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -70,13 +71,13 @@ func TestRescueOfADeadNodeEndsWhenRedisHangs(t *testing.T) {
 	cl := redis.NewClient(&opts)
 	defer cl.Close()
 	c.staleBackup("dead", "default", 3)
-	h := &heartbeat{jq: testStore(cl, c.keys, "monitor"), interval: time.Second, missed: 3,
-		timeout: 200 * time.Millisecond, queues: func() []Queue { return nil }, log: testLogger()}
+	h := heartbeat.New(heartbeat.Parts{Store: testStore(cl, c.keys, "monitor"), Interval: time.Second, Missed: 3,
+		Foreign: ForeignHeartbeatWindow, Timeout: 200 * time.Millisecond, Queues: func() []string { return nil }, Log: testLogger()})
 
 	c.proxy.Freeze()
 	defer c.proxy.Thaw()
 	done := make(chan error, 1)
-	go func() { done <- h.rescueDead(context.Background()) }()
+	go func() { done <- h.RescueDead(context.Background()) }()
 	select {
 	case err := <-done:
 		assert.Error(t, err, "the hung call ends with an error, and the heartbeat loop goes on")

@@ -43,8 +43,8 @@ func (e *Exq) process(r *run) {
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
 	job.node = e
 	e.mgr.setJID(r, job.JID)
-	job.worker, _ = e.registry.lookup(job.Class)
-	if job.worker == nil && e.registry.registering() && e.awaitWorker(r, job) {
+	job.worker, _ = e.registry.Lookup(job.Class)
+	if job.worker == nil && e.registry.Registering() && e.awaitWorker(r, job) {
 		return // back in its queue: its worker is not registered yet
 	}
 	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {

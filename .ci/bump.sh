@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rev=$(git -C "$root" rev-parse "${1:-HEAD}")
 when=$(TZ=UTC git -C "$root" log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S "$rev")
 version="v0.0.0-$when-${rev:0:12}"
-modules=(exqprom exqotel webtest bench examples/prometheus)
+modules=(exqprom exqotel exqpg webtest bench examples/prometheus)
 
 for mod in "${modules[@]}"; do
   for dep in github.com/exqgo/exq github.com/exqgo/exq/exqprom; do

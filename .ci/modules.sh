@@ -15,7 +15,7 @@ echo "modules published from this checkout at $head"
 export GOWORK=off GOFLAGS=-buildvcs=false GONOSUMDB=github.com/exqgo/exq
 export GOPROXY="file://$proxy,$(go env GOPROXY)"
 
-for mod in exqprom exqotel webtest bench examples/prometheus; do
+for mod in exqprom exqotel exqpg webtest bench examples/prometheus; do
   echo "$mod: go mod tidy -diff and go build against $(cd "$root/$mod" && go list -m -f '{{.Version}}' github.com/exqgo/exq)"
   (cd "$root/$mod" && go mod tidy -diff && go build ./...)
 done

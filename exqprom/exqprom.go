@@ -92,6 +92,7 @@ type Collector struct {
 // descs describe the metrics read from Redis.
 type descs struct {
 	queueSize, queueLatency, retry, scheduled, dead, nodes, processed, failed, lastSuccess *prometheus.Desc
+	outboxBacklog, outboxAge                                                               *prometheus.Desc
 }
 
 // New returns a Collector that reads the fleet's state through api on each scrape (api may be
@@ -140,6 +141,10 @@ func New(api *exq.API, opts Options) *Collector {
 		failed:       d("failed_total", "Failed job runs of the whole fleet, all time (Sidekiq's stat:failed)."),
 		lastSuccess: d("scrape_last_success_timestamp_seconds",
 			"When a scrape's read of Redis last succeeded in full (Unix time): the values read from Redis are at least that recent."),
+		outboxBacklog: d("outbox_backlog",
+			"Committed jobs waiting in the Postgres outbox (module exqpg), as its relays last reported; absent until a relay reports."),
+		outboxAge: d("outbox_oldest_age_seconds",
+			"How long the oldest job waiting in the Postgres outbox had waited at the relays' last report (0 when none waits)."),
 	}
 	return c
 }
@@ -157,7 +162,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	c.scrapeErrors.Describe(ch)
 	for _, d := range []*prometheus.Desc{c.descs.queueSize, c.descs.queueLatency, c.descs.retry, c.descs.scheduled,
-		c.descs.dead, c.descs.nodes, c.descs.processed, c.descs.failed, c.descs.lastSuccess} {
+		c.descs.dead, c.descs.nodes, c.descs.processed, c.descs.failed, c.descs.lastSuccess,
+		c.descs.outboxBacklog, c.descs.outboxAge} {
 		ch <- d
 	}
 }
@@ -201,6 +207,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if s.statsOK {
 		send(c.descs.processed, prometheus.CounterValue, float64(s.stats.Processed))
 		send(c.descs.failed, prometheus.CounterValue, float64(s.stats.Failed))
+	}
+	if s.outboxOK && s.outbox.Reported {
+		gauge(c.descs.outboxBacklog, float64(s.outbox.Backlog))
+		age := 0.0
+		if !s.outbox.OldestAt.IsZero() {
+			// Both times are on the Redis server's clock: no skew, at most a report old.
+			age = max(s.outbox.UpdatedAt.Sub(s.outbox.OldestAt).Seconds(), 0)
+		}
+		gauge(c.descs.outboxAge, age)
 	}
 	if !s.lastSuccess.IsZero() {
 		gauge(c.descs.lastSuccess, float64(s.lastSuccess.UnixNano())/1e9)

@@ -23,6 +23,8 @@ type snapshot struct {
 	nodesOK     bool
 	stats       exq.Stats
 	statsOK     bool
+	outbox      exq.OutboxStatus
+	outboxOK    bool
 	lastSuccess time.Time // when every part was last read successfully
 }
 
@@ -79,7 +81,7 @@ func (c *Collector) startRead() {
 		var (
 			wg      sync.WaitGroup
 			r       snapshot
-			errs    [4]error
+			errs    [5]error
 			setErrs [3]error
 		)
 		run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
@@ -93,6 +95,7 @@ func (c *Collector) startRead() {
 			r.nodes, errs[2] = len(ps), err
 		})
 		run(func() { r.stats, errs[3] = c.api.Stats(ctx) })
+		run(func() { r.outbox, errs[4] = c.api.Outbox(ctx) })
 		wg.Wait()
 
 		c.mu.Lock()
@@ -114,6 +117,9 @@ func (c *Collector) startRead() {
 		}
 		if errs[3] == nil {
 			s.stats, s.statsOK = r.stats, true
+		}
+		if errs[4] == nil {
+			s.outbox, s.outboxOK = r.outbox, true
 		}
 		err := errors.Join(append(errs[:], setErrs[:]...)...)
 		if err == nil {

@@ -93,13 +93,27 @@ func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 
 // dashboardData is the dashboard page.
 type dashboardData struct {
-	O        exq.Overview
-	Redis    *exq.RedisInfo // nil when INFO is refused (an ACL without @dangerous)
+	O     exq.Overview
+	Redis *exq.RedisInfo // nil when INFO is refused (an ACL without @dangerous)
+	// Outbox is what the outbox relays (module exqpg) last reported; nil when none ever did,
+	// or when the report cannot be read.
+	Outbox   *outboxView
 	Live     chart
 	History  chart
 	Days     int
 	DayTable []dayRow
 }
+
+// outboxView is the dashboard's outbox section.
+type outboxView struct {
+	exq.OutboxStatus
+	// Stale is true when no relay reported for staleOutbox: none runs, or none reaches Redis.
+	Stale bool
+}
+
+// staleOutbox is how old the relays' last report may be before the dashboard says so (they
+// report every few seconds).
+const staleOutbox = time.Minute
 
 type dayRow struct {
 	Day               time.Time
@@ -130,7 +144,18 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 	)
 	// Independent reads, each one or a few round trips, at once.
 	var info *exq.RedisInfo
-	wg.Add(4)
+	var outbox *outboxView
+	wg.Add(5)
+	go func() {
+		defer wg.Done()
+		s, err := h.api.Outbox(ctx)
+		switch {
+		case err != nil:
+			h.opts.Logger.Warn("exq web: the outbox status in Redis cannot be read", "err", err)
+		case s.Reported:
+			outbox = &outboxView{OutboxStatus: s, Stale: time.Since(s.UpdatedAt) > staleOutbox}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		if i, err := h.api.RedisInfo(ctx); err == nil {
@@ -147,7 +172,7 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := dashboardData{O: o, Redis: info, Live: realtimeChart(live, now), Days: days}
+	d := dashboardData{O: o, Redis: info, Outbox: outbox, Live: realtimeChart(live, now), Days: days}
 	dayTimes := make([]time.Time, len(hist))
 	p, f := make([]int64, len(hist)), make([]int64, len(hist))
 	for i, s := range hist {

@@ -189,3 +189,24 @@ type runJSON struct {
 	JID      string     `json:"jid"`
 	Enqueued *time.Time `json:"enqueued_at,omitempty"`
 }
+
+// outboxJSON is `exq outbox status --json`: what the outbox relays (module exqpg) last
+// reported. The age is the oldest row's at the report: both times are on the Redis clock.
+type outboxJSON struct {
+	Reported    bool       `json:"reported"`
+	Backlog     int64      `json:"backlog"`
+	Failed      int64      `json:"failed"`
+	OldestAt    *time.Time `json:"oldest_at,omitempty"`
+	OldestAgeMS float64    `json:"oldest_age_ms"`
+	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
+	Stale       bool       `json:"stale"`
+}
+
+func toOutboxJSON(s exq.OutboxStatus, stale bool) outboxJSON {
+	out := outboxJSON{Reported: s.Reported, Backlog: s.Backlog, Failed: s.Failed,
+		OldestAt: ts(s.OldestAt), UpdatedAt: ts(s.UpdatedAt), Stale: stale}
+	if !s.OldestAt.IsZero() {
+		out.OldestAgeMS = ms(max(s.UpdatedAt.Sub(s.OldestAt), 0))
+	}
+	return out
+}

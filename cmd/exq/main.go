@@ -76,6 +76,10 @@ func run(ctx context.Context, args []string, e env) int {
 	if err == nil {
 		return exitOK
 	}
+	var plugin pluginExit
+	if errors.As(err, &plugin) {
+		return plugin.code // the plugin said why on stderr
+	}
 	name := "exq"
 	if cmd != nil && cmd != root {
 		name = cmd.CommandPath()

@@ -65,7 +65,7 @@ line or input (nothing was written).`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.enqueueCmd(), a.requeueCmd(), a.deleteCmd(), a.signalCmd("quiet", "TSTP"),
-		a.signalCmd("stop", "TERM"), a.cancelCmd(), a.webCmd()} {
+		a.signalCmd("stop", "TERM"), a.cancelCmd(), a.webCmd(), a.outboxCmd()} {
 		c.GroupID = "act"
 		root.AddCommand(c)
 	}

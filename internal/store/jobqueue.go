@@ -676,7 +676,7 @@ func (jq *Store) DropBackupQueues(ctx context.Context) error {
 // least twice its usual gap; and a stall no longer than half a window ends no later than the
 // deadline of a node that beat on time before it (its beats are at most an interval apart, its
 // deadline a window after the last one), and the beats that waited in it run before a check
-// can prove that deadline passed (see the root package's heartbeat.rescueDead).
+// can prove that deadline passed (see internal/heartbeat's RescueDead).
 func stallGap(window time.Duration) time.Duration { return window / 2 }
 
 // StaleNode is a node whose last beat is too old, with the score seen and the server time at

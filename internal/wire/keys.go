@@ -90,6 +90,13 @@ func (k Keys) Wake() string { return k.Prefix + "wake" }
 // Unique is the lock of unique jobs with token; it holds the holder's jid.
 func (k Keys) Unique(token string) string { return k.Prefix + "unique:" + token }
 
+// Relayed marks a job an outbox relay pushed, so that a second push of the same jid (a relay
+// that died before it deleted its rows) writes nothing. It holds "1" and expires.
+func (k Keys) Relayed(jid string) string { return k.Prefix + "relayed:" + jid }
+
+// Outbox is the hash in which outbox relays report their backlog (exq's own key).
+func (k Keys) Outbox() string { return k.Prefix + "outbox" }
+
 // Processes is the set of node identities that are (or recently were) alive.
 func (k Keys) Processes() string { return k.Prefix + "processes" }
 

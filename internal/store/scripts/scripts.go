@@ -6,13 +6,13 @@
 //
 // When Redis is out of memory (maxmemory reached under noeviction), what brings new data into
 // Redis is refused and what the running nodes do with the jobs already there goes on: the
-// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue, BatchAdd,
-// WorkflowCreate), CronSave, CronStatus, StatsFlush and a node's join (Beat with "join") are
-// refused and write nothing; every other script runs (beats, fetches, acknowledgements,
-// retries, rescues, the scheduler's moves, removals, and the outcomes of batch and workflow
-// jobs, BatchSettle and WorkflowSettle, which a node writes before it acknowledges the job).
-// So a full Redis makes producers fail clearly while the queues drain, which is what frees
-// memory, and no live node is taken for dead for want of a beat.
+// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue, PushRelayed,
+// BatchAdd, WorkflowCreate), CronSave, CronStatus, StatsFlush and a node's join (Beat with
+// "join") are refused and write nothing; every other script runs (beats, fetches,
+// acknowledgements, retries, rescues, the scheduler's moves, removals, and the outcomes of
+// batch and workflow jobs, BatchSettle and WorkflowSettle, which a node writes before it
+// acknowledges the job). So a full Redis makes producers fail clearly while the queues drain,
+// which is what frees memory, and no live node is taken for dead for want of a beat.
 //
 // The scripts carry no shebang ("#!lua flags=allow-oom"): Redis 6 cannot compile one, and
 // Redis 7 treats a script without one by the rule Redis 6 has: out of memory when the script
@@ -83,6 +83,8 @@ var (
 	signalsDoneSrc string
 	//go:embed stats_flush.lua
 	statsFlushSrc string
+	//go:embed push_relayed.lua
+	pushRelayedSrc string
 	//go:embed batch_add.lua
 	batchAddSrc string
 	//go:embed batch_settle.lua
@@ -131,6 +133,8 @@ var (
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.
 	StatsFlush = redis.NewScript(statsFlushSrc)
+	// PushRelayed pushes jobs an outbox relay read from a database, each jid at most once.
+	PushRelayed = redis.NewScript(pushRelayedSrc)
 	// BatchAdd creates a batch with its first jobs, or adds jobs to it from one of its jobs.
 	BatchAdd = redis.NewScript(batchAddSrc)
 	// BatchSettle records how a run of a batch's job ended and fires the callbacks due.

@@ -75,6 +75,11 @@ func oomCases() []oomCase {
 				}
 				return len(r) == 6
 			}},
+		{name: "push relayed", file: "push_relayed.lua", script: PushRelayed,
+			keys: func(k wire.Keys) []string {
+				return []string{k.Schedule(), k.Queues(), k.Queue("q"), k.Relayed("j1"), k.Relayed("j2"), k.Unique("tok")}
+			},
+			args: []any{"wake", 1, 2, 1, 60000, "q", 1, "", job, 0, "1e9", job, 2, "j2", 60000}},
 		{name: "periodic enqueue", file: "cron_enqueue.lua", script: CronEnqueue,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.CronJob("p"), "status", "enabled")

@@ -10,7 +10,7 @@
 -- or the caller did), and that stall ends now, before any node is judged (beat.lua does the
 -- same). The reply starts with the server's time, and gives each node's deadline: the monitor
 -- also requires that one of its own calls ran after that deadline and before this one was
--- sent (heartbeat.go).
+-- sent (internal/heartbeat).
 -- Out of memory (scripts.go), a check runs: its one write that may need memory, the record of
 -- a stall, is made with pcall, so a refusal leaves the check to judge by the stall it saw (the
 -- nodes' beats, which run out of memory, record it for the others).

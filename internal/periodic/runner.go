@@ -1,7 +1,11 @@
-package exq
+// Package periodic is each node's evaluation of the periodic jobs' schedules: it enqueues
+// every tick once, whichever nodes (exq's or sidekiq-cron's) are up.
+package periodic
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,18 +16,12 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// periodicRunner enqueues the ticks of every periodic job of the namespace. It runs on every
-// node: each evaluates every schedule at its ticks, and the enqueue script lets only the first
-// claim of a tick push its job (sidekiq-cron's processes claim the same way), so a tick is
-// enqueued once whoever is up, and as long as one node is.
-type periodicRunner struct {
-	jq      *store.Store
-	en      *enqueuer
-	grace   time.Duration // how late a tick may still be enqueued
-	reload  time.Duration // how often the schedules are read again
-	timeout time.Duration
-	now     func() time.Time
-	log     *slog.Logger
+// Runner enqueues the ticks of every periodic job of the namespace. It runs on every node:
+// each evaluates every schedule at its ticks, and the enqueue script lets only the first claim
+// of a tick push its job (sidekiq-cron's processes claim the same way), so a tick is enqueued
+// once whoever is up, and as long as one node is.
+type Runner struct {
+	Parts
 
 	states map[string]*tickState
 	warned map[string]string // schedule name → the problem already logged for it
@@ -33,19 +31,55 @@ type periodicRunner struct {
 	pending []*pendingTick
 }
 
+// Parts are what a runner is built from.
+type Parts struct {
+	Store *store.Store
+	// Build validates and renders the job of rec's tick, with jid, at now (the node's
+	// enqueuer, whose EnqueueHooks it runs).
+	Build    func(ctx context.Context, now time.Time, rec store.CronRecord, jid string) (Job, error)
+	Hold     func(jid string) func()        // marks jid as being written until the function is called
+	Enqueued func(queue, class, jid string) // reports a written job to the listeners
+	Grace    time.Duration                  // how late a tick may still be enqueued (Options.PeriodicGrace)
+	Reload   time.Duration                  // how often the schedules are read again
+	Timeout  time.Duration                  // bounds each Redis call
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// Job is a tick's job as Build renders it.
+type Job struct {
+	JID, Doc string
+	Finish   func(jid string, err error) // tells the EnqueueHooks how the write went
+}
+
+// New returns a runner on the store's namespace.
+func New(p Parts) *Runner {
+	return &Runner{Parts: p, states: map[string]*tickState{}, warned: map[string]string{}}
+}
+
+// Pending is the number of ticks whose enqueue Redis has not answered yet.
+func (p *Runner) Pending() int { return len(p.pending) }
+
 // pendingTick is a tick's enqueue that Redis has not answered yet.
 type pendingTick struct {
 	rec   store.CronRecord
 	tick  time.Time
-	b     built
+	b     Job
 	built time.Time // the job's enqueued_at
 	claim store.CronClaim
+}
+
+// TickJID is the jid of schedule name's job for tick: the same on every node, so a tick is one
+// job whoever enqueues it.
+func TickJID(name string, tick time.Time) string {
+	sum := sha1.Sum([]byte(name + "\x00" + wire.CronTick(tick)))
+	return hex.EncodeToString(sum[:12])
 }
 
 // cronClaimTTL is how long the marker of a tick's claim lives: long enough for the node to
 // learn, after a lost reply, that the tick is its own (it asks again until Redis answers,
 // within PeriodicGrace while it may still enqueue the tick, and once more when it stops).
-func (p *periodicRunner) cronClaimTTL() time.Duration { return p.grace + 10*time.Minute }
+func (p *Runner) cronClaimTTL() time.Duration { return p.Grace + 10*time.Minute }
 
 // tickState is what the runner knows of one schedule.
 type tickState struct {
@@ -69,23 +103,24 @@ const periodicIdleReload = 10 * time.Second
 
 // reloadEvery is how long the schedules read last stay good: reload while there are some,
 // periodicIdleReload (or reload, if longer) while there are none.
-func (p *periodicRunner) reloadEvery() time.Duration {
+func (p *Runner) reloadEvery() time.Duration {
 	if len(p.states) == 0 {
-		return max(p.reload, periodicIdleReload)
+		return max(p.Reload, periodicIdleReload)
 	}
-	return p.reload
+	return p.Reload
 }
 
-func (p *periodicRunner) run(ctx context.Context) {
-	defer p.settle()
+// Run evaluates the schedules at their ticks until ctx ends, then settles the pending ticks.
+func (p *Runner) Run(ctx context.Context) {
+	defer p.Settle()
 	var loaded time.Time
 	failing := false
 	for ctx.Err() == nil {
-		now := p.now()
+		now := p.Now()
 		if loaded.IsZero() || now.Sub(loaded) >= p.reloadEvery() || now.Before(loaded) {
-			if err := p.load(ctx); err != nil {
+			if err := p.Load(ctx); err != nil {
 				if !failing && ctx.Err() == nil {
-					p.log.Warn("exq: periodic jobs: reading the schedules failed; will retry", "error", err)
+					p.Log.Warn("exq: periodic jobs: reading the schedules failed; will retry", "error", err)
 				}
 				failing = true
 				if !sleepCtx(ctx, periodicErrorSleep) {
@@ -94,15 +129,15 @@ func (p *periodicRunner) run(ctx context.Context) {
 				continue
 			}
 			if failing {
-				p.log.Info("exq: periodic jobs: reading the schedules works again")
+				p.Log.Info("exq: periodic jobs: reading the schedules works again")
 				failing = false
 			}
 			loaded = now
 		}
-		next, err := p.evaluate(ctx, now)
-		wait := loaded.Add(p.reloadEvery()).Sub(p.now())
+		next, err := p.Evaluate(ctx, now)
+		wait := loaded.Add(p.reloadEvery()).Sub(p.Now())
 		if len(p.states) > 0 {
-			wait = min(wait, next.Sub(p.now()))
+			wait = min(wait, next.Sub(p.Now()))
 		}
 		if err != nil {
 			wait = periodicErrorSleep
@@ -113,12 +148,12 @@ func (p *periodicRunner) run(ctx context.Context) {
 	}
 }
 
-// load reads the schedules again, keeping what the runner knows of those whose spec did not
+// Load reads the schedules again, keeping what the runner knows of those whose spec did not
 // change.
-func (p *periodicRunner) load(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+func (p *Runner) Load(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	recs, err := p.jq.LoadCron(ctx)
+	recs, err := p.Store.LoadCron(ctx)
 	if err != nil {
 		return err
 	}
@@ -134,7 +169,7 @@ func (p *periodicRunner) load(ctx context.Context) error {
 		}
 		if problem != "" {
 			if p.warned[r.Name] != problem {
-				p.log.Warn("exq: periodic job cannot be read; exq does not enqueue it", "name", r.Name, "problem", problem)
+				p.Log.Warn("exq: periodic job cannot be read; exq does not enqueue it", "name", r.Name, "problem", problem)
 				p.warned[r.Name] = problem
 			}
 			delete(p.states, r.Name)
@@ -155,25 +190,25 @@ func (p *periodicRunner) load(ctx context.Context) error {
 	return nil
 }
 
-// evaluate enqueues, for every enabled schedule, its latest tick at or before now if it is at
+// Evaluate enqueues, for every enabled schedule, its latest tick at or before now if it is at
 // most grace old and not yet enqueued; earlier missed ticks are skipped. It returns the soonest
 // tick still to come, and the last error.
-func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time, error) {
-	next := now.Add(p.reload)
+func (p *Runner) Evaluate(ctx context.Context, now time.Time) (time.Time, error) {
+	next := now.Add(p.Reload)
 	lastErr := p.resend(ctx, now)
 	for _, st := range p.states {
 		if st.upcoming.IsZero() {
-			st.upcoming = st.sched.Next(now.Add(-p.grace - time.Nanosecond))
+			st.upcoming = st.sched.Next(now.Add(-p.Grace - time.Nanosecond))
 		}
 		var due time.Time
 		for !st.upcoming.IsZero() && !st.upcoming.After(now) {
 			due, st.upcoming = st.upcoming, st.sched.Next(st.upcoming)
 		}
-		if !due.IsZero() && st.rec.Enabled && now.Sub(due) <= p.grace {
+		if !due.IsZero() && st.rec.Enabled && now.Sub(due) <= p.Grace {
 			if err := p.enqueue(ctx, st.rec, due, now); err != nil {
 				lastErr = err // p.pending holds the tick: it is sent again
 				if ctx.Err() == nil {
-					p.log.Warn("exq: periodic job: enqueueing a tick failed; will retry", "name", st.rec.Name, "tick", due, "error", err)
+					p.Log.Warn("exq: periodic job: enqueueing a tick failed; will retry", "name", st.rec.Name, "tick", due, "error", err)
 				}
 			}
 		}
@@ -185,12 +220,12 @@ func (p *periodicRunner) evaluate(ctx context.Context, now time.Time) (time.Time
 }
 
 // enqueue pushes the job of rec for tick, if no one (node or sidekiq-cron) claimed the tick.
-func (p *periodicRunner) enqueue(ctx context.Context, rec store.CronRecord, tick, now time.Time) error {
-	jid := tickJID(rec.Name, tick)
-	b, err := p.en.buildAt(ctx, now, "periodic "+rec.Name, rec.Queue, rec.Class, rec.Args, time.Time{}, []EnqueueOption{JID(jid)})
+func (p *Runner) enqueue(ctx context.Context, rec store.CronRecord, tick, now time.Time) error {
+	jid := TickJID(rec.Name, tick)
+	b, err := p.Build(ctx, now, rec, jid)
 	if err != nil {
 		if p.warned[rec.Name] != err.Error() {
-			p.log.Warn("exq: periodic job cannot be enqueued", "name", rec.Name, "error", err)
+			p.Log.Warn("exq: periodic job cannot be enqueued", "name", rec.Name, "error", err)
 			p.warned[rec.Name] = err.Error()
 		}
 		return nil // a bad record is not retried: it would fail the same way
@@ -201,13 +236,13 @@ func (p *periodicRunner) enqueue(ctx context.Context, rec store.CronRecord, tick
 
 // send sends a tick's enqueue, and on an answer tells the hooks and listeners. Without one,
 // the tick joins p.pending (once).
-func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+func (p *Runner) send(ctx context.Context, pt *pendingTick) error {
+	cctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	jid := pt.b.jid
-	release := p.en.hold(jid)
+	jid := pt.b.JID
+	release := p.Hold(jid)
 	defer release()
-	ok, err := p.jq.CronEnqueue(cctx, pt.rec.Name, pt.rec.Queue, jid, pt.b.doc, pt.tick, pt.built, pt.claim)
+	ok, err := p.Store.CronEnqueue(cctx, pt.rec.Name, pt.rec.Queue, jid, pt.b.Doc, pt.tick, pt.built, pt.claim)
 	if err != nil {
 		if !slices.Contains(p.pending, pt) {
 			p.pending = append(p.pending, pt)
@@ -216,11 +251,11 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 	}
 	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
 	if ok {
-		p.log.Debug("exq: periodic job enqueued", "name", pt.rec.Name, "tick", pt.tick, "jid", jid)
-		p.en.enqueued(pt.rec.Queue, pt.rec.Class, jid, time.Time{})
-		pt.b.finish(jid, nil)
+		p.Log.Debug("exq: periodic job enqueued", "name", pt.rec.Name, "tick", pt.tick, "jid", jid)
+		p.Enqueued(pt.rec.Queue, pt.rec.Class, jid)
+		pt.b.Finish(jid, nil)
 	} else {
-		pt.b.finish("", nil) // the tick was another's, or the schedule is disabled or gone
+		pt.b.Finish("", nil) // the tick was another's, or the schedule is disabled or gone
 	}
 	return nil
 }
@@ -229,13 +264,13 @@ func (p *periodicRunner) send(ctx context.Context, pt *pendingTick) error {
 // (or learn that an earlier send did), and after that only to learn whether an earlier send
 // did. It stops at the first error (Redis does not answer: the rest would wait for it too). A
 // tick older than its claim's marker can no longer be learnt about: its hooks hear that.
-func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
+func (p *Runner) resend(ctx context.Context, now time.Time) error {
 	for _, pt := range slices.Clone(p.pending) {
 		if now.Sub(pt.tick) >= pt.claim.TTL {
 			p.giveUp(pt, "Redis did not answer while the claim's marker lived", nil)
 			continue
 		}
-		pt.claim.Check = now.Sub(pt.tick) > p.grace
+		pt.claim.Check = now.Sub(pt.tick) > p.Grace
 		if err := p.send(ctx, pt); err != nil {
 			return err
 		}
@@ -243,9 +278,9 @@ func (p *periodicRunner) resend(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// settle asks once more, when the runner stops, about each tick still pending; the hooks of a
+// Settle asks once more, when the runner stops, about each tick still pending; the hooks of a
 // tick Redis does not answer for hear that.
-func (p *periodicRunner) settle() {
+func (p *Runner) Settle() {
 	for _, pt := range slices.Clone(p.pending) {
 		pt.claim.Check = true
 		if err := p.send(context.Background(), pt); err != nil {
@@ -255,12 +290,24 @@ func (p *periodicRunner) settle() {
 }
 
 // giveUp drops a pending tick, telling its hooks that whether its job was written is unknown.
-func (p *periodicRunner) giveUp(pt *pendingTick, why string, cause error) {
+func (p *Runner) giveUp(pt *pendingTick, why string, cause error) {
 	p.pending = slices.DeleteFunc(p.pending, func(x *pendingTick) bool { return x == pt })
-	p.log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.Name, "tick", pt.tick, "why", why, "error", cause)
+	p.Log.Warn("exq: periodic job: whether a tick's job was written is unknown", "name", pt.rec.Name, "tick", pt.tick, "why", why, "error", cause)
 	err := fmt.Errorf("exq: periodic job %q, tick %s: %s, so whether its job was written is unknown", pt.rec.Name, pt.tick.UTC().Format(time.RFC3339), why)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
-	pt.b.finish("", err)
+	pt.b.Finish("", err)
+}
+
+// sleepCtx sleeps for d, or until ctx ends: it reports whether the whole d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

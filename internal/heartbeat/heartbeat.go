@@ -1,4 +1,6 @@
-package exq
+// Package heartbeat keeps a node in the heartbeats set and rescues the backup lists of nodes
+// that stopped beating.
+package heartbeat
 
 import (
 	"context"
@@ -11,69 +13,69 @@ import (
 	"github.com/exqgo/exq/internal/store"
 )
 
-// ForeignHeartbeatWindow is how long a node that beats in the heartbeats set without saying
-// how often (an Exq node, or an exq node from before v1) may go without a beat before it
-// counts as dead and its backup lists are rescued: Exq's default window, 60 s × (5 + 1). exq
-// nodes publish their own window (HeartbeatInterval × (MissedHeartbeatsAllowed + 1)) and are
-// judged by it, so nodes beating at different rates never take each other for dead. It is the
-// default of Options.ForeignHeartbeatWindow.
-const ForeignHeartbeatWindow = 6 * time.Minute
-
-// heartbeat keeps this node's entry in the heartbeats set fresh and, on every node, rescues
+// Heartbeat keeps this node's entry in the heartbeats set fresh and, on every node, rescues
 // the backup lists of nodes that stopped beating: their in-flight jobs go back to the front
 // of their queues, so a crashed process loses nothing. Beats use the Redis server's clock, so
 // client clock skew cannot make a live node look dead.
-type heartbeat struct {
-	jq       *store.Store
-	interval time.Duration
-	missed   int
-	foreign  time.Duration              // Options.ForeignHeartbeatWindow: the window of nodes that publish none
-	timeout  time.Duration              // bounds every Redis call: a hung call must not stop the beats
-	queues   func() []Queue             // this node's subscriptions, rescued besides the known queues
-	leases   func() map[string][]string // the leases of this node's running jobs, per queue
-	orphan   func() int                 // drops the runs from before a burial (manager.orphanAll)
-	events   listeners                  // JobsRescued
-	log      *slog.Logger
-	epoch    string // the token of this node's incarnation in the heartbeats; "" until it joined
+type Heartbeat struct {
+	Parts
+	epoch string // the token of this node's incarnation in the heartbeats; "" until it joined
 	// lastCall is the server's time of this node's latest beat or check whose reply has come
-	// back (see rescueDead).
+	// back (see RescueDead).
 	callMu   sync.Mutex
 	lastCall float64
 }
 
+// Parts are what a heartbeat is built from.
+type Parts struct {
+	Store    *store.Store
+	Interval time.Duration                   // Options.HeartbeatInterval
+	Missed   int                             // Options.MissedHeartbeatsAllowed
+	Foreign  time.Duration                   // Options.ForeignHeartbeatWindow: the window of nodes that publish none (positive)
+	Timeout  time.Duration                   // bounds every Redis call: a hung call must not stop the beats
+	Queues   func() []string                 // this node's subscriptions, rescued besides the known queues
+	Leases   func() map[string][]string      // the leases of this node's running jobs, per queue; may be nil
+	Orphan   func() int                      // drops the runs from before a burial; may be nil
+	Rescued  func(queue, from string, n int) // n jobs of node from went back to queue; may be nil
+	Log      *slog.Logger
+}
+
+// New returns the heartbeat of the store's node.
+func New(p Parts) *Heartbeat { return &Heartbeat{Parts: p} }
+
 // called records the server's time of a call that succeeded.
-func (h *heartbeat) called(at float64) {
+func (h *Heartbeat) called(at float64) {
 	h.callMu.Lock()
 	h.lastCall = max(h.lastCall, at)
 	h.callMu.Unlock()
 }
 
 // previousCall is the server's time of the latest call whose reply has come back.
-func (h *heartbeat) previousCall() float64 {
+func (h *Heartbeat) previousCall() float64 {
 	h.callMu.Lock()
 	defer h.callMu.Unlock()
 	return h.lastCall
 }
 
 // window is how long this node may go without a beat before others count it as dead.
-func (h *heartbeat) window() time.Duration { return h.interval * time.Duration(h.missed+1) }
+func (h *Heartbeat) window() time.Duration { return h.Interval * time.Duration(h.Missed+1) }
 
-// run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
+// Run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
 // within its window plus half of this node's interval. Beats and checks run on goroutines of
 // their own: a check held up (Redis stalled) must not keep this node's beat from waiting in
-// the server, where it runs as soon as the server is free (see rescueDead).
-func (h *heartbeat) run(ctx context.Context) {
+// the server, where it runs as soon as the server is free (see RescueDead).
+func (h *Heartbeat) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.every(ctx, h.interval, "beat", h.beat)
+		h.every(ctx, h.Interval, "beat", h.beat)
 	}()
-	h.every(ctx, h.interval/2, "rescue of dead nodes", h.rescueDead)
+	h.every(ctx, h.Interval/2, "rescue of dead nodes", h.RescueDead)
 	<-done
 }
 
 // every calls f every period until ctx ends, logging its failures once per spell.
-func (h *heartbeat) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) {
+func (h *Heartbeat) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	failing := false
@@ -86,10 +88,10 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 		err := f(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			h.log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
+			h.Log.Warn("exq: heartbeat: "+what+" failed; will retry", "error", err)
 			failing = true
 		case err == nil && failing:
-			h.log.Info("exq: heartbeat: " + what + " works again")
+			h.Log.Info("exq: heartbeat: " + what + " works again")
 			failing = false
 		}
 	}
@@ -97,13 +99,13 @@ func (h *heartbeat) every(ctx context.Context, period time.Duration, what string
 
 // beat is one beat of the loop. When it finds that this node's incarnation was buried (see
 // beat.lua), it drops the runs from before and joins again.
-func (h *heartbeat) beat(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+func (h *Heartbeat) beat(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
-	alive, at, err := h.jq.Beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
+	alive, at, err := h.Store.Beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
@@ -115,44 +117,44 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	// its window: its in-flight jobs went back to their queues and may run elsewhere, or here
 	// again. Drop those runs before joining again, so that none of their outcomes is written.
 	n := 0
-	if h.orphan != nil {
-		n = h.orphan()
+	if h.Orphan != nil {
+		n = h.Orphan()
 	}
-	h.log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
-		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.jq.Node(), "jobs", n)
+	h.Log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
+		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.Store.Node(), "jobs", n)
 	return h.enter(cctx)
 }
 
-// join is the first beat, at Start: unlike the later ones, Redis refuses it when it is out of
+// Join is the first beat, at Start: unlike the later ones, Redis refuses it when it is out of
 // memory (scripts/beat.lua), so that no node joins a fleet then.
-func (h *heartbeat) join(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+func (h *Heartbeat) Join(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	return h.enter(cctx)
 }
 
 // enter joins the heartbeats as a new incarnation of this node: at start, and after a burial.
 // Fetches and acknowledgements carry the token from then on.
-func (h *heartbeat) enter(ctx context.Context) error {
+func (h *Heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
-	at, err := h.jq.Join(ctx, h.window(), h.heldLeases(), epoch)
+	at, err := h.Store.Join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
 	}
 	h.called(at)
 	h.epoch = epoch
-	h.jq.SetEpoch(epoch)
+	h.Store.SetEpoch(epoch)
 	return nil
 }
 
-func (h *heartbeat) heldLeases() map[string][]string {
-	if h.leases == nil {
+func (h *Heartbeat) heldLeases() map[string][]string {
+	if h.Leases == nil {
 		return nil
 	}
-	return h.leases()
+	return h.Leases()
 }
 
-// rescueDead rescues every node that counts as dead: past its deadline by the server's clock,
+// RescueDead rescues every node that counts as dead: past its deadline by the server's clock,
 // a whole window of its own past the end of the latest stall of Redis (scripts/stale.lua), and
 // past its deadline already at this node's previous call.
 //
@@ -169,17 +171,17 @@ func (h *heartbeat) heldLeases() map[string][]string {
 // The last condition covers a shorter hold-up of the server: this node sent this check only
 // after its previous call came back, so if that call ran after a node's deadline, any beat the
 // node had sent by then has run before this check looks.
-func (h *heartbeat) rescueDead(ctx context.Context) error {
+func (h *Heartbeat) RescueDead(ctx context.Context) error {
 	previous := h.previousCall() // read before the check is sent
-	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	stale, now, err := h.jq.StaleNodes(cctx, h.foreignWindow(), h.window(), previous)
+	cctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	stale, now, err := h.Store.StaleNodes(cctx, h.Foreign, h.window(), previous)
 	cancel()
 	if err != nil {
 		return err
 	}
 	h.called(now)
 	for _, n := range stale {
-		if n.Node == h.jq.Node() {
+		if n.Node == h.Store.Node() {
 			continue // we are alive; our own beat is just late
 		}
 		if n.Deadline >= previous {
@@ -194,20 +196,18 @@ func (h *heartbeat) rescueDead(ctx context.Context) error {
 
 // rescue moves dead node n's backup lists, for every known queue, back to their queues and
 // then forgets the node, unless it beats again meanwhile.
-func (h *heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
-	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	queues, err := h.jq.KnownQueues(cctx)
+func (h *Heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
+	cctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	queues, err := h.Store.KnownQueues(cctx)
 	cancel()
 	if err != nil {
 		return err
 	}
-	for _, q := range h.queues() {
-		queues = append(queues, q.Name)
-	}
+	queues = append(queues, h.Queues()...)
 	// Queues in no queues set: removed while their jobs ran, or filled by a producer that
 	// never adds them.
-	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	more, err := h.jq.BackupQueuesOf(cctx, n.Node)
+	cctx, cancel = context.WithTimeout(ctx, h.Timeout)
+	more, err := h.Store.BackupQueuesOf(cctx, n.Node)
 	cancel()
 	if err != nil {
 		return err
@@ -222,31 +222,31 @@ func (h *heartbeat) rescue(ctx context.Context, n store.StaleNode) error {
 		}
 		seen[q] = true
 		distinct = append(distinct, q)
-		moved, err := h.jq.RescueBackup(ctx, n, q, h.timeout)
+		moved, err := h.Store.RescueBackup(ctx, n, q, h.Timeout)
 		total += moved
-		if moved > 0 && h.events.has() {
-			h.events.emit(Event{Kind: JobsRescued, Queue: q, Count: moved, From: n.Node})
+		if moved > 0 && h.Rescued != nil {
+			h.Rescued(q, n.Node, moved)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	cctx, cancel = context.WithTimeout(ctx, h.timeout)
-	res, err := h.jq.Bury(cctx, n, distinct)
+	cctx, cancel = context.WithTimeout(ctx, h.Timeout)
+	res, err := h.Store.Bury(cctx, n, distinct)
 	cancel()
 	if err != nil {
 		return err
 	}
 	buried := res == store.BuryDone
 	if res == store.BuryJobsLeft {
-		h.log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
+		h.Log.Warn("exq: a node taken for dead has jobs in a backup list that appeared after the rescue looked; it stays in the heartbeats until a later rescue moves them",
 			"node", n.Node)
 	}
 	switch {
 	case buried:
-		h.log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.Node, "jobs", total)
+		h.Log.Warn("exq: rescued the in-flight jobs of a node that stopped beating, and forgot the node", "node", n.Node, "jobs", total)
 	case total > 0:
-		h.log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.Node, "jobs", total)
+		h.Log.Warn("exq: rescued in-flight jobs of a node that stopped beating; it is forgotten once none is left", "node", n.Node, "jobs", total)
 	}
 	return nil
 }

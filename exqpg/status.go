@@ -1,0 +1,76 @@
+package exqpg
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Status is the outbox table as a relay sees it.
+type Status struct {
+	// Backlog is how many committed jobs wait for a relay.
+	Backlog int64
+	// OldestAge is how long the oldest waiting row has waited, on Postgres's clock; 0 when
+	// none waits.
+	OldestAge time.Duration
+	// Failed is how many rows a relay refused (documents that are not jobs, written to the
+	// table by hand); each keeps its error in the error column.
+	Failed int64
+}
+
+// Status reads the backlog from Postgres. (It counts the table: cheap for the backlogs a
+// healthy outbox has, a scan for a huge one; Run reads it every StatusInterval.)
+func (r *Relay) Status(ctx context.Context) (Status, error) {
+	var s Status
+	var age float64
+	if err := r.pool.QueryRow(ctx, r.sql.status).Scan(&s.Backlog, &age, &s.Failed); err != nil {
+		return Status{}, fmt.Errorf("exqpg: outbox status: %w", err)
+	}
+	if age > 0 && !math.IsInf(age, 0) {
+		s.OldestAge = time.Duration(age * float64(time.Second))
+	}
+	return s, nil
+}
+
+// Reporter is a Pusher that can also record the backlog in Redis, for exq's admin API,
+// dashboard and `exq outbox status`: *exq.Client and *exq.Exq are.
+type Reporter interface {
+	ReportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration) error
+}
+
+// report reads the status every StatusInterval, warns past the thresholds and records it in
+// Redis when the pusher can.
+func (r *Relay) report(ctx context.Context) {
+	rep, _ := r.push.(Reporter)
+	t := time.NewTicker(r.o.StatusInterval)
+	defer t.Stop()
+	for {
+		r.reportOnce(ctx, rep)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Relay) reportOnce(ctx context.Context, rep Reporter) {
+	s, err := r.Status(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.o.Logger.Warn("exqpg: relay: cannot read the outbox's status", "err", err)
+		}
+		return
+	}
+	if (r.o.WarnBacklog >= 0 && s.Backlog > r.o.WarnBacklog) || (r.o.WarnAge >= 0 && s.OldestAge > r.o.WarnAge) {
+		r.o.Logger.Warn("exqpg: outbox backlog", "backlog", s.Backlog, "oldest_age", s.OldestAge,
+			"warn_backlog", r.o.WarnBacklog, "warn_age", r.o.WarnAge)
+	}
+	if rep == nil {
+		return
+	}
+	if err := rep.ReportOutbox(ctx, s.Backlog, s.Failed, s.OldestAge); err != nil && ctx.Err() == nil {
+		r.o.Logger.Debug("exqpg: relay: cannot report the outbox's status to Redis", "err", err)
+	}
+}

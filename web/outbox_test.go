@@ -1,0 +1,39 @@
+package web
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+)
+
+func TestDashboardShowsTheOutboxOnlyWhenARelayReported(t *testing.T) {
+	f := newFixture(t, Options{})
+	assert.NotContains(t, f.page("/"), "Outbox", "no relay ever reported")
+
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.ReportOutbox(ctx, 1234, 2, 3*time.Minute))
+	body := f.page("/")
+	assert.Contains(t, body, "Outbox (Postgres, module exqpg)")
+	assert.Contains(t, body, "1,234 committed job(s), the oldest written 3 min ago")
+	assert.Contains(t, body, "rows that are not jobs wait")
+	assert.NotContains(t, body, "stale")
+
+	// A report a relay stopped renewing says so.
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "updated_at", "1000000000").Err())
+	assert.Contains(t, f.page("/"), "stale: no relay runs")
+
+	// What is read from Redis is untrusted: a field that is not a count drops the section,
+	// never the page.
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "backlog", "<script>alert(1)</script>").Err())
+	body = f.page("/")
+	assert.NotContains(t, body, "Outbox (Postgres")
+	assert.NotContains(t, body, "<script>alert")
+}
