@@ -53,14 +53,6 @@ type BatchOptions struct {
 	Expiry time.Duration
 }
 
-// inFlow is the option that gives a job its batch and workflow fields. It is unexported: a
-// caller cannot put a job into a batch except through NewBatch and AddToBatch.
-type inFlow struct{ f *wire.NewJob }
-
-func (o inFlow) apply(c *enqueueConfig) error { c.flow = o.f; return nil }
-
-func (o inFlow) String() string { return "inFlow" }
-
 // NewBatch creates a batch with its jobs in one atomic step and returns the batch id and the
 // jobs' jids, in order. Every job carries the batch id in its JSON as "bid". Jobs of a batch
 // are enqueued now (At, In and Unique are refused). The jobs must run on exq nodes: Sidekiq
@@ -108,7 +100,8 @@ func (en *enqueuer) flowSpecs(op string, specs []JobSpec, names []string) []flow
 	for i, s := range specs {
 		out[i] = flows.Spec{Queue: s.Queue, Scheduled: !s.At.IsZero() || s.In != 0,
 			Build: func(ctx context.Context, now time.Time, f *wire.NewJob) (store.FlowJob, bool, error) {
-				opts := append(slices.Clip(s.Options), inFlow{f})
+				// The option that gives the job its flow fields is not one a caller can pass.
+				opts := append(slices.Clip(s.Options), optionFunc{"inFlow", func(c *enqueueConfig) error { c.flow = f; return nil }})
 				b, err := en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, time.Time{}, opts)
 				var bad *invalidJobError
 				if err = inBatch(err, i); names != nil && errors.As(err, &bad) {

@@ -26,13 +26,10 @@ func SetResult(ctx context.Context, v any) error {
 		return fmt.Errorf("exq: set result: not in a running job: %w", ErrNoResult)
 	}
 	e := job.node
-	limit := e.opts.ResultMaxBytes
-	if limit <= 0 {
-		limit = DefaultResultMaxBytes
-	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 	defer cancel()
-	return flows.SetResult(wctx, e.jq, job.JID, v, limit, cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
+	return flows.SetResult(wctx, e.jq, job.JID, v, cmp.Or(max(e.opts.ResultMaxBytes, 0), DefaultResultMaxBytes),
+		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
 }
 
 // TypedResult is Typed for a worker that returns a result: on success (a nil error) the result

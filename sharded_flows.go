@@ -9,10 +9,8 @@ import (
 	"github.com/exqgo/exq/internal/store"
 )
 
-// Under sharding a batch or a workflow lives on one shard, with all of its jobs and callbacks:
-// the shard its id hashes to, or, for a child batch, its parent's shard.
-
-// flowShard is the enqueuer of the shard of a batch or workflow (flows.Shard), and its id.
+// flowShard is the enqueuer of the shard of a batch or workflow, and its id: under sharding a
+// batch or workflow lives on one shard with all its jobs and callbacks (flows.Shard).
 func (s *sharder) flowShard(ctx context.Context, id, parent string) (*enqueuer, string, error) {
 	stores := make([]*store.Store, len(s.ens))
 	for i, en := range s.ens {
