@@ -1,9 +1,10 @@
 // Package store is every Redis command exq sends: the queues, backup lists and job sets of
-// the engine, node state, counters, the admin API's reads and moves, periodic schedules, the
-// Lua scripts (package scripts below it) and WAIT for replicas. Its methods take queue names,
-// set kinds, node ids and days and build the keys themselves (through wire.Keys); they return
-// plain Go values and the small types of this package, never go-redis types. It must not
-// import the root package: where the engine has richer types, it converts to these.
+// the engine, node state, counters, the admin API's reads and moves, periodic schedules,
+// batches, workflows and results, the Lua scripts (package scripts below it) and WAIT for
+// replicas. Its methods take queue names, set kinds, node ids and days and build the keys
+// themselves (through wire.Keys); they return plain Go values and the small types of this
+// package, never go-redis types. It must not import the root package: where the engine has
+// richer types, it converts to these.
 package store
 
 import (
