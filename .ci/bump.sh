@@ -16,7 +16,7 @@ modules=(exqprom exqotel exqpg webtest bench examples/prometheus)
 
 for mod in "${modules[@]}"; do
   for dep in github.com/exqgo/exq github.com/exqgo/exq/exqprom; do
-    if grep -q "^[[:space:]]*$dep v" "$root/$mod/go.mod"; then
+    if grep -Eq "^(require[[:space:]]+)?[[:space:]]*$dep v" "$root/$mod/go.mod"; then
       (cd "$root/$mod" && GOWORK=off go mod edit -require="$dep@$version")
     fi
   done
