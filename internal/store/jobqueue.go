@@ -115,24 +115,32 @@ type BatchItem struct {
 	Lock  *Lock
 }
 
+// batchLayout numbers the distinct queues of the items that go to their queue now (from 1, in
+// the order they first appear) and lists the items that take a unique lock, as enqueue_all.lua
+// and push_relayed.lua read a batch. item tells the i-th item's queue, whether it goes now, and
+// whether it has a lock.
+func batchLayout(n int, item func(i int) (queue string, now, locked bool)) (queueNo map[string]int, queues []string, locked []int) {
+	queueNo = map[string]int{}
+	for i := range n {
+		q, now, lock := item(i)
+		if _, ok := queueNo[q]; now && !ok {
+			queues = append(queues, q)
+			queueNo[q] = len(queues)
+		}
+		if lock {
+			locked = append(locked, i)
+		}
+	}
+	return queueNo, queues, locked
+}
+
 // EnqueueAll writes every item in one script call and returns, per item, the holder's jid
 // when its unique lock was taken ("" when the item was written). With WaitReplicas, an error
 // wrapping ErrNotReplicated comes with the holders: the batch was written.
 func (jq *Store) EnqueueAll(ctx context.Context, items []BatchItem) ([]string, error) {
-	queueNo := map[string]int{}
-	var queues []string
-	var locked []int
-	for i, it := range items {
-		if it.At.IsZero() {
-			if _, ok := queueNo[it.Queue]; !ok {
-				queues = append(queues, it.Queue)
-				queueNo[it.Queue] = len(queues)
-			}
-		}
-		if it.Lock != nil {
-			locked = append(locked, i)
-		}
-	}
+	queueNo, queues, locked := batchLayout(len(items), func(i int) (string, bool, bool) {
+		return items[i].Queue, items[i].At.IsZero(), items[i].Lock != nil
+	})
 	keys := make([]string, 0, 2+len(queues)+len(locked))
 	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
 	args := make([]any, 0, 5+len(queues)+len(items)+3*len(locked))

@@ -33,20 +33,9 @@ type RelayStatus struct {
 // step. Statuses are in the order of items. With WaitReplicas, an error wrapping
 // ErrNotReplicated comes with the statuses: the batch was written.
 func (jq *Store) PushRelayed(ctx context.Context, markTTL time.Duration, items []RelayItem) ([]RelayStatus, error) {
-	queueNo := map[string]int{}
-	var queues []string
-	var locked []int
-	for i, it := range items {
-		if it.At.IsZero() {
-			if _, ok := queueNo[it.Queue]; !ok {
-				queues = append(queues, it.Queue)
-				queueNo[it.Queue] = len(queues)
-			}
-		}
-		if it.Lock != nil {
-			locked = append(locked, i)
-		}
-	}
+	queueNo, queues, locked := batchLayout(len(items), func(i int) (string, bool, bool) {
+		return items[i].Queue, items[i].At.IsZero(), items[i].Lock != nil
+	})
 	keys := make([]string, 0, 2+len(queues)+len(items)+len(locked))
 	keys = append(keys, jq.keys.Schedule(), jq.keys.Queues())
 	args := make([]any, 0, 5+len(queues)+3*len(items)+3*len(locked))
