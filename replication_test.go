@@ -159,7 +159,7 @@ func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testin
 // A call whose ctx ends before WaitTimeout waits for what its ctx leaves (three quarters of
 // it), so that it learns that its job was written (ErrNotReplicated) instead of timing out.
 func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
-	// Serial: asserts the call returns within 400 ms.
+	// Serial: asserts the call returns well before WaitTimeout.
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.rdb, Namespace: v.ns, WaitReplicas: 1, WaitTimeout: 3 * time.Second})
 	require.NoError(t, err)
@@ -171,7 +171,10 @@ func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
 	took := time.Since(begin)
 	require.ErrorIs(t, err, ErrNotReplicated, "the WAIT answered before the deadline")
 	assert.Regexp(t, `0 of 1 replicas acknowledged the write within [0-9.]+ms`, err.Error())
-	assert.Less(t, took, 400*time.Millisecond)
+	// The WAIT is bounded by the caller's 400 ms, not by WaitTimeout's 3 s. The bound checked is
+	// far from both: the call ends at the deadline, so a check at 400 ms itself failed by 30 µs
+	// on a loaded machine (1 run in 7 of the whole suite) while proving nothing more.
+	assert.Less(t, took, 1500*time.Millisecond)
 	assert.Contains(t, strings.Join(v.list(v.keys.Queue("default")), ""), jid, "the job is in Redis")
 }
 
