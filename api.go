@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/serverclock"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
@@ -185,7 +186,7 @@ func (a *API) RemoveQueue(ctx context.Context, q string) error {
 // The state lives in Redis (the set <ns>:paused), so nodes started later see it; Exq and
 // Sidekiq nodes working on the same queue do not.
 func (a *API) PauseQueue(ctx context.Context, q string) error {
-	if err := checkQueueName(q); err != nil {
+	if err := names.CheckQueue(q); err != nil {
 		return fmt.Errorf("%w: pause: %w", ErrInvalidQueue, err)
 	}
 	if err := a.jq.Pause(ctx, q); err != nil {
@@ -197,7 +198,7 @@ func (a *API) PauseQueue(ctx context.Context, q string) error {
 // ResumeQueue lets every node fetch from queue q again and wakes idle nodes at once. Resuming
 // a queue that is not paused does nothing.
 func (a *API) ResumeQueue(ctx context.Context, q string) error {
-	if err := checkQueueName(q); err != nil {
+	if err := names.CheckQueue(q); err != nil {
 		return fmt.Errorf("%w: resume: %w", ErrInvalidQueue, err)
 	}
 	wakeErr, err := a.jq.Resume(ctx, q)

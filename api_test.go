@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -489,7 +490,7 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, procs, 1)
 	assert.Equal(t, e.NodeID(), procs[0].Identity)
-	assert.Equal(t, defaultTag(), procs[0].Tag)
+	assert.Equal(t, names.DefaultTag(), procs[0].Tag)
 	assert.Equal(t, []string{"exq-go"}, procs[0].Labels)
 	assert.Equal(t, []string{"default"}, procs[0].Queues)
 	assert.Equal(t, DefaultConcurrency, procs[0].Concurrency)

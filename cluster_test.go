@@ -13,16 +13,6 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-func TestHashTagIsWhatRedisClusterReads(t *testing.T) {
-	t.Parallel()
-	for ns, tag := range map[string]string{
-		"exq": "", "{exq}": "exq", "app{exq}": "exq", "{exq}:x": "exq", "{}exq": "", "{exq": "",
-		"exq}": "", "{}{exq}": "", "{a}{b}": "a", "": "",
-	} {
-		assert.Equal(t, tag, hashTag(ns), "namespace %q", ns)
-	}
-}
-
 // A namespace without a hash tag spreads its keys over a cluster's slots, where exq's scripts
 // cannot run: Start, NewClient and NewAPI refuse it before connecting, naming the field.
 func TestClusterRefusesANamespaceWithoutHashTag(t *testing.T) {

@@ -2,20 +2,15 @@ package exq
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -460,7 +455,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 	qs := make([]Queue, len(o.Queues))
 	for i, q := range o.Queues {
 		field := fmt.Sprintf("Queues[%d]", i)
-		if err := checkQueueName(q.Name); err != nil {
+		if err := names.CheckQueue(q.Name); err != nil {
 			return bad(field+".Name", "%v", err)
 		}
 		if seen[q.Name] {
@@ -539,18 +534,18 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		o.Backoff = ExqBackoff
 	}
 	if o.NodeID == "" {
-		o.NodeID = defaultNodeID()
+		o.NodeID = names.DefaultNodeID()
 	} else if strings.Contains(o.NodeID, "::") {
 		return bad("NodeID", "must not contain \"::\" (it separates the parts of backup list keys), got %q", o.NodeID)
 	}
 	if o.Tag == "" {
-		o.Tag = defaultTag()
-	} else if err := checkLabel(o.Tag); err != nil {
+		o.Tag = names.DefaultTag()
+	} else if err := names.CheckLabel(o.Tag); err != nil {
 		return bad("Tag", "%v", err)
 	}
 	labels := []string{NodeLabel}
 	for i, l := range o.Labels {
-		if err := checkLabel(l); err != nil {
+		if err := names.CheckLabel(l); err != nil {
 			return bad(fmt.Sprintf("Labels[%d]", i), "%v", err)
 		}
 		if slices.Contains(labels, l) {
@@ -579,106 +574,8 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 	return settings{Options: o, testHooks: h.withDefaults()}, nil
 }
 
-// checkQueueName refuses queue names that would make keys other runtimes and tools misread,
-// or that Sidekiq's Web UI cannot open. A single ':' inside a name is allowed: Sidekiq and Exq
-// accept any string, and Sidekiq applications name queues "namespace:queue" (GitLab does), so
-// refusing it would stop exq from sharing their queues. What is refused, and why:
-//   - "::", and ':' at either end: "::" separates node and queue in backup list keys
-//     (queue:backup::<node>::<queue>), so a name containing it, or starting with ':' (node
-//     "n:" and queue "q" would read like node "n" and queue ":q"), could be split wrongly;
-//   - '/' and '$': Sidekiq Web routes /queues/<name> with the pattern [^$/]+, so it could
-//     not show or clear such a queue;
-//   - control characters and leading or trailing space: invisible in every UI and log.
-func checkQueueName(q string) error {
-	if plainQueueName(q) {
-		return nil
-	}
-	return queueNameProblem(q)
-}
-
-// queueNameProblem says what is wrong with a queue name, or nil.
-func queueNameProblem(q string) error {
-	switch {
-	case q == "":
-		return errors.New("queue name is empty")
-	case strings.Contains(q, "::"):
-		return fmt.Errorf("queue name %q contains \"::\", which separates node and queue in backup list keys", q)
-	case q[0] == ':' || q[len(q)-1] == ':':
-		return fmt.Errorf("queue name %q starts or ends with ':' (a ':' must sit between other characters, as in \"mail:high\"): "+
-			"backup list keys (queue:backup::<node>::<queue>) could not be split", q)
-	case strings.ContainsAny(q, "/$"):
-		return fmt.Errorf("queue name %q contains '/' or '$', which Sidekiq's Web UI cannot route to", q)
-	case strings.IndexFunc(q, unicode.IsControl) >= 0:
-		return fmt.Errorf("queue name %q contains a control character", q)
-	case strings.TrimSpace(q) != q:
-		return fmt.Errorf("queue name %q has leading or trailing space", q)
-	}
-	return nil
-}
-
-// plainQueueName is checkQueueName's fast path, for every enqueued job: true for a name of
-// printable ASCII without '/', '$', "::", a ':' or space at either end, which it accepts.
-func plainQueueName(q string) bool {
-	if q == "" || q[0] == ':' || q[0] == ' ' || q[len(q)-1] == ':' || q[len(q)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(q); i++ {
-		switch c := q[i]; {
-		case c < 0x20 || c > 0x7e, c == '/', c == '$':
-			return false
-		case c == ':' && i+1 < len(q) && q[i+1] == ':':
-			return false
-		}
-	}
-	return true
-}
-
 // NodeLabel is the label every exq node shows on Sidekiq's Busy page (Options.Labels).
 const NodeLabel = "exq-go"
-
-// checkLabel refuses what Sidekiq's Web UI would render as markup (it does not escape tags
-// and labels) and what cannot be shown on one line.
-func checkLabel(s string) error {
-	switch {
-	case strings.TrimSpace(s) == "":
-		return errors.New("is empty")
-	case strings.ContainsAny(s, "<>&\"'"):
-		return fmt.Errorf("%q contains one of < > & \" ', which Sidekiq's Web UI would render as markup", s)
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return fmt.Errorf("%q contains a control character", s)
-	case len(s) > 100:
-		return fmt.Errorf("is %d bytes long, more than 100", len(s))
-	}
-	return nil
-}
-
-// defaultTag is the binary's name, with what checkLabel refuses taken out.
-func defaultTag() string {
-	tag := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || strings.ContainsRune("<>&\"'", r) {
-			return -1
-		}
-		return r
-	}, filepath.Base(os.Args[0]))
-	if len(tag) > 100 {
-		tag = tag[:100]
-	}
-	if checkLabel(tag) != nil {
-		return "exq"
-	}
-	return tag
-}
-
-// defaultNodeID is "<hostname>:<pid>:<random>", unique per process (DESIGN.md §2).
-func defaultNodeID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
 
 // sentinelDefault resolves an int option whose zero value means def, so that "none" is spelled
 // with a negative sentinel: none becomes 0. It reports false for any other negative value.
@@ -710,7 +607,7 @@ func checkClusterNamespace(c ClientOptions) error {
 			return err
 		}
 	}
-	if !cluster || hashTag(c.Namespace) != "" {
+	if !cluster || names.HashTag(c.Namespace) != "" {
 		return nil
 	}
 	if c.NoNamespace {
@@ -719,21 +616,6 @@ func checkClusterNamespace(c ClientOptions) error {
 	}
 	return fmt.Errorf(`%w: Namespace: %q needs a hash tag such as "{%s}" on a Redis Cluster, so that all its keys share one slot`,
 		ErrInvalidOptions, c.Namespace, strings.Trim(c.Namespace, "{}"))
-}
-
-// hashTag returns the hash tag that Redis Cluster reads in a key starting with ns + ":": what
-// lies between the first '{' and the next '}', when that is not empty and within ns. "" means
-// the slot depends on the rest of the key.
-func hashTag(ns string) string {
-	i := strings.IndexByte(ns, '{')
-	if i < 0 {
-		return ""
-	}
-	j := strings.IndexByte(ns[i+1:], '}')
-	if j <= 0 {
-		return ""
-	}
-	return ns[i+1 : i+1+j]
 }
 
 // openRedis validates opts and connects, for the constructors that run no node.

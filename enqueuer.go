@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -263,7 +264,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	if class == "" {
 		return bad("class is empty")
 	}
-	if err := checkQueueName(queue); err != nil {
+	if err := names.CheckQueue(queue); err != nil {
 		return bad("%v", err)
 	}
 	rawArgs, err := wire.EncodeArgs(args)

@@ -57,6 +57,7 @@ import (
 	"github.com/exqgo/exq/internal/eventorder"
 	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/pinger"
 	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
@@ -305,7 +306,7 @@ func (e *Exq) Subscribe(queue string, concurrency int) error {
 	if e.stopping.Load() {
 		return ErrStopped
 	}
-	if err := checkQueueName(queue); err != nil {
+	if err := names.CheckQueue(queue); err != nil {
 		return fmt.Errorf("exq: subscribe: %w", err)
 	}
 	if concurrency < 0 {

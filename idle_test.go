@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
@@ -222,7 +223,7 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 			return "(none)"
 		}
 	}
-	assert.Error(t, checkQueueName(scheduler.DueWakePrefix+"1"), "the payload cannot be a queue name")
+	assert.Error(t, names.CheckQueue(scheduler.DueWakePrefix+"1"), "the payload cannot be a queue name")
 
 	cl, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
 	require.NoError(t, err)

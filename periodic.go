@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/periodic"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
@@ -101,7 +102,7 @@ func (p PeriodicJob) check() (string, cronspec.Schedule, error) {
 	case p.Class == "":
 		return bad("Class", "is empty")
 	}
-	if err := checkQueueName(p.queue()); err != nil {
+	if err := names.CheckQueue(p.queue()); err != nil {
 		return bad("Queue", "%v", err)
 	}
 	if _, err := wire.EncodeArgs(p.Args); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/relay"
 )
 
@@ -62,7 +63,7 @@ func (en *enqueuer) pushRelayed(ctx context.Context, markTTL time.Duration, jobs
 		in[i] = relay.Job{Doc: j.Job, At: j.At}
 	}
 	rs, err := relay.Push(ctx, en.jq, in, relay.Options{Now: now, MarkTTL: cmp.Or(max(markTTL, 0), DefaultRelayMarkTTL),
-		MaxBytes: MaxJobBytes, CheckQueue: checkQueueName, Hold: en.hold,
+		MaxBytes: MaxJobBytes, CheckQueue: names.CheckQueue, Hold: en.hold,
 		Written: func(r relay.Result) { en.enqueued(r.Queue, r.Class, r.JID, r.At) },
 		Invalid: func(i int, err error) error {
 			return &invalidJobError{op: "push relayed: job " + strconv.Itoa(i), msg: err.Error()}
