@@ -362,11 +362,30 @@ func (h Header) MaxRetries(nodeMax int) int {
 	case "", "false", "null":
 		return 0
 	}
+	if n, ok := smallInt(r); ok { // the common case ("retry":25), without ParseFloat
+		return n
+	}
 	f, err := strconv.ParseFloat(r, 64)
 	if err != nil || f < 1 || f != float64(int64(f)) {
 		return 0
 	}
 	return int(f)
+}
+
+// smallInt reads a number of at most nine decimal digits (no sign, point or exponent) as
+// MaxRetries would through ParseFloat, without it: 0 means no retries.
+func smallInt(r string) (int, bool) {
+	if len(r) == 0 || len(r) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(r); i++ {
+		if r[i] < '0' || r[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(r[i]-'0')
+	}
+	return n, true
 }
 
 // countOf reads retry_count as numberOf does, except that a number too large for a float64

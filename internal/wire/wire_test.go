@@ -89,7 +89,8 @@ func TestMaxRetriesFollowsExqRules(t *testing.T) {
 		want  int
 	}{
 		{`true`, 25}, {`false`, 0}, {`0`, 0}, {`null`, 0}, {``, 0}, {`3`, 3}, {`3.0`, 3},
-		{`-1`, 0}, {`2.5`, 0}, {`"5"`, 0},
+		{`-1`, 0}, {`2.5`, 0}, {`"5"`, 0}, {`25`, 25}, {`007`, 7}, {`123456789`, 123456789},
+		{`1234567890`, 1234567890}, {`1e2`, 100}, {` 4 `, 4}, {`4x`, 0}, {`+4`, 4},
 	} {
 		h := Header{Retry: tc.retry}
 		assert.Equal(t, tc.want, h.MaxRetries(25), "retry=%s", tc.retry)
