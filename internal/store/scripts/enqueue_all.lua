@@ -17,14 +17,9 @@
 -- is due before every job the schedule set held, so that sleeping schedulers look again
 -- (scheduler.go). (PUBLISH uses pcall: wake-ups are best effort, and a user without the channel
 -- permission must not turn a written job into a failed call.)
+-- expect, push_lists and push_scheduled are push.lua's (scripts.go puts it before this text).
 local Q, N, U = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local jobs0, uniq0 = 5 + Q, 5 + Q + N
-local function expect(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. want .. '; nothing was written')
-  end
-end
 local err = expect(KEYS[1], 'zset') or expect(KEYS[2], 'set')
 for q = 1, Q do err = err or expect(KEYS[2 + q], 'list') end
 for u = 1, U do err = err or expect(KEYS[2 + Q + u], 'string') end
@@ -76,29 +71,6 @@ for i = 1, N do
     end
   end
 end
-local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
-for q = 1, Q do
-  local l = lists[q]
-  if l then
-    redis.call('SADD', KEYS[2], ARGV[4 + q])
-    for s = 1, #l, chunk do
-      redis.call('LPUSH', KEYS[2 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
-    end
-    redis.pcall('PUBLISH', ARGV[1], ARGV[4 + q])
-  end
-end
-if #scheduled > 0 then
-  local head = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2] or '')
-  local earliest, at = nil, nil
-  for s = 1, #scheduled, 2 do
-    local n = tonumber(scheduled[s])
-    if not earliest or n < earliest then earliest, at = n, scheduled[s] end
-  end
-  for s = 1, #scheduled, 2 * chunk do
-    redis.call('ZADD', KEYS[1], unpack(scheduled, s, math.min(s + 2 * chunk - 1, #scheduled)))
-  end
-  if not head or earliest < head then
-    redis.pcall('PUBLISH', ARGV[1], ':due:' .. at)
-  end
-end
+push_lists(lists, Q, KEYS[2], 2, 4, ARGV[1])
+push_scheduled(KEYS[1], scheduled, ARGV[1])
 return out

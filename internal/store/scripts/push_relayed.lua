@@ -19,14 +19,9 @@
 -- does not roll back a script that fails half-way, so every key is type-checked before the
 -- first write; the first write is an addition (SET), so out of memory the call is refused
 -- whole. (PUBLISH uses pcall: wake-ups are best effort.)
+-- expect, push_lists and push_scheduled are push.lua's (scripts.go puts it before this text).
 local Q, N, U, markTTL = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local jobs0, uniq0 = 5 + Q, 5 + Q + 3 * N
-local function expect(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. want .. '; nothing was written')
-  end
-end
 local err = expect(KEYS[1], 'zset') or expect(KEYS[2], 'set')
 for q = 1, Q do err = err or expect(KEYS[2 + q], 'list') end
 for k = 3 + Q, 2 + Q + N + U do err = err or expect(KEYS[k], 'string') end
@@ -69,30 +64,7 @@ for i = 1, N do
   end
 end
 
--- One LPUSH or ZADD per chunk, in batch order, as enqueue_all.lua.
-local chunk = 1000
-for q = 1, Q do
-  local list = lists[q]
-  if list then
-    redis.call('SADD', KEYS[2], ARGV[5 + q])
-    for s = 1, #list, chunk do
-      redis.call('LPUSH', KEYS[2 + q], unpack(list, s, math.min(s + chunk - 1, #list)))
-    end
-    redis.pcall('PUBLISH', ARGV[1], ARGV[5 + q])
-  end
-end
-if #scheduled > 0 then
-  local head = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2] or '')
-  local earliest, at = nil, nil
-  for s = 1, #scheduled, 2 do
-    local n = tonumber(scheduled[s])
-    if not earliest or n < earliest then earliest, at = n, scheduled[s] end
-  end
-  for s = 1, #scheduled, 2 * chunk do
-    redis.call('ZADD', KEYS[1], unpack(scheduled, s, math.min(s + 2 * chunk - 1, #scheduled)))
-  end
-  if not head or earliest < head then
-    redis.pcall('PUBLISH', ARGV[1], ':due:' .. at)
-  end
-end
+-- One LPUSH or ZADD per chunk, in batch order (push.lua).
+push_lists(lists, Q, KEYS[2], 2, 5, ARGV[1])
+push_scheduled(KEYS[1], scheduled, ARGV[1])
 return out

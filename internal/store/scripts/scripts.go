@@ -31,6 +31,9 @@ import (
 var (
 	//go:embed enqueue.lua
 	enqueueSrc string
+	// pushSrc is the prelude of the scripts that write jobs (withPush).
+	//go:embed push.lua
+	pushSrc string
 	//go:embed enqueue_all.lua
 	enqueueAllSrc string
 	//go:embed enqueue_group.lua
@@ -100,7 +103,7 @@ var (
 // The scripts, ready to run.
 var (
 	Enqueue    = redis.NewScript(enqueueSrc)
-	EnqueueAll = redis.NewScript(enqueueAllSrc)
+	EnqueueAll = redis.NewScript(withPush(enqueueAllSrc))
 	// EnqueueGroup writes the enqueues that concurrent callers share (groupcommit.go).
 	EnqueueGroup = redis.NewScript(enqueueGroupSrc)
 	Fetch        = redis.NewScript(fetchSrc)
@@ -134,13 +137,13 @@ var (
 	// StatsFlush adds one batch of counters, once per batch id.
 	StatsFlush = redis.NewScript(statsFlushSrc)
 	// PushRelayed pushes jobs an outbox relay read from a database, each jid at most once.
-	PushRelayed = redis.NewScript(pushRelayedSrc)
+	PushRelayed = redis.NewScript(withPush(pushRelayedSrc))
 	// BatchAdd creates a batch with its first jobs, or adds jobs to it from one of its jobs.
 	BatchAdd = redis.NewScript(batchAddSrc)
 	// BatchSettle records how a run of a batch's job ended and fires the callbacks due.
 	BatchSettle = redis.NewScript(batchSettleSrc)
 	// WorkflowCreate writes a workflow and pushes the jobs that wait for nothing.
-	WorkflowCreate = redis.NewScript(workflowCreateSrc)
+	WorkflowCreate = redis.NewScript(withPush(workflowCreateSrc))
 	// WorkflowSettle records a workflow job's end and releases or cancels its dependents.
 	WorkflowSettle = redis.NewScript(workflowSettleSrc)
 	// SettleGroup records several outcomes of batch and workflow jobs in one call, each by the
@@ -148,3 +151,7 @@ var (
 	SettleGroup = redis.NewScript("local function batch_settle(KEYS, ARGV)\n" + batchSettleSrc + "\nend\n" +
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + settleGroupSrc)
 )
+
+// withPush puts push.lua's functions (the key type check and the pushes of collected jobs)
+// before src, so that every script that writes jobs writes them alike.
+func withPush(src string) string { return pushSrc + src }

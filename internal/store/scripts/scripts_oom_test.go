@@ -308,7 +308,7 @@ func TestOutOfMemoryEveryScriptRunsOrIsRefusedWhole(t *testing.T) {
 	require.NoError(t, err)
 	var missing []string
 	for _, f := range files {
-		if !covered[f] {
+		if !covered[f] && f != "push.lua" { // push.lua is the prelude of three scripts (withPush)
 			missing = append(missing, f)
 		}
 	}

@@ -13,13 +13,8 @@
 -- "exists" (id belongs to another workflow: nothing written).
 -- Every key is type-checked before the first write. Out of memory the first write (an
 -- addition) is refused: nothing is written.
+-- expect, push_lists and push_scheduled are push.lua's (scripts.go puts it before this text).
 local Q, M, G, J, R = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local function expect(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. t .. ', not a ' .. want .. '; nothing was written')
-  end
-end
 local err = expect(KEYS[1], 'hash') or expect(KEYS[2], 'hash') or expect(KEYS[3], 'hash') or expect(KEYS[4], 'zset')
   or expect(KEYS[5], 'set')
 for q = 1, Q do err = err or expect(KEYS[5 + q], 'list') end
@@ -60,15 +55,6 @@ for i = 0, R - 1 do
   end
   l[#l + 1] = ARGV[r0 + 2 * i + 1]
 end
-for q = 1, Q do
-  local l = lists[q]
-  if l then
-    redis.call('SADD', KEYS[5], ARGV[10 + q])
-    for s = 1, #l, chunk do
-      redis.call('LPUSH', KEYS[5 + q], unpack(l, s, math.min(s + chunk - 1, #l)))
-    end
-    redis.pcall('PUBLISH', ARGV[5], ARGV[10 + q])
-  end
-end
+push_lists(lists, Q, KEYS[5], 5, 10, ARGV[5])
 for k = 1, 3 do redis.call('EXPIRE', KEYS[k], ARGV[4]) end
 return 'ok'
