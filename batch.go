@@ -66,11 +66,10 @@ func (c *Client) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (
 	return c.enq.newBatch(ctx, o, false, jobs)
 }
 
-// OpenBatch creates an empty, open batch, to fill in parts from outside it (a client holds
-// one part at a time): Add its jobs in as many calls as needed, then Close it. Its success and
-// complete callbacks fire only once it is closed, at Close itself if every job has succeeded
-// or run by then. A batch never closed stays open, visibly (BatchStatus.Open), until its
-// Expiry. See Exq.NewBatch for the options and docs/workflows.md.
+// OpenBatch creates an empty, open batch to fill in parts (a client holds one at a time): Add
+// jobs in as many calls as needed, then Close it. Its success and complete callbacks fire only
+// once it is closed, at Close itself if every job has succeeded or run by then. A batch never
+// closed stays open (BatchStatus.Open) until its Expiry. See NewBatch and docs/workflows.md.
 func (e *Exq) OpenBatch(ctx context.Context, o BatchOptions) (*BatchWriter, error) {
 	return e.enq.openBatch(ctx, o)
 }
@@ -209,8 +208,10 @@ func (a *API) Batches(ctx context.Context, o ListOptions) ([]BatchStatus, error)
 	return out, err
 }
 
-// BatchJobs lists up to limit jids of batch bid: which is "pending" (not yet succeeded), "dead"
-// or "all".
+// BatchJobs lists up to limit jids of batch bid: which is "pending" (not yet succeeded), "dead",
+// "all", "foreign" (pending, running on a Sidekiq or Exq node, which records nothing in a batch)
+// or "unaccounted" (pending, in no queue, set, backup or busy list: run by such a node, or
+// lost). The last two read every queue and set in pages (docs/workflows.md, Exq nodes only).
 func (a *API) BatchJobs(ctx context.Context, bid, which string, limit int) ([]string, error) {
 	return flows.BatchJobs(ctx, a.jq, bid, which, limit)
 }

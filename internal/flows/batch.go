@@ -267,15 +267,18 @@ func ListBatches(ctx context.Context, st *store.Store, offset, count int64, warn
 	return out, nil
 }
 
-// BatchJobs lists up to limit jids of batch bid: which is "pending", "dead" or "all".
+// BatchJobs lists up to limit jids of batch bid: which is "pending", "dead" or "all", or
+// "foreign" or "unaccounted" (AuditBatch).
 func BatchJobs(ctx context.Context, st *store.Store, bid, which string, limit int) ([]string, error) {
-	switch which {
-	case "pending", "dead", "all":
-	default:
-		return nil, fmt.Errorf("exq: api: batch jobs: which is %q, not pending, dead or all", which)
-	}
 	if limit <= 0 {
 		limit = 100
+	}
+	switch which {
+	case "pending", "dead", "all":
+	case "foreign", "unaccounted":
+		return AuditBatch(ctx, st, bid, which, limit)
+	default:
+		return nil, fmt.Errorf("exq: api: batch jobs: which is %q, not pending, dead, all, foreign or unaccounted", which)
 	}
 	jids, err := st.BatchMembers(ctx, bid, which, int64(limit))
 	if err != nil {

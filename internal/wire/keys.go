@@ -37,6 +37,9 @@ func (k Keys) BackupPattern(node string) string {
 	return globEscape(k.Prefix+"queue:backup::"+node+"::") + "*"
 }
 
+// AnyBackupPattern is a SCAN pattern that matches the backup lists of every node.
+func (k Keys) AnyBackupPattern() string { return globEscape(k.Prefix+"queue:backup::") + "*" }
+
 // BackupQueue is the queue of node's backup list key, and false when key is not one of node's
 // backup lists (another node's, or one whose queue part holds "::", which no queue name does).
 func (k Keys) BackupQueue(node, key string) (string, bool) {
