@@ -1,9 +1,13 @@
 package exq
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +23,10 @@ import (
 // backup list) and, when node is not "", lists it on node's busy list as Sidekiq 7 writes it
 // ("<identity>:work", the payload double-encoded), node being registered as Sidekiq does (an
 // info without exq's label). It returns the job's raw document.
-func (v *env) sidekiqFetch(q, node string) string {
+func (v *env) sidekiqFetch(q, node string) string { return v.sidekiqRun(q, node, "tid-1") }
+
+// sidekiqRun is sidekiqFetch with the run's id on the busy list (Sidekiq's thread id).
+func (v *env) sidekiqRun(q, node, tid string) string {
 	v.t.Helper()
 	ctx := context.Background()
 	res, err := v.rdb.BRPop(ctx, time.Second, v.keys.Queue(q)).Result()
@@ -31,7 +38,7 @@ func (v *env) sidekiqFetch(q, node string) string {
 		require.NoError(v.t, v.rdb.HSet(ctx, v.keys.Node(node), "info", info, "busy", 1, "beat", time.Now().Unix()).Err())
 		work, err := json.Marshal(map[string]any{"queue": q, "payload": raw, "run_at": time.Now().Unix()})
 		require.NoError(v.t, err)
-		require.NoError(v.t, v.rdb.HSet(ctx, v.keys.Work(node), "tid-1", string(work)).Err())
+		require.NoError(v.t, v.rdb.HSet(ctx, v.keys.Work(node), tid, string(work)).Err())
 	}
 	return raw
 }
@@ -116,4 +123,64 @@ func TestBatchJobsReportsNothingForJobsRunningOnExqNodes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, got, which)
 	}
+}
+
+func TestANodeReportsJobsOfBatchesAndWorkflowsRunningOnASidekiqNodeOnce(t *testing.T) {
+	v := newEnv(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	reported := map[string]int{}
+	o := Options{Queues: []Queue{{Name: "mine", Concurrency: 1}}, // q and q2 are the Sidekiq node's
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil)),
+		Listeners: []Listener{func(ev Event) {
+			if ev.Kind == ForeignRun {
+				mu.Lock()
+				reported[ev.JID+" "+ev.Flow+" "+ev.From+" "+ev.Queue]++
+				mu.Unlock()
+			}
+		}}}
+	e := v.start(o, testHooks{pingInterval: 20 * time.Millisecond})
+	cl := flowClient(t, v)
+	bid, _, err := cl.NewBatch(ctx, BatchOptions{}, batchSpecs(3, "W"))
+	require.NoError(t, err)
+	w, err := cl.EnqueueWorkflow(ctx, WorkflowOptions{}, []WorkflowJob{{Name: "a", Queue: "q2", Class: "W"},
+		{Name: "b", Queue: "q2", Class: "W", DependsOn: []string{"a"}}})
+	require.NoError(t, err)
+	// A job of a Sidekiq Pro batch (its "bid" is no batch of exq's) is left alone.
+	v.push("q3", `{"class":"P","args":[],"queue":"q3","jid":"pro-1","bid":"pro-batch"}`)
+	v.sidekiqRun("q3", "sidekiq-1", "tid-0")
+
+	batchJob := jidOf(t, v.sidekiqRun("q", "sidekiq-1", "tid-1"))
+	wfJob := jidOf(t, v.sidekiqRun("q2", "sidekiq-1", "tid-2"))
+	seen := func(n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reported) >= n
+	}
+	testutil.WaitFor(t, "both foreign runs reported", func() bool { return seen(2) })
+	// A third run, reported at a later ping: the first two were not reported again meanwhile.
+	third := jidOf(t, v.sidekiqRun("q", "sidekiq-1", "tid-3"))
+	testutil.WaitFor(t, "the third foreign run reported", func() bool { return seen(3) })
+	require.NoError(t, e.Stop(ctx))
+	mu.Lock()
+	assert.Equal(t, map[string]int{batchJob + " " + bid + " sidekiq-1 q": 1, wfJob + " " + w.ID + " sidekiq-1 q2": 1,
+		third + " " + bid + " sidekiq-1 q": 1}, reported)
+	assert.Equal(t, 3, strings.Count(logs.String(), "runs on a node that is not exq"), logs.String())
+	assert.Contains(t, logs.String(), "jid="+batchJob)
+	mu.Unlock()
+
+	// The runs end: the notes in Redis still show them.
+	require.NoError(t, v.rdb.Del(ctx, v.keys.Work("sidekiq-1")).Err())
+	api := &API{jq: cl.enq.jq}
+	foreign, err := api.BatchJobs(ctx, bid, "foreign", 10)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{batchJob, third}, foreign)
+	st, err := api.Workflow(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "seen running on node sidekiq-1, which records nothing in a workflow", st.Jobs[0].Reason)
+	assert.Empty(t, st.Jobs[1].Reason)
+	ttl := v.rdb.TTL(ctx, v.keys.BatchForeign(bid)).Val()
+	assert.True(t, ttl > 0 && ttl <= DefaultBatchExpiry, "the note expires with its batch: %s", ttl)
+	assert.Zero(t, v.rdb.Exists(ctx, v.keys.BatchForeign("pro-batch")).Val())
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// ExqLabel is the label every exq node carries in its info (the root's NodeLabel): a node
-// without it is a Sidekiq or Exq node, which runs a job of a batch without recording it.
-const ExqLabel = "exq-go"
-
 // The bounds of an audit's cost: how many pending jobs it looks for, how many queues and
 // backup lists it reads, how many entries it reads in one pass (it stops with an error past
 // that), and the size of a page.
@@ -41,7 +37,8 @@ type audit struct {
 
 // AuditBatch lists up to limit pending jids of batch bid, sorted: with which "foreign", those
 // running on a node that is not exq (on its busy list: Sidekiq and Exq record nothing in a
-// batch, so such a job stays pending when it ends); with "unaccounted", those in no queue,
+// batch, so such a job stays pending when it ends), or seen running there by an exq node
+// (ForeignWatch); with "unaccounted", those in no queue,
 // backup list, busy list, schedule, retry or dead set: run by such a node, or lost. It looks
 // for at most AuditMaxPending pending jobs and only reads, in pages. A job moves while the
 // pages are read (a queue, a backup list, the retry set, a queue again), so a job not found
@@ -78,6 +75,13 @@ func AuditBatch(ctx context.Context, st *store.Store, bid, which string, limit i
 	if which == "foreign" {
 		found = map[string]bool{}
 		for jid := range a.foreign {
+			found[jid] = true
+		}
+		marks, err := st.ForeignMarks(ctx, bid, false) // seen by a node's ForeignWatch
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		for jid := range marks {
 			found[jid] = true
 		}
 		if err := a.dropSettled(ctx, found); err != nil {
@@ -124,10 +128,7 @@ func (a *audit) pass(ctx context.Context) error {
 	}
 	exq := map[string]bool{}
 	for i, id := range ids {
-		var info wire.NodeInfo
-		if json.Unmarshal([]byte(infos[i]["info"]), &info) == nil && slices.Contains(info.Labels, ExqLabel) {
-			exq[id] = true
-		}
+		exq[id] = wire.Runtime(infos[i]["info"]) == "exq"
 	}
 	ids, busy, err := a.st.NodeBusy(ctx)
 	if err != nil {
