@@ -75,7 +75,7 @@ func TestBatchJobsReportsAJobRunOrRunningOnAForeignNode(t *testing.T) {
 
 	// An exq node's run of the next is in its backup list, then succeeds; the third fails
 	// and waits in the retry set, the fourth is dead: none is unaccounted.
-	raw := v.rdb.RPopLPush(ctx, v.keys.Queue("q"), v.keys.Backup("exq-node", "q")).Val()
+	raw := v.rdb.LMove(ctx, v.keys.Queue("q"), v.keys.Backup("exq-node", "q"), "RIGHT", "LEFT").Val()
 	assert.Equal(t, []string{running}, audit("unaccounted"))
 	_, _, err = cl.enq.jq.BatchSettle(ctx, bid, jidOf(t, raw), store.RunSucceeded, time.Now())
 	require.NoError(t, err)
