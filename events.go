@@ -96,11 +96,12 @@ type Event struct {
 	// Err is the failure (JobRetried, JobDied, JobNotStored) or Redis' error (RedisLost).
 	Err error
 	// Count and From: JobsRescued moved Count jobs of dead node From; WorkflowReleased pushed
-	// Count jobs.
+	// Count jobs; ForeignRun saw the job on node From.
 	Count int
 	From  string
-	// Flow is the batch (BatchCallback) or workflow (WorkflowReleased) id; Callback the callback
-	// that fired, or "finished"; Canceled how many dependents a WorkflowReleased canceled.
+	// Flow is the batch (BatchCallback, ForeignRun) or workflow (WorkflowReleased, ForeignRun)
+	// id; Callback the callback that fired, or "finished"; Canceled how many dependents a
+	// WorkflowReleased canceled.
 	Flow, Callback string
 	Canceled       int
 }
