@@ -54,7 +54,7 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		var info wire.NodeInfo
 		_ = json.Unmarshal([]byte(h["info"]), &info) // best effort: other runtimes' info varies
 		p := Process{Identity: id, Tag: info.Tag, Labels: info.Labels, Hostname: info.Hostname, PID: info.PID, StartedAt: wire.ParseTime(info.StartedAt),
-			Queues: info.Queues, Concurrency: info.TotalConcurrency(), Quiet: h["quiet"] == "true", Runtime: runtimeOf(h["info"]),
+			Queues: info.Queues, Concurrency: info.TotalConcurrency(), Quiet: h["quiet"] == "true", Runtime: wire.Runtime(h["info"]),
 			Version: info.Version}
 		if c, err := strconv.Atoi(h["concurrency"]); err == nil {
 			p.Concurrency = c // Sidekiq 8.1.2 and later (and exq) keep it here; their info may lack it
@@ -68,24 +68,6 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// runtimeOf tells which runtime wrote a node's info field. exq and Exq write busy and quiet
-// into it (Sidekiq does not); Exq writes its pid as a JSON string, exq as a number.
-func runtimeOf(info string) string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal([]byte(info), &fields) != nil {
-		return "Sidekiq"
-	}
-	_, busy := fields["busy"]
-	_, quiet := fields["quiet"]
-	switch pid := fields["pid"]; {
-	case !busy || !quiet:
-		return "Sidekiq"
-	case len(pid) > 0 && pid[0] == '"':
-		return "Exq"
-	}
-	return "exq"
 }
 
 // BusyJob is a job running on some node.

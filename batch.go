@@ -58,12 +58,56 @@ type BatchOptions struct {
 // are enqueued now (At, In and Unique are refused). The jobs must run on exq nodes: Sidekiq
 // OSS and Exq workers do not record their outcomes in the batch (docs/workflows.md).
 func (e *Exq) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
-	return e.enq.newBatch(ctx, o, jobs)
+	return e.enq.newBatch(ctx, o, false, jobs)
 }
 
 // NewBatch creates a batch with its jobs; see Exq.NewBatch.
 func (c *Client) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) (string, []string, error) {
-	return c.enq.newBatch(ctx, o, jobs)
+	return c.enq.newBatch(ctx, o, false, jobs)
+}
+
+// OpenBatch creates an empty, open batch to fill in parts (a client holds one at a time): Add
+// jobs in as many calls as needed, then Close it. Its success and complete callbacks fire only
+// once it is closed, at Close itself if every job has succeeded or run by then. A batch never
+// closed stays open (BatchStatus.Open) until its Expiry. See NewBatch and docs/workflows.md.
+func (e *Exq) OpenBatch(ctx context.Context, o BatchOptions) (*BatchWriter, error) {
+	return e.enq.openBatch(ctx, o)
+}
+
+// OpenBatch creates an open batch; see Exq.OpenBatch.
+func (c *Client) OpenBatch(ctx context.Context, o BatchOptions) (*BatchWriter, error) {
+	return c.enq.openBatch(ctx, o)
+}
+
+func (en *enqueuer) openBatch(ctx context.Context, o BatchOptions) (*BatchWriter, error) {
+	bid, _, err := en.newBatch(ctx, o, true, nil)
+	return &BatchWriter{en: en, id: bid}, err
+}
+
+// BatchWriter adds jobs to a batch made by OpenBatch, and closes it.
+type BatchWriter struct {
+	en *enqueuer
+	id string
+}
+
+// ID is the batch's id.
+func (b *BatchWriter) ID() string { return b.id }
+
+// Add adds jobs to the open batch and returns their jids. A job whose jid is in the batch
+// already is not added again: an Add repeated after an error with the same jids (exq.JID)
+// adds each job once. After Close it returns ErrBatchClosed.
+func (b *BatchWriter) Add(ctx context.Context, jobs []JobSpec) ([]string, error) {
+	return flows.AddToBatch(ctx, b.en.flowEnv(), b.id, store.OpenMember, b.en.flowSpecs("add to open batch", jobs, nil))
+}
+
+// Close closes the batch, firing its callbacks now if their conditions hold already. A
+// second Close changes nothing.
+func (b *BatchWriter) Close(ctx context.Context) error {
+	fired, err := flows.CloseBatch(ctx, b.en.flowEnv(), b.id)
+	for _, f := range fired {
+		b.en.events.emit(Event{Kind: BatchCallback, Flow: b.id, Callback: f})
+	}
+	return err
 }
 
 // AddToBatch adds jobs to the batch of the job that is running with ctx, and returns their
@@ -113,9 +157,9 @@ func (en *enqueuer) flowSpecs(op string, specs []JobSpec, names []string) []flow
 	return out
 }
 
-func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, specs []JobSpec) (string, []string, error) {
-	const op = "new batch"
-	b := flows.Batch{ID: o.ID, Description: o.Description, Parent: o.Parent, TTL: o.TTL, Expiry: o.Expiry}
+func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, open bool, specs []JobSpec) (string, []string, error) {
+	op := map[bool]string{false: "new batch", true: "open batch"}[open]
+	b := flows.Batch{ID: o.ID, Description: o.Description, Parent: o.Parent, TTL: o.TTL, Expiry: o.Expiry, Open: open}
 	for i, cb := range []*JobSpec{o.OnSuccess, o.OnComplete, o.OnDeath} {
 		if cb != nil {
 			b.Callbacks[i] = &en.flowSpecs(op+": callback "+flows.Events[i], []JobSpec{*cb}, nil)[0]
@@ -140,6 +184,8 @@ type BatchStatus struct {
 	CreatedAt, CompletedAt, SucceededAt, DiedAt time.Time
 	// Callbacks are the jids of the callback jobs, by event ("success", "complete", "death").
 	Callbacks map[string]string
+	// Open is true for a batch made by OpenBatch and not yet closed.
+	Open bool
 }
 
 // Batch reads one batch's status; ErrBatchNotFound when there is no such batch.
@@ -162,8 +208,10 @@ func (a *API) Batches(ctx context.Context, o ListOptions) ([]BatchStatus, error)
 	return out, err
 }
 
-// BatchJobs lists up to limit jids of batch bid: which is "pending" (not yet succeeded), "dead"
-// or "all".
+// BatchJobs lists up to limit jids of batch bid: which is "pending" (not yet succeeded), "dead",
+// "all", "foreign" (pending, running on a Sidekiq or Exq node, which records nothing in a batch)
+// or "unaccounted" (pending, in no queue, set, backup or busy list: run by such a node, or
+// lost). The last two read every queue and set in pages (docs/workflows.md, Exq nodes only).
 func (a *API) BatchJobs(ctx context.Context, bid, which string, limit int) ([]string, error) {
 	return flows.BatchJobs(ctx, a.jq, bid, which, limit)
 }

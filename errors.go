@@ -80,6 +80,8 @@ var (
 	ErrBatchExists = flows.ErrBatchExists
 	// ErrNotInBatch is returned by AddToBatch outside a running job of a batch.
 	ErrNotInBatch = flows.ErrNotInBatch
+	// ErrBatchClosed is returned by BatchWriter.Add when the batch is no longer open.
+	ErrBatchClosed = flows.ErrBatchClosed
 	// ErrInvalidWorkflow is wrapped by EnqueueWorkflow when the workflow is not acceptable: a
 	// cycle, a dependency on an unknown name, a name used twice, a scheduled or unique job.
 	// The message names the job. Nothing is written to Redis.

@@ -57,11 +57,14 @@ const (
 	// when it was the workflow's last job. Reported at most once, by the node whose write did
 	// it (not when that write's reply was lost).
 	WorkflowReleased
+	// ForeignRun: this node saw the job JID of batch or workflow Flow running on node From, a
+	// Sidekiq or Exq node, which records nothing there (docs/workflows.md). Once per job.
+	ForeignRun
 )
 
 var eventNames = [...]string{"", "job_enqueued", "job_started", "job_succeeded", "job_retried", "job_died", "job_snoozed",
 	"job_handed_back", "job_not_stored", "jobs_rescued", "node_started", "node_quiet", "node_stopping", "node_stopped",
-	"redis_lost", "redis_back", "batch_callback", "workflow_released"}
+	"redis_lost", "redis_back", "batch_callback", "workflow_released", "foreign_run"}
 
 // String names the kind: "job_succeeded", "redis_lost", …
 func (k EventKind) String() string {
@@ -93,11 +96,12 @@ type Event struct {
 	// Err is the failure (JobRetried, JobDied, JobNotStored) or Redis' error (RedisLost).
 	Err error
 	// Count and From: JobsRescued moved Count jobs of dead node From; WorkflowReleased pushed
-	// Count jobs.
+	// Count jobs; ForeignRun saw the job on node From.
 	Count int
 	From  string
-	// Flow is the batch (BatchCallback) or workflow (WorkflowReleased) id; Callback the callback
-	// that fired, or "finished"; Canceled how many dependents a WorkflowReleased canceled.
+	// Flow is the batch (BatchCallback, ForeignRun) or workflow (WorkflowReleased, ForeignRun)
+	// id; Callback the callback that fired, or "finished"; Canceled how many dependents a
+	// WorkflowReleased canceled.
 	Flow, Callback string
 	Canceled       int
 }

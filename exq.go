@@ -45,6 +45,7 @@
 package exq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,7 @@ import (
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
+	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/names"
@@ -172,7 +174,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		now: o.now, log: e.log}, o.Queues)
 	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
 		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
-		PingEvery: o.pingInterval, Now: o.now, Log: e.log})
+		PingEvery: o.pingInterval, Now: o.now, Log: e.log, OnPing: (&flows.ForeignWatch{Store: e.jq, Log: e.log, Report: func(r flows.ForeignRun) {
+			e.events.emit(Event{Kind: ForeignRun, Queue: r.Queue, Class: r.Class, JID: r.JID, Flow: cmp.Or(r.Batch, r.Workflow), From: r.Node})
+		}}).Check})
 
 	e.publishLimits(ctx)
 	if err := e.savePeriodic(ctx); err != nil {

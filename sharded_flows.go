@@ -31,7 +31,7 @@ func (s *sharder) NewBatch(ctx context.Context, o BatchOptions, jobs []JobSpec) 
 		return "", nil, err
 	}
 	o.ID = id
-	return en.newBatch(ctx, o, jobs)
+	return en.newBatch(ctx, o, false, jobs)
 }
 
 // EnqueueWorkflow writes a workflow on one shard (the one its id hashes to); see

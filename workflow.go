@@ -140,7 +140,7 @@ type WorkflowJobStatus struct {
 	DependsOn []string
 	Waiting   int
 	// RunOnParentDeath is its policy; Reason, for a canceled job, says which parent ended how
-	// ("extract dead").
+	// ("extract dead"), and for a queued one that a Sidekiq or Exq node was seen running, which.
 	RunOnParentDeath bool
 	Reason           string
 }

@@ -98,6 +98,12 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 	require.NoError(t, admin.SAdd(ctx, keys.Queues(), "default").Err())
 	require.NoError(t, admin.LPush(ctx, keys.Queue("default"), `{"class":"W","args":[],"queue":"default","jid":"waiting-1"}`).Err())
 
+	cl, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: srv.URL(), Namespace: ns, Logger: quiet})
+	require.NoError(t, err)
+	bid, _, err := cl.NewBatch(ctx, exq.BatchOptions{}, []exq.JobSpec{{Queue: "default", Class: "W"}})
+	require.NoError(t, err)
+	require.NoError(t, cl.Close())
+
 	for _, user := range []string{"readonly", "default"} {
 		var api *exq.API
 		var f *fixture
@@ -121,7 +127,8 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 		o, err := api.Overview(ctx)
 		require.NoError(t, err, user)
 		assert.Equal(t, 1, o.Processes, user)
-		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/retries", "/dead", "/periodic"} {
+		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/retries", "/dead", "/periodic",
+			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1"} {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			res, body := f.do(req)
 			assert.Equal(t, http.StatusOK, res.StatusCode, "%s GET %s: %s", user, path, body)

@@ -37,6 +37,11 @@ type batchData struct {
 	B       exq.BatchStatus
 	Pending []string
 	Dead    []string
+	// With ?audit=1: the pending jobs run (or seen running) by Sidekiq or Exq nodes, and those
+	// found nowhere. Audited says it ran: the audit reads every queue and set, so a page load
+	// does not run it unasked.
+	Audited              bool
+	Foreign, Unaccounted []string
 }
 
 func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +63,17 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(pending)
 	sort.Strings(dead)
-	h.render(w, r, http.StatusOK, "batch.html", "batches", "Batch "+bid, batchData{B: b, Pending: pending, Dead: dead})
+	data := batchData{B: b, Pending: pending, Dead: dead, Audited: r.URL.Query().Get("audit") == "1"}
+	if data.Audited {
+		if data.Foreign, err = h.api.BatchJobs(r.Context(), bid, "foreign", pendingShown); err == nil {
+			data.Unaccounted, err = h.api.BatchJobs(r.Context(), bid, "unaccounted", pendingShown)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	h.render(w, r, http.StatusOK, "batch.html", "batches", "Batch "+bid, data)
 }
 
 type workflowData struct {

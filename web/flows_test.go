@@ -35,6 +35,10 @@ func TestBatchAndWorkflowPagesShowTheirStateEscaped(t *testing.T) {
 	for _, jid := range jids {
 		assert.Contains(t, one, jid, "a pending job is listed")
 	}
+	assert.Contains(t, one, "?audit=1")
+	audited := f.page("/batches/" + bid + "?audit=1")
+	assert.Contains(t, audited, "Unaccounted")
+	assert.Equal(t, 2, strings.Count(audited, "None."), "both jobs are in their queue: nothing is reported")
 	wf := f.page("/workflows/" + w.ID)
 	assert.Contains(t, wf, "<svg", "the graph is drawn")
 	assert.Equal(t, 3, strings.Count(wf, `<line `), "one edge per dependency")

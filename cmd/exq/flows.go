@@ -23,13 +23,18 @@ type batchJSON struct {
 	SucceededAt *time.Time        `json:"succeeded_at,omitempty"`
 	DiedAt      *time.Time        `json:"died_at,omitempty"`
 	Callbacks   map[string]string `json:"callbacks,omitempty"`
+	Open        bool              `json:"open,omitempty"`
 	PendingJIDs []string          `json:"pending_jids,omitempty"`
+	// With --audit: pending jobs running (or seen running) on a Sidekiq or Exq node, and
+	// pending jobs found nowhere (run by such a node, or lost).
+	ForeignJIDs     []string `json:"foreign_jids,omitempty"`
+	UnaccountedJIDs []string `json:"unaccounted_jids,omitempty"`
 }
 
 func toBatchJSON(s exq.BatchStatus) batchJSON {
 	return batchJSON{ID: s.ID, Description: s.Description, Total: s.Total, Pending: s.Pending, Failed: s.Failed,
 		Dead: s.Dead, CreatedAt: ts(s.CreatedAt), CompletedAt: ts(s.CompletedAt), SucceededAt: ts(s.SucceededAt),
-		DiedAt: ts(s.DiedAt), Callbacks: s.Callbacks}
+		DiedAt: ts(s.DiedAt), Callbacks: s.Callbacks, Open: s.Open}
 }
 
 // workflowJSON is one workflow as --json prints it.
@@ -70,9 +75,16 @@ whose data is kept, newest first: counts and the times each callback fired.`,
 	c.Flags().IntVar(&limit, "limit", 20, "how many batches to list")
 	lc := &cobra.Command{Use: "list", Short: "List the batches, newest first", Args: nArgs(0, 0, "no argument"), RunE: list}
 	lc.Flags().IntVar(&limit, "limit", 20, "how many batches to list")
-	c.AddCommand(lc, &cobra.Command{Use: "show BID", Short: "One batch: its counts, times, callbacks and pending jobs",
+	var audit bool
+	sc := &cobra.Command{Use: "show BID", Short: "One batch: its counts, times, callbacks and pending jobs",
+		Long: `One batch: its counts, times, callbacks and pending jobs. With --audit, also the pending jobs
+that Sidekiq or Exq nodes run or ran (they record nothing in a batch, so it counts them pending
+for ever), and those found in no queue, backup or busy list, schedule, retry or dead set
+("unaccounted": run by such a node, or lost). The audit reads every queue and set in pages.`,
 		Args: nArgs(1, 1, "batch show BID"),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.batchShow(cmd.Context(), args[0]) }})
+		RunE: func(cmd *cobra.Command, args []string) error { return a.batchShow(cmd.Context(), args[0], audit) }}
+	sc.Flags().BoolVar(&audit, "audit", false, "look for pending jobs run by Sidekiq or Exq nodes, or lost (reads every queue and set)")
+	c.AddCommand(lc, sc)
 	return c
 }
 
@@ -112,7 +124,7 @@ func (a *app) batchList(ctx context.Context, limit int) error {
 // maxShownJIDs bounds the pending jids batch show lists.
 const maxShownJIDs = 20
 
-func (a *app) batchShow(ctx context.Context, bid string) error {
+func (a *app) batchShow(ctx context.Context, bid string, audit bool) error {
 	if err := a.flowOpen(ctx, "batch"); err != nil {
 		return err
 	}
@@ -124,9 +136,18 @@ func (a *app) batchShow(ctx context.Context, bid string) error {
 	if err != nil {
 		return err
 	}
+	var foreign, unaccounted []string
+	if audit {
+		if foreign, err = a.api.BatchJobs(ctx, bid, "foreign", maxShownJIDs); err != nil {
+			return err
+		}
+		if unaccounted, err = a.api.BatchJobs(ctx, bid, "unaccounted", maxShownJIDs); err != nil {
+			return err
+		}
+	}
 	if a.json {
 		out := toBatchJSON(s)
-		out.PendingJIDs = pending
+		out.PendingJIDs, out.ForeignJIDs, out.UnaccountedJIDs = pending, foreign, unaccounted
 		return a.printJSON(out)
 	}
 	rows := [][]any{{"description", s.Description}, {"total", s.Total}, {"pending", s.Pending}, {"failed", s.Failed},
@@ -137,10 +158,23 @@ func (a *app) batchShow(ctx context.Context, bid string) error {
 			rows = append(rows, []any{"on " + ev, jid})
 		}
 	}
+	if s.Open {
+		rows = append(rows, []any{"open", "yes: its success and complete callbacks wait for its close"})
+	}
 	if len(pending) > 0 {
 		rows = append(rows, []any{"pending jobs", strings.Join(pending, " ")})
 	}
+	if audit {
+		rows = append(rows, []any{"run by Sidekiq or Exq", orNone(foreign)}, []any{"unaccounted (run by Sidekiq or Exq, or lost)", orNone(unaccounted)})
+	}
 	return a.table([]string{"BATCH", s.ID}, rows)
+}
+
+func orNone(jids []string) string {
+	if len(jids) == 0 {
+		return "none"
+	}
+	return strings.Join(jids, " ")
 }
 
 func (a *app) workflowCmd() *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,16 @@ func TestBatchListShowAndWorkflowShow(t *testing.T) {
 		c.json(&v, args...)
 		checkSchema(t, args[0], v)
 	}
+
+	// A Sidekiq node's run of a job (BRPOP: no backup list) that has ended: unaccounted.
+	raw, err := c.rdb.BRPop(ctx, time.Second, c.ns+":queue:q").Result()
+	require.NoError(t, err)
+	c.json(&one, "batch", "show", bid, "--audit")
+	assert.Len(t, one.UnaccountedJIDs, 1)
+	assert.Contains(t, raw[1], one.UnaccountedJIDs[0])
+	code, out, errOut = c.run("batch", "show", bid, "--audit")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, one.UnaccountedJIDs[0])
 
 	code, _, errOut = c.run("batch", "show", "nope")
 	assert.Equal(t, 1, code)

@@ -70,6 +70,9 @@ func run() error {
 	if err := runBatch(ctx, e, batchDone); err != nil {
 		return err
 	}
+	if err := runOpenBatch(ctx, e, batchDone); err != nil {
+		return err
+	}
 	return runWorkflow(ctx, e)
 }
 
@@ -124,6 +127,43 @@ func runBatch(ctx context.Context, e *exq.Exq, done <-chan string) error {
 		return err
 	}
 	fmt.Printf("batch succeeded: %d jobs, %d pending, success callback ran once\n", st.Total, st.Pending)
+	return nil
+}
+
+// runOpenBatch fills a batch in parts, as a client with many jobs does (it holds one part at
+// a time), then closes it: the success callback cannot run before the close.
+func runOpenBatch(ctx context.Context, e *exq.Exq, done <-chan string) error {
+	b, err := e.OpenBatch(ctx, exq.BatchOptions{
+		Description: "resize the archive",
+		OnSuccess:   &exq.JobSpec{Queue: "default", Class: "Batch.Done"},
+	})
+	if err != nil {
+		return err
+	}
+	for part := range 3 { // each part could be a page of a database query
+		jobs := make([]exq.JobSpec, 100)
+		for i := range jobs {
+			// The jids are the caller's: an Add sent again after an error adds nothing twice.
+			jid := exq.JID(fmt.Sprintf("%s-%d-%d", b.ID(), part, i))
+			jobs[i] = exq.JobSpec{Queue: "default", Class: "Image.Resize", Args: []any{fmt.Sprintf("%d-%d.png", part, i)},
+				Options: []exq.EnqueueOption{jid}}
+		}
+		if _, err := b.Add(ctx, jobs); err != nil {
+			return err
+		}
+	}
+	if err := b.Close(ctx); err != nil {
+		return err
+	}
+	select {
+	case got := <-done:
+		if got != b.ID() {
+			return fmt.Errorf("the callback ran for batch %s, not %s", got, b.ID())
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("open batch: the success callback did not run: %w", ctx.Err())
+	}
+	fmt.Println("open batch of 300 resizes closed: success callback ran once")
 	return nil
 }
 

@@ -20,7 +20,10 @@ var Events = [...]string{"success", "complete", "death"}
 type Batch struct {
 	ID, Description, Parent string
 	// Adder is the jid of the running job of Parent that creates the batch, or "".
-	Adder       string
+	Adder string
+	// Open creates the batch open and with no jobs: AddToBatch with store.OpenMember adds
+	// them, and CloseBatch lets its callbacks fire.
+	Open        bool
 	TTL, Expiry time.Duration
 	// Callbacks are the jobs of Events, nil where none.
 	Callbacks [len(Events)]*Spec
@@ -29,9 +32,11 @@ type Batch struct {
 // NewBatch creates batch b with its jobs in one write and returns its id and the jobs' jids,
 // or an empty id and no error for a rerun of a parent's job whose child exists already.
 func NewBatch(ctx context.Context, env Env, b Batch, specs []Spec) (string, []string, error) {
-	const op = "new batch"
-	if len(specs) == 0 {
-		return "", nil, badBatch(op, "no jobs: a batch is created with its first jobs")
+	op, mode := "new batch", "create"
+	if b.Open {
+		op, mode = "open batch", "open"
+	} else if len(specs) == 0 {
+		return "", nil, badBatch(op, "no jobs: a batch is created with its first jobs (or opened: OpenBatch)")
 	}
 	if b.TTL < 0 || b.Expiry < 0 {
 		return "", nil, badBatch(op, "TTL and Expiry must not be negative")
@@ -91,7 +96,7 @@ func NewBatch(ctx context.Context, env Env, b Batch, specs []Spec) (string, []st
 		seen[j.JID] = true
 	}
 	hooked := append(callbacks, jobs...)
-	status, _, err := env.Store.BatchWrite(ctx, bid, "create", wire.NewJID(), b.Parent, b.Adder, now, orDefault(b.Expiry, BatchExpiry), fields, jobs)
+	status, _, err := env.Store.BatchWrite(ctx, bid, mode, wire.NewJID(), b.Parent, b.Adder, now, orDefault(b.Expiry, BatchExpiry), fields, jobs)
 	switch {
 	case failed(err):
 		err = fmt.Errorf("exq: %s (%d jobs): %w", op, len(specs), err)
@@ -114,9 +119,15 @@ func NewBatch(ctx context.Context, env Env, b Batch, specs []Spec) (string, []st
 }
 
 // AddToBatch adds jobs to batch bid from its running job adder and returns their jids (none
-// for a rerun of a job whose success the batch counted: its first run's jobs are in it).
+// for a rerun of a job whose success the batch counted: its first run's jobs are in it). An
+// adder store.OpenMember adds to an open batch from outside it (a client): the batch must be
+// open, and jids already in the batch are not added again, so an add sent twice with the same
+// jids adds once.
 func AddToBatch(ctx context.Context, env Env, bid, adder string, specs []Spec) ([]string, error) {
-	const op = "add to batch"
+	op := "add to batch"
+	if adder == store.OpenMember {
+		op = "add to open batch"
+	}
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -128,12 +139,21 @@ func AddToBatch(ctx context.Context, env Env, bid, adder string, specs []Spec) (
 	if err != nil {
 		return nil, err
 	}
+	for i, j := range jobs {
+		if j.JID == store.OpenMember {
+			err := badBatch(op, "job %d: jid %q is reserved", i, j.JID)
+			finish(jobs, err)
+			return nil, err
+		}
+	}
 	status, _, err := env.Store.BatchWrite(ctx, bid, "add", adder, "", "", now, BatchExpiry, nil, jobs)
 	switch {
 	case failed(err):
 		err = fmt.Errorf("exq: %s %s (%d jobs): %w", op, bid, len(specs), err)
 	case status == store.BatchGone:
 		err = fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchNotFound)
+	case status == store.BatchClosed:
+		err = fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchClosed)
 	case status == store.BatchNotMember:
 		err = fmt.Errorf("exq: %s %s: job %s is not a job of the batch: %w", op, bid, adder, ErrNotInBatch)
 	case status == store.BatchDone:
@@ -149,12 +169,42 @@ func AddToBatch(ctx context.Context, env Env, bid, adder string, specs []Spec) (
 	return enqueued(env, jobs), err
 }
 
+// CloseBatch closes open batch bid (NewBatch with Open) and returns the callbacks that fired
+// at the close (every job had succeeded or run by then). One script records the close as the
+// success of store.OpenMember, so a close sent again, or of a batch that is not open, changes
+// nothing and fires nothing.
+func CloseBatch(ctx context.Context, env Env, bid string) ([]string, error) {
+	const op = "close batch"
+	if err := CheckID(bid); err != nil {
+		return nil, badBatch(op, "ID: %v", err)
+	}
+	now, err := env.Now(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	changed, fired, err := env.Store.BatchSettle(ctx, bid, store.OpenMember, store.RunSucceeded, now)
+	if err != nil {
+		return nil, fmt.Errorf("exq: %s %s: %w", op, bid, err)
+	}
+	if !changed {
+		ok, err := env.Store.BatchExists(ctx, bid)
+		if err != nil {
+			return nil, fmt.Errorf("exq: %s %s: %w", op, bid, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("exq: %s %s: %w", op, bid, ErrBatchNotFound)
+		}
+	}
+	return fired, nil
+}
+
 // BatchStatus has the fields of the root's BatchStatus (documented there), which converts it.
 type BatchStatus struct {
 	ID, Description                             string
 	Total, Pending, Failed, Dead                int
 	CreatedAt, CompletedAt, SucceededAt, DiedAt time.Time
 	Callbacks                                   map[string]string
+	Open                                        bool
 }
 
 // ReadBatch reads batch bid; ErrBatchNotFound when there is none.
@@ -172,11 +222,14 @@ func ReadBatch(ctx context.Context, st *store.Store, bid string) (BatchStatus, e
 func batchStatusOf(bid string, st store.BatchState) BatchStatus {
 	f := st.Fields
 	fresh, _ := strconv.ParseInt(f["fresh"], 10, 64)
+	if st.Open {
+		fresh-- // the open member is counted in "fresh" as a member that has not run
+	}
 	fresh = min(max(fresh, 0), st.Pending)
 	s := BatchStatus{ID: bid, Description: f["description"], Total: int(st.Total), Pending: int(st.Pending),
 		Failed: int(st.Pending - fresh), Dead: int(st.Dead),
 		CreatedAt: store.SecondsField(f, "created_at"), CompletedAt: store.SecondsField(f, "complete_at"),
-		SucceededAt: store.SecondsField(f, "success_at"), DiedAt: store.SecondsField(f, "death_at")}
+		SucceededAt: store.SecondsField(f, "success_at"), DiedAt: store.SecondsField(f, "death_at"), Open: st.Open}
 	for _, ev := range Events {
 		if jid := f["cbjid:"+ev]; jid != "" {
 			if s.Callbacks == nil {
@@ -214,15 +267,18 @@ func ListBatches(ctx context.Context, st *store.Store, offset, count int64, warn
 	return out, nil
 }
 
-// BatchJobs lists up to limit jids of batch bid: which is "pending", "dead" or "all".
+// BatchJobs lists up to limit jids of batch bid: which is "pending", "dead" or "all", or
+// "foreign" or "unaccounted" (AuditBatch).
 func BatchJobs(ctx context.Context, st *store.Store, bid, which string, limit int) ([]string, error) {
-	switch which {
-	case "pending", "dead", "all":
-	default:
-		return nil, fmt.Errorf("exq: api: batch jobs: which is %q, not pending, dead or all", which)
-	}
 	if limit <= 0 {
 		limit = 100
+	}
+	switch which {
+	case "pending", "dead", "all":
+	case "foreign", "unaccounted":
+		return AuditBatch(ctx, st, bid, which, limit)
+	default:
+		return nil, fmt.Errorf("exq: api: batch jobs: which is %q, not pending, dead, all, foreign or unaccounted", which)
 	}
 	jids, err := st.BatchMembers(ctx, bid, which, int64(limit))
 	if err != nil {

@@ -22,6 +22,7 @@ var (
 	ErrBatchNotFound    = errors.New("exq: batch not found")
 	ErrBatchExists      = errors.New("exq: batch exists")
 	ErrNotInBatch       = errors.New("exq: not in a running job of a batch")
+	ErrBatchClosed      = errors.New("exq: batch is not open")
 	ErrInvalidWorkflow  = errors.New("exq: invalid workflow")
 	ErrWorkflowNotFound = errors.New("exq: workflow not found")
 	ErrWorkflowExists   = errors.New("exq: workflow exists")

@@ -268,6 +268,10 @@ func ReadWorkflow(ctx context.Context, st *store.Store, id string) (WorkflowStat
 	if len(meta) == 0 {
 		return WorkflowStatus{}, fmt.Errorf("exq: api: workflow %s: %w", id, ErrWorkflowNotFound)
 	}
+	marks, err := st.ForeignMarks(ctx, id, true)
+	if err != nil {
+		return WorkflowStatus{}, fmt.Errorf("exq: api: workflow %s: %w", id, err)
+	}
 	s := workflowStatusOf(id, meta)
 	for f, jid := range graph {
 		name, ok := strings.CutPrefix(f, "j:")
@@ -278,6 +282,9 @@ func ReadWorkflow(ctx context.Context, st *store.Store, id string) (WorkflowStat
 			Waiting: atoi(graph["w:"+name]), RunOnParentDeath: graph["r:"+name] != "", Reason: graph["why:"+name]}
 		if p := graph["p:"+name]; p != "" {
 			j.DependsOn = strings.Split(p, "\n")
+		}
+		if node, ok := marks[jid]; ok && j.State == "queued" {
+			j.Reason = "seen running on node " + node + ", which records nothing in a workflow"
 		}
 		s.Jobs = append(s.Jobs, j)
 	}

@@ -78,6 +78,9 @@ type Parts struct {
 	PingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
 	Now           func() time.Time
 	Log           *slog.Logger
+	// OnPing, when set, runs after each ping (flows.ForeignWatch.Check); its error is logged
+	// at debug level.
+	OnPing func(ctx context.Context) error
 }
 
 // New returns the pinger of parts.
@@ -118,6 +121,11 @@ func (p *Pinger) Run(ctx context.Context) {
 			lastPing, lastRefresh = now, now
 			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
 				err = p.Store.Prune(ctx, p.Log)
+			}
+			if p.OnPing != nil && err == nil {
+				if werr := p.OnPing(ctx); werr != nil && ctx.Err() == nil {
+					p.Log.Debug("exq: looking for jobs of batches and workflows on other nodes failed", "error", werr)
+				}
 			}
 		case now.Sub(lastRefresh) >= refresh-step/2:
 			lastRefresh = now

@@ -80,7 +80,14 @@ const (
 	BatchNotMember   = "not_member"
 	BatchDone        = "done"
 	BatchNoParent    = "parent_gone"
+	BatchClosed      = "closed"
 )
+
+// OpenMember is the member of an open batch's pending hash that keeps its success and
+// complete callbacks from firing until it is closed (batch_add.lua's "open" mode); closing
+// records its success. No jid of a job added to a batch may be it, and no child batch's member
+// ("batch:<id>") can, since ids hold no ':'.
+const OpenMember = "batch::open"
 
 // BatchWrite creates batch bid (mode "create", by the call with token who) with the hash fields
 // given and jobs, as a child of batch parent when it is not "" (created by the parent's running
@@ -175,9 +182,11 @@ func BatchSettled(res []any) (changed bool, fired []string, err error) {
 }
 
 // BatchState is what Redis holds about one batch: its hash and the sizes of its sets.
+// Pending does not count OpenMember; Open says whether it is there.
 type BatchState struct {
 	Fields               map[string]string
 	Total, Pending, Dead int64
+	Open                 bool
 }
 
 // BatchRead reads batch bid; a zero fields map means there is no such batch.
@@ -187,10 +196,15 @@ func (jq *Store) BatchRead(ctx context.Context, bid string) (BatchState, error) 
 	total := p.SCard(ctx, jq.keys.BatchJobs(bid))
 	pending := p.HLen(ctx, jq.keys.BatchPending(bid))
 	dead := p.SCard(ctx, jq.keys.BatchDead(bid))
+	open := p.HExists(ctx, jq.keys.BatchPending(bid), OpenMember)
 	if _, err := p.Exec(ctx); err != nil {
 		return BatchState{}, err
 	}
-	return BatchState{Fields: h.Val(), Total: total.Val(), Pending: pending.Val(), Dead: dead.Val()}, nil
+	st := BatchState{Fields: h.Val(), Total: total.Val(), Pending: pending.Val(), Dead: dead.Val(), Open: open.Val()}
+	if st.Open {
+		st.Pending--
+	}
+	return st, nil
 }
 
 // BatchIDs lists up to count batch ids, newest first, from offset.
@@ -224,10 +238,14 @@ func (jq *Store) BatchMembers(ctx context.Context, bid, set string, limit int64)
 		var err error
 		if set == "pending" {
 			page, next, err = jq.rdb.HScan(ctx, jq.keys.BatchPending(bid), cursor, "", 100).Result()
+			n := 0
 			for i := 0; i < len(page); i += 2 {
-				page[i/2] = page[i]
+				if page[i] != OpenMember {
+					page[n] = page[i]
+					n++
+				}
 			}
-			page = page[:len(page)/2]
+			page = page[:n]
 		} else {
 			page, next, err = jq.rdb.SScan(ctx, key, cursor, "", 100).Result()
 		}

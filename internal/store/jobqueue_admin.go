@@ -365,9 +365,15 @@ func (jq *Store) nodeHashes(ctx context.Context, key func(id string) string, mor
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
-	keyFns := append([]func(string) string{key}, more...)
+	hashes, err := jq.hashesOf(ctx, ids, append([]func(string) string{key}, more...)...)
+	return ids, hashes, err
+}
+
+// hashesOf reads, in one pipeline of HGETALLs, the hashes of each node of ids under each key
+// of keyFns, merged into one map a node, the fields of an earlier key winning.
+func (jq *Store) hashesOf(ctx context.Context, ids []string, keyFns ...func(id string) string) ([]map[string]string, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids)*len(keyFns))
-	_, err = jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			for k, fn := range keyFns {
 				cmds[i*len(keyFns)+k] = p.HGetAll(ctx, fn(id))
@@ -389,7 +395,7 @@ func (jq *Store) nodeHashes(ctx context.Context, key func(id string) string, mor
 			}
 		}
 	}
-	return ids, hashes, err
+	return hashes, err
 }
 
 // Counts are the processed and failed counters of a span.

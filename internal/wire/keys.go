@@ -37,6 +37,9 @@ func (k Keys) BackupPattern(node string) string {
 	return globEscape(k.Prefix+"queue:backup::"+node+"::") + "*"
 }
 
+// AnyBackupPattern is a SCAN pattern that matches the backup lists of every node.
+func (k Keys) AnyBackupPattern() string { return globEscape(k.Prefix+"queue:backup::") + "*" }
+
 // BackupQueue is the queue of node's backup list key, and false when key is not one of node's
 // backup lists (another node's, or one whose queue part holds "::", which no queue name does).
 func (k Keys) BackupQueue(node, key string) (string, bool) {
@@ -234,6 +237,13 @@ func (k Keys) BatchPending(bid string) string { return k.Prefix + "batch:" + bid
 
 // BatchDead is the set of batch bid's jids that died (moved to the dead set).
 func (k Keys) BatchDead(bid string) string { return k.Prefix + "batch:" + bid + ":dead" }
+
+// BatchForeign is the hash of batch bid's jobs seen running on a node that is not exq: jid →
+// node.
+func (k Keys) BatchForeign(bid string) string { return k.Prefix + "batch:" + bid + ":foreign" }
+
+// WorkflowForeign is the same hash for workflow id's jobs.
+func (k Keys) WorkflowForeign(id string) string { return k.Prefix + "wf:" + id + ":foreign" }
 
 // Workflows is exq's own sorted set of workflow ids scored by their creation time (seconds).
 func (k Keys) Workflows() string { return k.Prefix + "workflows" }

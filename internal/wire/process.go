@@ -125,3 +125,22 @@ func Busy(queue, raw string, runAt time.Time, host, runID string) string {
 	b.WriteByte('}')
 	return b.String()
 }
+
+// Runtime tells which runtime wrote a node's info field: "exq" (this library), "Exq" or
+// "Sidekiq". exq and Exq write busy and quiet into it (Sidekiq does not); Exq writes its pid
+// as a JSON string, exq as a number.
+func Runtime(info string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(info), &fields) != nil {
+		return "Sidekiq"
+	}
+	_, busy := fields["busy"]
+	_, quiet := fields["quiet"]
+	switch pid := fields["pid"]; {
+	case !busy || !quiet:
+		return "Sidekiq"
+	case len(pid) > 0 && pid[0] == '"':
+		return "Exq"
+	}
+	return "exq"
+}

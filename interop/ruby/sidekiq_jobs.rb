@@ -49,6 +49,13 @@ class RecordJob
   def perform(*) = nil
 end
 
+# A job that sleeps args[0] seconds (default 1), so that a test sees it on Sidekiq's busy list.
+class SlowJob
+  include Sidekiq::Worker
+
+  def perform(seconds = 1, *) = sleep(Float(seconds))
+end
+
 ENV.fetch("EXTRA_CLASSES", "").split(",").map(&:strip).reject(&:empty?).each do |name|
   Object.const_set(name, Class.new(RecordJob))
 end

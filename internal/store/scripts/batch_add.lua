@@ -6,9 +6,10 @@
 -- with a parent batch (a create with ARGV[10] set): KEYS[7] P batch:<parent>,
 -- KEYS[8] P batch:<parent>:pending, KEYS[9] P batch:<parent>:jobs; then
 -- KEYS[K+q] P queue:<queue q>, for q = 1..Q, K being 6, or 9 with a parent.
--- ARGV[1] bid   ARGV[2] mode: "create" or "add"
--- ARGV[3] create: the call's token (a replay of this call is told apart from another creator);
---         add: the jid of the running job that adds (it must still be pending)
+-- ARGV[1] bid   ARGV[2] mode: "create", "open" or "add"
+-- ARGV[3] create, open: the call's token (a replay of this call is told apart from another
+--         creator); add: the jid of the running job that adds (it must still be pending), or
+--         "batch::open" for an add from a client to an open batch (it must still be open)
 -- ARGV[4] now (seconds)   ARGV[5] how long the data lives while the batch runs (seconds; an
 -- add renews it by the creation's, its "expiry" field)
 -- ARGV[6] wake channel    ARGV[7] Q   ARGV[8] N (jobs)   ARGV[9] F (hash fields, create only)
@@ -22,11 +23,16 @@
 -- callbacks up in the same script. A parent must exist, and must not have succeeded (created
 -- from a job of the parent: that job must still be pending) — else "parent_gone", or "done"
 -- when the creating job is one whose success the parent has already counted (a rerun).
+-- Open: a create whose pending hash also holds the member "batch::open" at "0" (counted in
+-- "fresh"), which no job or child can be (ids hold no ':'), so neither the success nor the
+-- complete callback can fire until the batch is closed: batch_settle.lua recording that
+-- member's success (a replayed close finds it gone and changes nothing).
 -- Returns {status, added}: "ok"; "replay" when this create was already applied (a resent
 -- call: nothing written); "exists" when bid was created by another call; "gone" when the batch
 -- no longer exists; "not_member" when the adder is not a job of the batch; "done" when the
 -- adder has already succeeded (a rerun after a kill: its first run's adds are in the batch, so
--- this one writes nothing). An add writes only the jids not yet in the batch, so an add sent
+-- this one writes nothing); "closed" when a client's add finds the batch not open (closed, or
+-- never opened). An add writes only the jids not yet in the batch, so an add sent
 -- twice counts once. The pending count includes the running adder until its own outcome, so
 -- the batch cannot succeed while a job is still adding to it.
 -- The batch: jobs is the set of every jid added (the total); pending the hash of the jids not
@@ -50,7 +56,9 @@ for q = 1, Q do err = err or expect(KEYS[K + q], 'list') end
 if err then return err end
 
 local exists = redis.call('EXISTS', KEYS[1]) == 1
-if ARGV[2] == 'create' then
+local open = ARGV[2] == 'open'
+local create = ARGV[2] == 'create' or open
+if create then
   if exists then
     if redis.call('HGET', KEYS[1], 'token') == ARGV[3] then return {'replay', 0} end
     return {'exists', 0}
@@ -70,8 +78,12 @@ if ARGV[2] == 'create' then
   end
 else
   if not exists then return {'gone', 0} end
-  if redis.call('SISMEMBER', KEYS[2], ARGV[3]) == 0 then return {'not_member', 0} end
-  if not redis.call('HGET', KEYS[3], ARGV[3]) then return {'done', 0} end
+  if ARGV[3] == 'batch::open' then
+    if not redis.call('HGET', KEYS[3], ARGV[3]) then return {'closed', 0} end
+  else
+    if redis.call('SISMEMBER', KEYS[2], ARGV[3]) == 0 then return {'not_member', 0} end
+    if not redis.call('HGET', KEYS[3], ARGV[3]) then return {'done', 0} end
+  end
 end
 
 local chunk = 1000 -- stays well inside Lua's limit on unpacked arguments
@@ -88,10 +100,15 @@ local function take(i)
   l[#l + 1] = ARGV[base + 3]
   added = added + 1
 end
-if ARGV[2] == 'create' then
+if create then
   local h = {}
   for f = 1, 2 * F do h[#h + 1] = ARGV[fields0 + f] end
-  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', N, 'bid', ARGV[1], 'expiry', ARGV[5], unpack(h))
+  local fresh = N
+  if open then
+    fresh = N + 1
+    redis.call('HSET', KEYS[3], 'batch::open', '0')
+  end
+  redis.call('HSET', KEYS[1], 'token', ARGV[3], 'created_at', ARGV[4], 'fresh', fresh, 'bid', ARGV[1], 'expiry', ARGV[5], unpack(h))
   redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
   if parent ~= '' then
     local up = redis.call('HMGET', KEYS[7], 'queues', 'parents')

@@ -7,7 +7,7 @@
 // When Redis is out of memory (maxmemory reached under noeviction), what brings new data into
 // Redis is refused and what the running nodes do with the jobs already there goes on: the
 // enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue, PushRelayed,
-// BatchAdd, WorkflowCreate), CronSave, CronStatus, StatsFlush and a node's join (Beat with
+// BatchAdd, WorkflowCreate), ForeignMark, CronSave, CronStatus, StatsFlush and a node's join (Beat with
 // "join") are refused and write nothing; every other script runs (beats, fetches,
 // acknowledgements, retries, rescues, the scheduler's moves, removals, and the outcomes of
 // batch and workflow jobs, BatchSettle and WorkflowSettle, which a node writes before it
@@ -92,6 +92,8 @@ var (
 	batchAddSrc string
 	//go:embed batch_settle.lua
 	batchSettleSrc string
+	//go:embed foreign_mark.lua
+	foreignMarkSrc string
 	//go:embed workflow_create.lua
 	workflowCreateSrc string
 	//go:embed workflow_settle.lua
@@ -142,6 +144,8 @@ var (
 	BatchAdd = redis.NewScript(batchAddSrc)
 	// BatchSettle records how a run of a batch's job ended and fires the callbacks due.
 	BatchSettle = redis.NewScript(batchSettleSrc)
+	// ForeignMark notes a job of a batch or workflow seen running on a Sidekiq or Exq node.
+	ForeignMark = redis.NewScript(foreignMarkSrc)
 	// WorkflowCreate writes a workflow and pushes the jobs that wait for nothing.
 	WorkflowCreate = redis.NewScript(withPush(workflowCreateSrc))
 	// WorkflowSettle records a workflow job's end and releases or cancels its dependents.

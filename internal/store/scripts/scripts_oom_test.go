@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -109,6 +110,12 @@ func oomCases() []oomCase {
 					k.Batches(), k.Queues(), k.Queue("q")}
 			},
 			args: []any{"b", "create", "tok", 100, 3600, "wake", 1, 1, 1, "", "", "q", "queues", "", "j1", 1, job}},
+		{name: "foreign mark", file: "foreign_mark.lua", script: ForeignMark,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.Batch("b"), "fresh", 1)
+				c.Expire(ctx, k.Batch("b"), time.Hour)
+			},
+			keys: func(k wire.Keys) []string { return []string{k.Batch("b"), k.BatchForeign("b")} }, args: []any{"j1", "sidekiq-1", 1000}},
 		{name: "workflow create", file: "workflow_create.lua", script: WorkflowCreate,
 			keys: func(k wire.Keys) []string {
 				return []string{k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Workflows(), k.Queues(), k.Queue("q")}
