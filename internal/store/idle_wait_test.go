@@ -112,3 +112,20 @@ func TestRefusedTellsPermanentRefusalsFromPassingErrors(t *testing.T) {
 		assert.Equal(t, tc.refused, refused(errors.New(tc.err)), tc.err)
 	}
 }
+
+// go-redis sends BLMOVE's timeout in whole seconds: a shorter one blocks for a second anyway,
+// and go-redis logs a warning for it at every call, which exq routes to every open node's
+// logger (once a second per armed queue, with a PollTimeout under 20 ms).
+func TestIdleWaiterBlocksAtLeastTheSecondBLMOVETakes(t *testing.T) {
+	v := newEnv(t)
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	for _, block := range []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond} {
+		w := v.store("n1").NewIdleWaiter(block, func() {}, log)
+		require.NotNil(t, w)
+		assert.Equal(t, time.Second, w.block, "block %s", block)
+		w.Stop()
+	}
+	w := v.store("n1").NewIdleWaiter(5*time.Second, func() {}, log)
+	assert.Equal(t, 5*time.Second, w.block)
+	w.Stop()
+}
