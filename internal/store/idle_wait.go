@@ -58,9 +58,11 @@ type queueWait struct {
 	kick  chan struct{} // armed changed to true
 }
 
-// Blocking idle wait: how long one BLMOVE blocks, and the back-off after a failed one.
+// Blocking idle wait: how long one BLMOVE blocks at least, and the back-off after a failed
+// one. go-redis sends BLMOVE's timeout in whole seconds: a shorter one blocks for a second
+// anyway, and go-redis logs a warning for it at every call.
 const (
-	minIdleWaitBlock = 100 * time.Millisecond
+	minIdleWaitBlock = time.Second
 	idleWaitRetry    = time.Second
 )
 

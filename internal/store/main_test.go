@@ -61,3 +61,52 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+// p is the key name of the env's namespace for a key written as docs/wire.md writes it
+// ("P queue:mail"): the tests name keys literally, so that they check the documented layout
+// rather than wire.Keys against itself.
+func (v *env) p(key string) string { return v.ns + ":" + key }
+
+// layout is every key of the env's namespace with its type, named without the prefix, as
+// docs/wire.md names them ("queue:mail": "list").
+func (v *env) layout() map[string]string {
+	v.t.Helper()
+	c := context.Background()
+	out := map[string]string{}
+	iter := v.rdb.Scan(c, 0, v.ns+":*", 1000).Iterator()
+	for iter.Next(c) {
+		typ, err := v.rdb.Type(c, iter.Val()).Result()
+		require.NoError(v.t, err)
+		out[iter.Val()[len(v.ns)+1:]] = typ
+	}
+	require.NoError(v.t, iter.Err())
+	return out
+}
+
+func (v *env) hash(key string) map[string]string {
+	v.t.Helper()
+	h, err := v.rdb.HGetAll(context.Background(), key).Result()
+	require.NoError(v.t, err)
+	return h
+}
+
+func (v *env) members(key string) []string {
+	v.t.Helper()
+	s, err := v.rdb.SMembers(context.Background(), key).Result()
+	require.NoError(v.t, err)
+	return s
+}
+
+// serverNow is the Redis server's clock, in seconds.
+func (v *env) serverNow() float64 {
+	v.t.Helper()
+	now, err := v.rdb.Time(context.Background()).Result()
+	require.NoError(v.t, err)
+	return float64(now.UnixMicro()) / 1e6
+}
+
+// garbage writes a string where a key of another type is expected.
+func (v *env) garbage(key string) {
+	v.t.Helper()
+	require.NoError(v.t, v.rdb.Set(context.Background(), key, "garbage", 0).Err())
+}

@@ -73,3 +73,15 @@ func TestOutboxReadsTheLastReportAndRefusesFieldsThatAreNotNumbers(t *testing.T)
 		assert.ErrorContains(t, err, "field "+tc.field, tc.field)
 	}
 }
+
+func TestPushRelayedChecksEveryKeyBeforeWritingAny(t *testing.T) {
+	v := newEnv(t)
+	jq := v.store("")
+	require.NoError(t, v.rdb.LPush(ctx(t), v.p("relayed:b"), "not a string").Err())
+	_, err := jq.PushRelayed(ctx(t), time.Minute, []RelayItem{
+		{JID: "a", Queue: "q", Job: job("q", "a")},
+		{JID: "b", Queue: "q", Job: job("q", "b")},
+	})
+	assert.ErrorContains(t, err, "WRONGTYPE")
+	assert.Equal(t, map[string]string{"relayed:b": "list"}, v.layout(), "no mark, no job written")
+}
