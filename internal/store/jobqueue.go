@@ -298,8 +298,10 @@ func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience 
 		n, _ := list[0].(int64)
 		out.BackupLen[i] = int(n)
 		if limited {
-			w, _ := list[1].(int64)
-			out.Wait[i] = time.Duration(w) * time.Millisecond
+			out.Wait[i] = -1 // the script's -1: no limit holds the queue back
+			if w, _ := list[1].(int64); w >= 0 {
+				out.Wait[i] = time.Duration(w) * time.Millisecond
+			}
 		}
 		for _, j := range list[head:] {
 			if s, ok := j.(string); ok {

@@ -45,6 +45,30 @@ func TestLimitedFetchTakesLeasesUpToTheGlobalLimitAndWaits(t *testing.T) {
 	assert.Empty(t, v.zset(v.p("lease_waiters:q")), "no longer waiting")
 }
 
+func TestLimitedFetchAtItsLimitWithAnEmptyQueueHoldsNothingBack(t *testing.T) {
+	v := newEnv(t)
+	jq := v.store("n1")
+	lim := Limits{Global: 2}
+	v.pushed("q", "a", "b")
+	res, err := jq.Fetch(ctx(t), []FetchReq{{Queue: "q", N: 3, Limits: lim, First: 1}}, time.Minute, 10*time.Second)
+	require.NoError(t, err)
+	require.Len(t, res.Jobs[0], 2)
+	assert.Negative(t, res.HeldBack(0), "the take emptied the queue: the limit held nothing back")
+
+	// The limit is full and the queue empty: nothing is held back either, so the node may idle
+	// (and block on the queue) instead of polling for a slot it has no job for.
+	res, err = jq.Fetch(ctx(t), []FetchReq{{Queue: "q", N: 3, Limits: lim, First: 3}}, time.Minute, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, res.Jobs[0])
+	assert.Equal(t, time.Duration(-1), res.HeldBack(0), "no job waits for a slot")
+
+	v.pushed("q", "c")
+	res, err = jq.Fetch(ctx(t), []FetchReq{{Queue: "q", N: 3, Limits: lim, First: 3}}, time.Minute, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, res.Jobs[0])
+	assert.Equal(t, time.Duration(0), res.HeldBack(0), "a job waits for a slot: held back, for an unknown time")
+}
+
 func TestLimitedFetchLeavesAWaitingNodeItsShare(t *testing.T) {
 	v := newEnv(t)
 	jq := v.store("n1")

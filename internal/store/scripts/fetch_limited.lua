@@ -131,6 +131,9 @@ for i = 1, nq do
     end
   end
   local took = #got - 2
+  if capped and wait == 0 and redis.call('LLEN', src) == 0 then
+    wait = -1 -- the limit held back no job: the queue is empty
+  end
   if took > 0 then
     redis.call('SADD', KEYS[4], ARGV[a])
   end
