@@ -68,6 +68,11 @@ func TestProgressIsShownOnTheBusyListWhileTheJobRuns(t *testing.T) {
 		}
 	}
 
+	// A field the node did not write: a whole rewrite of the busy list (DEL, HSET) would drop
+	// it, the write of the entries whose progress changed leaves it.
+	for _, k := range []string{v.keys.Workers(e.NodeID()), v.keys.Work(e.NodeID())} {
+		require.NoError(t, v.rdb.HSet(context.Background(), k, "marker", "{}").Err())
+	}
 	step <- struct{}{}
 	require.ErrorIs(t, <-refused, ErrInvalidProgress)
 	// With the ping an hour away, only the progress write (the entries that changed) brings it.
@@ -75,6 +80,7 @@ func TestProgressIsShownOnTheBusyListWhileTheJobRuns(t *testing.T) {
 		p := progressOf(t, a, "copy-1")
 		return p != nil && *p == Progress{Fraction: 0.75, Message: "almost"}
 	})
+	assert.Contains(t, v.hash(v.keys.Work(e.NodeID())), "marker", "only the changed entry was written")
 	assert.Equal(t, v.hash(v.keys.Workers(e.NodeID())), v.hash(v.keys.Work(e.NodeID())), "both names say the same")
 	close(step)
 	testutil.WaitFor(t, "the busy list is empty once the job ends", func() bool { return len(v.hash(v.keys.Work(e.NodeID()))) == 0 })
