@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // progressOf is the progress API.BusyJobs lists for job jid, or nil.
@@ -151,6 +153,19 @@ func TestBusyJobsReadAHostileProgressSafely(t *testing.T) {
 		assert.Equal(t, want, b.Progress, "entry %s", b.RunID)
 		if b.Progress != nil {
 			assert.LessOrEqual(t, len(b.Progress.Message), MaxProgressMessage)
+		}
+	}
+}
+
+// BenchmarkSetProgress is one report of a running job: a check and an atomic store, no Redis
+// command (the pinger carries the latest value with its next busy-list write).
+func BenchmarkSetProgress(b *testing.B) {
+	job := &Job{Class: "C", JID: "j", progress: new(atomic.Pointer[wire.Progress])}
+	ctx := WithJob(context.Background(), job)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := SetProgress(ctx, float64(i%100)/100, "copying"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

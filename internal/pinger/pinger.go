@@ -31,8 +31,8 @@ const maxSignalsPerPing = 100
 // interval), a burst of changes once a second. A job's progress is seen at the refresh (the
 // busy list is rendered then, not at every check), and when only progress changed, only the
 // entries of the jobs that reported one are written: however often jobs report progress, the
-// node sends at most one write a second, of at most one entry per running job. Signals are read at every refresh, so a UI's Quiet button shows
-// within a second or two.
+// node sends at most one write a second, of at most one entry per running job. Signals are read
+// at every refresh, so a UI's Quiet button shows within a second or two.
 type Pinger struct {
 	Parts
 	hostname  string

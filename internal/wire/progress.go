@@ -46,11 +46,11 @@ func ParseProgress(raw json.RawMessage) *Progress {
 	if json.Unmarshal(raw, &v) != nil {
 		return nil
 	}
-	var f float64
-	if json.Unmarshal(v.Fraction, &f) != nil || math.IsNaN(f) || f < 0 || f > 1 {
+	var f *float64 // nil for null
+	if json.Unmarshal(v.Fraction, &f) != nil || f == nil || math.IsNaN(*f) || *f < 0 || *f > 1 {
 		return nil
 	}
-	p := &Progress{Fraction: f}
+	p := &Progress{Fraction: *f}
 	var msg string
 	if json.Unmarshal(v.Message, &msg) == nil {
 		p.Message = cutUTF8(strings.ToValidUTF8(cutUTF8(msg, MaxProgressMessage), "\uFFFD"), MaxProgressMessage)

@@ -38,6 +38,7 @@ func TestParseProgressBoundsWhatAnotherProgramWrote(t *testing.T) {
 		{`"0.5"`, nil},
 		{`{}`, nil},
 		{`{"fraction":"0.5"}`, nil},
+		{`{"fraction":null,"message":"m"}`, nil},
 		{`{"fraction":1e300}`, nil},
 		{`{"fraction":-0.1}`, nil},
 		{`{"fraction":1.0000001}`, nil},
