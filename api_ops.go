@@ -76,6 +76,8 @@ type BusyJob struct {
 	RunID string
 	Queue string
 	RunAt time.Time
+	// Progress is what the job last reported with SetProgress; nil when it reported none.
+	Progress *Progress
 	JobRecord
 }
 
@@ -93,6 +95,7 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 				Queue   string          `json:"queue"`
 				Payload json.RawMessage `json:"payload"`
 				RunAt   float64         `json:"run_at"`
+				Prog    json.RawMessage `json:"progress"`
 			}
 			if json.Unmarshal([]byte(v), &w) != nil {
 				continue
@@ -102,7 +105,11 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 			if json.Unmarshal(w.Payload, &s) == nil {
 				raw = s // double-encoded, as Exq and Sidekiq 6, 7 and 8 write it
 			}
-			out = append(out, BusyJob{Node: id, RunID: runID, Queue: w.Queue, RunAt: wire.ParseTime(w.RunAt), JobRecord: record(raw, 0, w.Queue)})
+			b := BusyJob{Node: id, RunID: runID, Queue: w.Queue, RunAt: wire.ParseTime(w.RunAt), JobRecord: record(raw, 0, w.Queue)}
+			if p := wire.ParseProgress(w.Prog); p != nil {
+				b.Progress = &Progress{Fraction: p.Fraction, Message: p.Message}
+			}
+			out = append(out, b)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RunAt.Before(out[j].RunAt) })

@@ -95,6 +95,10 @@ var (
 	// ErrResultTooLarge is wrapped by SetResult when the encoded result is larger than
 	// Options.ResultMaxBytes; nothing is stored.
 	ErrResultTooLarge = flows.ErrResultTooLarge
+	// ErrInvalidProgress is wrapped by SetProgress when the fraction is not a number from 0
+	// to 1 or the message is longer than MaxProgressMessage bytes or not UTF-8, and when ctx is
+	// not a job's; the message says which. The progress reported before is kept.
+	ErrInvalidProgress = errors.New("exq: invalid progress")
 	// ErrNoResult is returned by Result when the job has stored no result (or it expired), and
 	// by SetResult outside a running job.
 	ErrNoResult = flows.ErrNoResult

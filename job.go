@@ -2,6 +2,7 @@ package exq
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/exqgo/exq/internal/bind"
@@ -45,9 +46,11 @@ type Job struct {
 	uniqueToken  string
 	uniqueUntil  UniqueUntilMode
 	// bid, wf and wfJob are the job's batch, workflow and name there ("" for none); node is
-	// the node running it (nil outside a node), for AddToBatch and SetResult.
+	// the node running it (nil outside a node), for AddToBatch and SetResult; progress is its
+	// run's, for SetProgress.
 	bid, wf, wfJob string
 	node           *Exq
+	progress       *atomic.Pointer[wire.Progress]
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.

@@ -30,16 +30,17 @@ const (
 
 // run is one job this node has taken from a queue.
 type run struct {
-	queue   string
-	raw     string
-	seq     uint64 // fetch order, to hand jobs back oldest-next
-	started time.Time
-	jid     string // set once decoded, under manager.mu
-	lease   string // the job's lease on a slot of its queue's GlobalLimit, or ""
-	epoch   string // the incarnation of this node the fetch ran as
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	state   atomic.Int32
+	queue    string
+	raw      string
+	seq      uint64 // fetch order, to hand jobs back oldest-next
+	started  time.Time
+	jid      string                        // set once decoded, under manager.mu
+	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
+	epoch    string                        // the incarnation of this node the fetch ran as
+	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	state    atomic.Int32
 }
 
 // id is the job's field in this node's workers hash (made when the busy list is written,
@@ -682,7 +683,7 @@ func (m *manager) busyJobs() map[string]string {
 	out := make(map[string]string, len(m.running))
 	for r := range m.running {
 		id := r.id()
-		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.Node(), id)
+		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.Node(), id, r.progress.Load())
 	}
 	return out
 }

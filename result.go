@@ -7,7 +7,40 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/flows"
+	"github.com/exqgo/exq/internal/wire"
 )
+
+// MaxProgressMessage is the longest message SetProgress accepts, in bytes.
+const MaxProgressMessage = wire.MaxProgressMessage
+
+// Progress is what a running job last reported with SetProgress, as the busy list shows it.
+type Progress struct {
+	// Fraction is how much of its work the job has done, from 0 to 1.
+	Fraction float64
+	// Message says what it is doing, at most MaxProgressMessage bytes.
+	Message string
+}
+
+// SetProgress reports how far the job running with ctx has got: fraction (from 0 to 1) of its
+// work done, and a short message. It costs no Redis command: the node keeps the latest value
+// and writes it with its busy list within about a second, where API.BusyJobs, `exq busy` and
+// the dashboard read it (not with Options.DisableStats, which writes no busy list). A fraction
+// that is not a number from 0 to 1, or a message longer than MaxProgressMessage bytes or not
+// UTF-8, is refused with ErrInvalidProgress; so is a call outside a job. A job given to a
+// worker outside a node (WithJob, exqtest) has its progress checked but shown nowhere.
+func SetProgress(ctx context.Context, fraction float64, message string) error {
+	job := JobFromContext(ctx)
+	err := wire.CheckProgress(fraction, message)
+	switch {
+	case job == nil:
+		return fmt.Errorf("exq: set progress: not in a job: %w", ErrInvalidProgress)
+	case err != nil:
+		return fmt.Errorf("exq: set progress: %w: %w", ErrInvalidProgress, err)
+	case job.progress != nil:
+		job.progress.Store(&wire.Progress{Fraction: fraction, Message: message})
+	}
+	return nil
+}
 
 // Defaults of the results jobs store (Options.ResultTTL and ResultMaxBytes).
 const (

@@ -41,7 +41,7 @@ func (e *Exq) process(r *run) {
 		return
 	}
 	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
-	job.node = e
+	job.node, job.progress = e, &r.progress
 	e.mgr.setJID(r, job.JID)
 	job.worker, _ = e.registry.Lookup(job.Class)
 	if job.worker == nil && e.registry.Registering() && e.awaitWorker(r, job) {

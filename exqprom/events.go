@@ -35,6 +35,20 @@ func (c *Collector) observe(ev exq.Event) {
 		c.series.queue(ev.Queue).rescued.Add(float64(ev.Count))
 	case exq.RedisLost:
 		c.redisLost.Inc()
+	case exq.BatchCallback:
+		i := len(callbacks) - 1 // other
+		for k, name := range callbacks[:i] {
+			if ev.Callback == name {
+				i = k
+			}
+		}
+		c.callbackSeries[i].Inc()
+	case exq.WorkflowReleased:
+		c.released.Add(float64(max(ev.Count, 0)))
+		c.canceled.Add(float64(max(ev.Canceled, 0)))
+		if ev.Callback == "finished" {
+			c.workflowsFinished.Inc()
+		}
 	}
 }
 

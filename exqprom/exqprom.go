@@ -2,7 +2,8 @@
 //
 // A Collector has two sources. Its Listener, put in exq.Options.Listeners (or
 // exq.ClientOptions.Listeners), counts what this process does: jobs enqueued, started and
-// finished by outcome, run durations, jobs in flight, rescues and Redis outages. On each scrape
+// finished by outcome, run durations, jobs in flight, rescues, Redis outages, batch callbacks
+// fired and workflow jobs released or canceled. On each scrape
 // it also reads what the whole fleet shares from Redis through an exq.API: queue sizes and
 // latencies, the retry, scheduled and dead sets, the live nodes and Sidekiq's all-time counters.
 // Those reads are bounded by Options.ScrapeTimeout and cached for Options.CacheFor, so that
@@ -64,6 +65,10 @@ type Options struct {
 // outcomes are the outcome label values, indexed by event kind minus exq.JobSucceeded.
 var outcomes = [...]string{"succeeded", "retried", "died", "snoozed", "handed_back", "not_stored"}
 
+// callbacks are the callback label values of exq_batch_callbacks_total: a batch's three
+// callbacks, and "other" for a name a later exq may add (the label set stays bounded).
+var callbacks = [...]string{"success", "complete", "death", "other"}
+
 // Collector is a prometheus.Collector of exq's metrics. Register it once
 // (prometheus.MustRegister(c)) and add its Listener to the node's or client's options. It is
 // safe for concurrent use.
@@ -79,6 +84,12 @@ type Collector struct {
 	rescued   *prometheus.CounterVec
 	redisLost prometheus.Counter
 	series    seriesCache
+	// Of batches and workflows: the callback children are resolved at New, so that their
+	// events allocate nothing.
+	batchCallbacks     *prometheus.CounterVec
+	callbackSeries     [len(callbacks)]prometheus.Counter
+	released, canceled prometheus.Counter
+	workflowsFinished  prometheus.Counter
 
 	// From Redis.
 	scrapeErrors prometheus.Counter
@@ -123,6 +134,18 @@ func New(api *exq.API, opts Options) *Collector {
 		Help: "Jobs of dead nodes that this process moved back to their queue."}, []string{"queue"})
 	c.redisLost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exq", Name: "redis_lost_total", ConstLabels: cl,
 		Help: "Times this process' node lost Redis (fetching failed)."})
+	c.batchCallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exq", Name: "batch_callbacks_total", ConstLabels: cl,
+		Help: "Batch callbacks this process' writes fired (each fires once in the fleet), by callback: success, complete, death."},
+		[]string{"callback"})
+	for i, name := range callbacks {
+		c.callbackSeries[i] = c.batchCallbacks.WithLabelValues(name)
+	}
+	c.released = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exq", Name: "workflow_jobs_released_total", ConstLabels: cl,
+		Help: "Workflow jobs pushed to their queues because this process' write ended their last parent."})
+	c.canceled = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exq", Name: "workflow_jobs_canceled_total", ConstLabels: cl,
+		Help: "Workflow jobs canceled because this process' write recorded a parent's death."})
+	c.workflowsFinished = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exq", Name: "workflows_finished_total", ConstLabels: cl,
+		Help: "Workflows whose last job ended (succeeded, died or canceled) with a write of this process."})
 	c.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exq", Name: "scrape_errors_total", ConstLabels: cl,
 		Help: "Reads of Redis for a scrape that failed or took longer than the scrape timeout (the last values are served)."})
 	c.series.init(c)
@@ -157,6 +180,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.inFlight.Describe(ch)
 	c.rescued.Describe(ch)
 	c.redisLost.Describe(ch)
+	c.batchCallbacks.Describe(ch)
+	c.released.Describe(ch)
+	c.canceled.Describe(ch)
+	c.workflowsFinished.Describe(ch)
 	if c.api == nil {
 		return
 	}
@@ -177,6 +204,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.inFlight.Collect(ch)
 	c.rescued.Collect(ch)
 	c.redisLost.Collect(ch)
+	c.batchCallbacks.Collect(ch)
+	c.released.Collect(ch)
+	c.canceled.Collect(ch)
+	c.workflowsFinished.Collect(ch)
 	if c.api == nil {
 		return
 	}

@@ -40,6 +40,10 @@ func newBlocker() *blocker {
 }
 
 func (b *blocker) Perform(ctx context.Context, job *exq.Job) error {
+	// Its busy-list entry carries exq's own progress field, which Sidekiq's UI must ignore.
+	if err := exq.SetProgress(ctx, 0.5, "held"); err != nil {
+		return err
+	}
 	b.started <- job.JID
 	select {
 	case <-b.release:
@@ -114,6 +118,10 @@ func TestSidekiqWebUIShowsExqNode(t *testing.T) {
 
 	// The Busy page: the process, its Quiet form, and the running job (the workers hash, written
 	// with the counters).
+	waitFor(t, "GoBlock's busy-list entry to carry its progress", func() (bool, string) {
+		jobs, err := e.API().BusyJobs(ctx)
+		return err == nil && len(jobs) == 1 && jobs[0].Progress != nil, fmt.Sprint(jobs, err)
+	})
 	var busy string
 	waitFor(t, "the Busy page to list GoBlock", func() (bool, string) {
 		busy, err = web.get("/busy")

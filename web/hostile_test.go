@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +187,31 @@ func TestDotNamesStayInTheirPathSegment(t *testing.T) {
 		link := "/queues/" + pathSeg(name) + "/delete"
 		assert.Equal(t, link, base.ResolveReference(&url.URL{Path: link}).Path, name)
 	}
+}
+
+// A busy entry of another program whose progress is hostile: the page shows a bounded,
+// escaped message, and no progress at all for a fraction out of range.
+func TestBusyPageShowsAHostileProgressEscapedAndBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	id := "foreign:1"
+	now := float64(time.Now().UnixMicro()) / 1e6
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Node(id), "info", `{"hostname":"h","pid":1,"concurrency":5,"queues":["default"]}`,
+		"busy", "2", "beat", fmt.Sprint(now), "quiet", "false").Err())
+	require.NoError(t, f.rdb.SAdd(ctx, f.keys.Processes(), id).Err())
+	entry := func(jid, progress string) string {
+		return `{"queue":"default","payload":"{\"class\":\"C\",\"args\":[],\"jid\":\"` + jid + `\"}","run_at":1796010417,"progress":` + progress + `}`
+	}
+	long := strings.Repeat("<script>", 1<<17) // 1 MiB
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Work(id),
+		"r1", entry("hostile-1", `{"fraction":0.5,"message":"`+long+`"}`),
+		"r2", entry("hostile-2", `{"fraction":1e300,"message":"<b>huge</b>"}`)).Err())
+	body := f.page("/busy")
+	assert.Contains(t, body, "hostile-1")
+	assert.Contains(t, body, "hostile-2")
+	assert.Contains(t, body, `<progress value="0.5" max="1">50%</progress> 50%<br><small>`+strings.Repeat("&lt;script&gt;", exq.MaxProgressMessage/8)+`</small>`)
+	assert.NotContains(t, body, "<script>")
+	assert.NotContains(t, body, "huge", "no progress for a fraction out of range")
+	assert.Less(t, len(body), 100<<10, "the message is cut, not the page made huge")
 }

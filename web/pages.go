@@ -513,8 +513,9 @@ type proc struct {
 }
 
 type busyRow struct {
-	Node  string
-	RunAt time.Time
+	Node     string
+	RunAt    time.Time
+	Progress *exq.Progress // bounded and checked by the API; escaped by the template
 	row
 }
 
@@ -554,7 +555,7 @@ func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
 		d.Busy += p.Busy
 	}
 	for _, j := range jobs {
-		d.Jobs = append(d.Jobs, busyRow{Node: j.Node, RunAt: j.RunAt, row: h.row(j.JobRecord)})
+		d.Jobs = append(d.Jobs, busyRow{Node: j.Node, RunAt: j.RunAt, Progress: j.Progress, row: h.row(j.JobRecord)})
 	}
 	h.render(w, r, http.StatusOK, "busy.html", "busy", "Busy", d)
 }

@@ -56,6 +56,7 @@ var funcs = template.FuncMap{
 	"join":        strings.Join,
 	"trunc":       truncate,
 	"add":         func(a, b int) int { return a + b },
+	"pct":         func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
 	"historyDays": func() []int { return []int{7, 30, 90} },
 	"pa": func(v view, p exq.PeriodicState) any {
 		return struct {

@@ -417,6 +417,9 @@ func (f *fixture) liveNode() (*exq.Exq, chan string) {
 	e, err := exq.Start(context.Background(), exq.Options{Redis: f.client, Namespace: f.ns, Queues: []exq.Queue{{Name: "work", Concurrency: 2, GlobalLimit: 2, Rate: exq.Rate{N: 50, Per: time.Second}}},
 		PollTimeout: 20 * time.Millisecond, Logger: quiet,
 		Workers: map[string]exq.Worker{"Block": exq.WorkerFunc(func(ctx context.Context, j *exq.Job) error {
+			if err := exq.SetProgress(ctx, 0.4, "<i>step</i> 2"); err != nil {
+				return err
+			}
 			started <- j.JID
 			select {
 			case <-ctx.Done():
@@ -455,6 +458,10 @@ func TestBusyPageAndNodeActions(t *testing.T) {
 	assert.Contains(t, queues, "<td>1/2</td>", "a lease of the cluster-wide limit is held")
 	assert.Contains(t, queues, "50 per second")
 	assert.Contains(t, body, "&lt;b&gt;busy&lt;/b&gt;")
+	testutil.WaitFor(t, "the busy page shows the job's progress", func() bool {
+		_, body := f.get("/busy")
+		return strings.Contains(body, `<progress value="0.4" max="1">40%</progress> 40%<br><small>&lt;i&gt;step&lt;/i&gt; 2</small>`)
+	})
 	assert.Contains(t, f.page("/search?jid="+jid), "Running on "+e.NodeID())
 
 	code, _ := f.post("/busy/cancel", url.Values{"jid": {jid}})

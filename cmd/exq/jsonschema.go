@@ -134,7 +134,22 @@ type busyJSON struct {
 	RunID string     `json:"run_id"`
 	Queue string     `json:"queue"`
 	RunAt *time.Time `json:"run_at,omitempty"`
-	Job   jobJSON    `json:"job"`
+	// Progress is what the job last reported (exq.SetProgress); absent when none.
+	Progress *progressJSON `json:"progress,omitempty"`
+	Job      jobJSON       `json:"job"`
+}
+
+// progressJSON is a running job's progress: the fraction done (0 to 1) and its message.
+type progressJSON struct {
+	Fraction float64 `json:"fraction"`
+	Message  string  `json:"message"`
+}
+
+func toProgressJSON(p *exq.Progress) *progressJSON {
+	if p == nil {
+		return nil
+	}
+	return &progressJSON{Fraction: p.Fraction, Message: p.Message}
 }
 
 // statsJSON is the overview.

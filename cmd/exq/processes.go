@@ -74,7 +74,8 @@ func (a *app) busyCmd() *cobra.Command {
 			if a.json {
 				out := make([]busyJSON, len(busy))
 				for i, b := range busy {
-					out[i] = busyJSON{Node: b.Node, RunID: b.RunID, Queue: b.Queue, RunAt: ts(b.RunAt), Job: toJobJSON(b.JobRecord)}
+					out[i] = busyJSON{Node: b.Node, RunID: b.RunID, Queue: b.Queue, RunAt: ts(b.RunAt), Progress: toProgressJSON(b.Progress),
+						Job: toJobJSON(b.JobRecord)}
 				}
 				return a.printJSON(out)
 			}
@@ -84,9 +85,16 @@ func (a *app) busyCmd() *cobra.Command {
 				if j, err := b.Job(); err == nil {
 					jid, class, args = j.JID, j.Class, cut(string(j.Args), 50)
 				}
-				rows[i] = []any{b.Node, b.Queue, jid, class, args, when(b.RunAt), ago(b.RunAt)}
+				progress := "-"
+				if p := b.Progress; p != nil {
+					progress = fmt.Sprintf("%.0f%%", 100*p.Fraction)
+					if p.Message != "" {
+						progress += " " + cut(p.Message, 40)
+					}
+				}
+				rows[i] = []any{b.Node, b.Queue, jid, class, args, when(b.RunAt), ago(b.RunAt), progress}
 			}
-			return a.table([]string{"NODE", "QUEUE", "JID", "CLASS", "ARGS", "STARTED", "FOR"}, rows)
+			return a.table([]string{"NODE", "QUEUE", "JID", "CLASS", "ARGS", "STARTED", "FOR", "PROGRESS"}, rows)
 		},
 	}
 }

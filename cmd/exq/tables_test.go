@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -17,12 +18,16 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-// 11. processes shows when each node started and its memory; busy shows the running job's args.
-func TestProcessesShowStartedAndRSSAndBusyShowsArgs(t *testing.T) {
+// 11. processes shows when each node started and its memory; busy shows the running job's args
+// and its progress (a terminal escape in its message shown escaped; valid JSON with --json).
+func TestProcessesShowStartedAndRSSAndBusyShowsArgsAndProgress(t *testing.T) {
 	c := newCLIEnv(t)
 	block := make(chan struct{})
 	defer close(block)
 	e := c.start(map[string]exq.Worker{"Mail.Send": exq.WorkerFunc(func(ctx context.Context, _ *exq.Job) error {
+		if err := exq.SetProgress(ctx, 0.5, "sent\x1b[2J 1 of 2"); err != nil {
+			return err
+		}
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -32,9 +37,9 @@ func TestProcessesShowStartedAndRSSAndBusyShowsArgs(t *testing.T) {
 	c.foreignNode("sidekiq-node-1", "Sidekiq", "legacy", "rb-1")
 	code, _, errOut := c.run("enqueue", "mail", "Mail.Send", `[42,"welcome"]`, "--jid", "mail-1")
 	require.Equal(t, 0, code, errOut)
-	testutil.WaitFor(t, "the job runs", func() bool {
+	testutil.WaitFor(t, "the job runs and its progress is listed", func() bool {
 		_, out, _ := c.run("busy")
-		return strings.Contains(out, "mail-1")
+		return strings.Contains(out, "mail-1") && strings.Contains(out, "50%")
 	})
 
 	code, out, errOut := c.run("processes")
@@ -45,9 +50,33 @@ func TestProcessesShowStartedAndRSSAndBusyShowsArgs(t *testing.T) {
 
 	code, out, errOut = c.run("busy")
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `(?m)^NODE +QUEUE +JID +CLASS +ARGS +STARTED +FOR$`, out)
-	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(e.NodeID())+` +mail +mail-1 +Mail\.Send +\[42,"welcome"\] +`+rfc3339Re+` +[0-9.hms]+$`, out)
-	assert.Regexp(t, `(?m)^sidekiq-node-1 +legacy +rb-1 +Ruby\.Job +\[7,"x"\] +`+rfc3339Re+` +[0-9.hms]+$`, out)
+	assert.Regexp(t, `(?m)^NODE +QUEUE +JID +CLASS +ARGS +STARTED +FOR +PROGRESS$`, out)
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(e.NodeID())+` +mail +mail-1 +Mail\.Send +\[42,"welcome"\] +`+rfc3339Re+` +[0-9.hms]+ +50% sent\\x1b\[2J 1 of 2$`, out)
+	assert.Regexp(t, `(?m)^sidekiq-node-1 +legacy +rb-1 +Ruby\.Job +\[7,"x"\] +`+rfc3339Re+` +[0-9.hms]+ +-$`, out)
+	assert.NotContains(t, out, "\x1b", "no raw escape reaches the terminal")
+
+	code, out, errOut = c.run("busy", "--json")
+	require.Equal(t, 0, code, errOut)
+	var busy []struct {
+		Progress *struct {
+			Fraction float64 `json:"fraction"`
+			Message  string  `json:"message"`
+		} `json:"progress"`
+		Job struct {
+			JID string `json:"jid"`
+		} `json:"job"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &busy), out)
+	require.Len(t, busy, 2)
+	for _, b := range busy {
+		if b.Job.JID == "mail-1" {
+			require.NotNil(t, b.Progress)
+			assert.Equal(t, 0.5, b.Progress.Fraction)
+			assert.Equal(t, "sent\x1b[2J 1 of 2", b.Progress.Message)
+		} else {
+			assert.Nil(t, b.Progress, "a Sidekiq job reported none")
+		}
+	}
 }
 
 // 11. A list that shows part of what there is says "N of TOTAL".

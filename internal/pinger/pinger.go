@@ -26,10 +26,13 @@ const maxSignalsPerPing = 100
 // It writes the whole node state (hash and busy list) in one MULTI, so the UIs' process table
 // (busy, quiet) and their list of running jobs always agree. It writes it at every ping (5 s,
 // which also keeps the keys alive and prunes), and within a second of any change (a job
-// started or ended, quiet, subscriptions), at most once per refresh interval (1 s): a change
-// after a calm spell is written at the next check (a tenth of the refresh interval), a burst
-// of changes once a second. Signals are read at every refresh, so a UI's Quiet button shows
-// within a second or two.
+// started or ended, quiet, subscriptions, a job's progress), at most once per refresh interval
+// (1 s): a change after a calm spell is written at the next check (a tenth of the refresh
+// interval), a burst of changes once a second. A job's progress is seen at the refresh (the
+// busy list is rendered then, not at every check), and when only progress changed, only the
+// entries of the jobs that reported one are written: however often jobs report progress, the
+// node sends at most one write a second, of at most one entry per running job. Signals are read
+// at every refresh, so a UI's Quiet button shows within a second or two.
 type Pinger struct {
 	Parts
 	hostname  string
@@ -52,7 +55,7 @@ type nodeState struct {
 // sameAs reports whether s would write what o wrote.
 func (s *nodeState) sameAs(o *nodeState) bool {
 	return o != nil && s.count == o.count && s.quiet == o.quiet && s.concurrency == o.concurrency &&
-		slices.Equal(s.queues, o.queues) && sameRuns(s.busy, o)
+		slices.Equal(s.queues, o.queues) && sameRuns(s.busy, o) && len(changedRuns(s.busy, o)) == 0
 }
 
 // View is the node's view of its subscriptions and running jobs (the manager's).
@@ -227,6 +230,8 @@ func (p *Pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 		if w.BusyList == nil {
 			w.BusyList = map[string]string{}
 		}
+	} else if !p.StatsDisabled {
+		w.BusyUpdate = changedRuns(state.busy, p.written) // the same runs: their progress
 	}
 	begin := time.Now()
 	err := p.Store.WriteNode(ctx, w)
@@ -250,6 +255,24 @@ func sameRuns(busy map[string]string, o *nodeState) bool {
 		}
 	}
 	return true
+}
+
+// changedRuns returns the entries of busy whose value differs from the one written last for the
+// same run (a job's progress changed); nil when none does. Runs not written last are left out.
+func changedRuns(busy map[string]string, o *nodeState) map[string]string {
+	if o == nil {
+		return nil
+	}
+	var out map[string]string
+	for id, v := range busy {
+		if old, ok := o.busy[id]; ok && old != v {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = v
+		}
+	}
+	return out
 }
 
 // state reads what the node hash and busy list should say now. Busy count and busy list come

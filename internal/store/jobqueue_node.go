@@ -25,6 +25,9 @@ type NodeWrite struct {
 	RSSKB       int64
 	Handled     []string          // signals handled since the last write, as signals returned them
 	BusyList    map[string]string // run id → WIRE §4 JSON; nil leaves the busy list as it is
+	// BusyUpdate replaces the entries of runs already in the busy list (their progress), with
+	// BusyList nil: HSET without the DEL, so only the changed entries travel.
+	BusyUpdate map[string]string
 }
 
 // WriteNode writes this node's hash (and busy list) and removes the signals it handled, in one
@@ -57,6 +60,16 @@ func (jq *Store) WriteNode(ctx context.Context, w NodeWrite) error {
 					pl.HSet(ctx, k, fields...)
 					pl.Expire(ctx, k, NodeTTL)
 				}
+			}
+		}
+		if w.BusyList == nil && len(w.BusyUpdate) > 0 {
+			fields := make([]any, 0, 2*len(w.BusyUpdate))
+			for id, v := range w.BusyUpdate {
+				fields = append(fields, id, v)
+			}
+			for _, k := range [...]string{keys.Workers(node), keys.Work(node)} {
+				pl.HSet(ctx, k, fields...)
+				pl.Expire(ctx, k, NodeTTL)
 			}
 		}
 		if len(w.Handled) > 0 {

@@ -109,8 +109,9 @@ func (n *NodeInfo) UnmarshalJSON(b []byte) error {
 }
 
 // Busy renders one running job for a node's workers hash (WIRE.md §4): the payload is the raw
-// job as a string (double-encoded, as Exq and Sidekiq 6 write it) and run_at whole seconds.
-func Busy(queue, raw string, runAt time.Time, host, runID string) string {
+// job as a string (double-encoded, as Exq and Sidekiq 6 write it) and run_at whole seconds;
+// with the job's progress when p is not nil.
+func Busy(queue, raw string, runAt time.Time, host, runID string, p *Progress) string {
 	var b strings.Builder
 	b.WriteString(`{"queue":`)
 	b.Write(Quote(queue))
@@ -122,6 +123,9 @@ func Busy(queue, raw string, runAt time.Time, host, runID string) string {
 	b.Write(Quote(host))
 	b.WriteString(`,"pid":`)
 	b.Write(Quote(runID))
+	if p != nil {
+		appendProgress(&b, p)
+	}
 	b.WriteByte('}')
 	return b.String()
 }
