@@ -223,7 +223,9 @@ func TestStopLetsRunningJobsFinish(t *testing.T) {
 	testutil.WaitFor(t, "both jobs started", func() bool { return started.Load() == 2 })
 	stopped := make(chan error)
 	go func() { stopped <- e.Stop(ctx) }()
-	testutil.WaitFor(t, "Stop stops fetching", func() bool { return e.stopping.Load() })
+	// Stop's first phase ends the fetch and scheduler loops; a fetch already under way when
+	// Stop began may still take a job, so the test enqueues once they have ended.
+	testutil.WaitFor(t, "Stop stops fetching", func() bool { return e.stopping.Load() && len(e.loops.Running()) == 0 })
 	_, err = e.Enqueue(ctx, "default", "W", nil)
 	require.NoError(t, err, "enqueue works while draining")
 	close(release)

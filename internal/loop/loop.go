@@ -17,14 +17,14 @@ import (
 type Group struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	started map[string]bool
+	started map[string]bool // name → still running
 }
 
 // Go starts run(ctx) on a goroutine of its own under name, once: starting a name a second time
 // is a programming error and panics before anything runs. Wait waits for it.
 func (g *Group) Go(ctx context.Context, name string, run func(context.Context)) {
 	g.mu.Lock()
-	if g.started[name] {
+	if _, ok := g.started[name]; ok {
 		g.mu.Unlock()
 		panic(fmt.Sprintf("loop: %q started twice", name))
 	}
@@ -36,6 +36,11 @@ func (g *Group) Go(ctx context.Context, name string, run func(context.Context)) 
 	g.mu.Unlock()
 	go func() {
 		defer g.wg.Done()
+		defer func() {
+			g.mu.Lock()
+			g.started[name] = false
+			g.mu.Unlock()
+		}()
 		run(ctx)
 	}()
 }
@@ -44,13 +49,16 @@ func (g *Group) Go(ctx context.Context, name string, run func(context.Context)) 
 // loops end when their context does: Wait does not end them.
 func (g *Group) Wait() { g.wg.Wait() }
 
-// Running lists the names of the loops started, for diagnostics and tests.
+// Running lists the names of the loops started that have not returned yet, for diagnostics
+// and tests (a stopping node's fetch loop has ended once "manager" is not among them).
 func (g *Group) Running() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]string, 0, len(g.started))
-	for name := range g.started {
-		out = append(out, name)
+	for name, running := range g.started {
+		if running {
+			out = append(out, name)
+		}
 	}
 	return out
 }

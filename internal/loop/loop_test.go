@@ -35,6 +35,7 @@ func TestWaitWaitsForEveryLoopToReturn(t *testing.T) {
 	cancel()
 	<-waited
 	assert.EqualValues(t, 2, ended.Load(), "both loops returned before Wait did")
+	assert.Empty(t, g.Running(), "a loop that returned is not running")
 }
 
 // Wait on a group that started nothing returns at once.
