@@ -109,6 +109,7 @@ func (c *childNode) kill() {
 }
 
 func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
+	// Serial: asserts a rescue within the heartbeat window + one interval; child process.
 	v := newEnv(t)
 	const jobs = 20
 	const interval = 500 * time.Millisecond
@@ -213,6 +214,7 @@ func (v *env) staleBackup(node, q string, n int) store.StaleNode {
 }
 
 func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	stale := v.staleBackup("sleepy", "default", 5)
@@ -232,6 +234,7 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 }
 
 func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	const n = 200
@@ -271,6 +274,7 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 }
 
 func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	// A node whose own clock is a year behind still beats "now".
@@ -284,6 +288,7 @@ func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
 }
 
 func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	v.staleBackup("crashed", "default", 3)
