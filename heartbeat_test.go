@@ -85,7 +85,9 @@ func (v *env) startChildNode(heartbeat time.Duration, jobs int) *childNode {
 	})
 	started := 0
 	lines := bufio.NewScanner(stdout)
-	for started < jobs && lines.Scan() {
+	// The child says its node id once Start returns, and its workers may start every job
+	// before that: read until both are known.
+	for (started < jobs || c.node == "") && lines.Scan() {
 		f := strings.Fields(lines.Text())
 		switch {
 		case len(f) == 2 && f[0] == "node":
