@@ -96,6 +96,7 @@ func callbackRecorder(t *testing.T, e *Exq, runs *runCounter) {
 }
 
 func TestBatchFiresSuccessAndCompleteOnceWhenEveryJobSucceeds(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	cbs := newRunCounter()
@@ -130,6 +131,7 @@ func TestBatchFiresSuccessAndCompleteOnceWhenEveryJobSucceeds(t *testing.T) {
 }
 
 func TestBatchWithFailingAndDyingJobsFiresDeathAndCompleteOnceAndNeverSuccess(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	cbs := newRunCounter()
@@ -179,6 +181,7 @@ func TestBatchWithFailingAndDyingJobsFiresDeathAndCompleteOnceAndNeverSuccess(t 
 }
 
 func TestBatchOutcomeSentAgainChangesNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -215,6 +218,7 @@ func TestBatchOutcomeSentAgainChangesNothing(t *testing.T) {
 }
 
 func TestAddToBatchFromARunningJobKeepsTheBatchPendingUntilTheChildrenSucceed(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	cbs := newRunCounter()
@@ -257,11 +261,13 @@ func TestAddToBatchFromARunningJobKeepsTheBatchPendingUntilTheChildrenSucceed(t 
 }
 
 func TestAddToBatchOutsideABatchJobIsRefused(t *testing.T) {
+	t.Parallel()
 	_, err := AddToBatch(context.Background(), batchSpecs(1, "X"))
 	assert.ErrorIs(t, err, ErrNotInBatch)
 }
 
 func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -300,6 +306,7 @@ func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
 }
 
 func TestNestedBatchesCarryTheChildsCallbacksUpToEveryAncestorOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -354,6 +361,7 @@ func TestNestedBatchesCarryTheChildsCallbacksUpToEveryAncestorOnce(t *testing.T)
 }
 
 func TestNewBatchWithAParentThatIsGoneOrDoneIsRefused(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -370,6 +378,7 @@ func TestNewBatchWithAParentThatIsGoneOrDoneIsRefused(t *testing.T) {
 }
 
 func TestChildBatchCreatedByAParentJobHoldsTheParentsSuccess(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	cbs := newRunCounter()
@@ -411,6 +420,7 @@ func TestChildBatchCreatedByAParentJobHoldsTheParentsSuccess(t *testing.T) {
 }
 
 func TestBatchCallbacksAndWorkflowReleasesAreReportedAsEventsOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	var got []string
@@ -444,6 +454,7 @@ func TestBatchCallbacksAndWorkflowReleasesAreReportedAsEventsOnce(t *testing.T) 
 }
 
 func TestEnqueueHooksOfABatchAndAWorkflowHearTheWritesResult(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	heard := map[string]string{} // class → jid heard ("" for not written)

@@ -129,7 +129,7 @@ func runFlowNode() {
 	})
 	e, err = Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace,
 		Queues:  []Queue{{Name: "q", Concurrency: 10}, {Name: "cb", Concurrency: 5}},
-		Workers: map[string]Worker{"FlowWork": work, "FlowCallback": callback}, HeartbeatInterval: 200 * time.Millisecond,
+		Workers: map[string]Worker{"FlowWork": work, "FlowCallback": callback}, HeartbeatInterval: 500 * time.Millisecond,
 		PollTimeout: 20 * time.Millisecond, SchedulerPollTimeout: 20 * time.Millisecond,
 		Backoff: func(int, *Job) time.Duration { return 0 }, Logger: testLogger()})
 	if err != nil {
@@ -200,6 +200,7 @@ func flowStep(name string, deps ...string) WorkflowJob {
 // holds, and none twice on nodes that were not killed; every workflow job runs after its
 // parents, and twice only on a killed node.
 func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	if testutil.OnCluster() {
 		t.Skip("child nodes take a single-node URL")

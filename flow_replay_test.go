@@ -16,6 +16,7 @@ import (
 // the node sees a broken connection, and go-redis or the node's persist loop sends it again):
 // every job runs once, each callback is enqueued once, each dependent is pushed once.
 func TestBatchAndWorkflowTransitionsWithRepliesCutRunEverythingOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		retries int // the node's client's MaxRetries: go-redis sends the script again, or not

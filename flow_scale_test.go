@@ -18,6 +18,7 @@ import (
 // callback once; with -long, the sizes of issue 28 (a batch of 100 000 jobs, a workflow of
 // 10 000). It logs the Redis memory the data took and the client's heap after creation.
 func TestALargeBatchAndWorkflowComplete(t *testing.T) {
+	t.Parallel()
 	batchSize, wfSize := 5000, 1000
 	if testutil.Long() {
 		batchSize, wfSize = 100000, 10000

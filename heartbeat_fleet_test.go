@@ -41,6 +41,7 @@ func fakeExqNode(t *testing.T, v *env, node string, interval time.Duration) {
 // node's jobs); a declared ForeignHeartbeatWindow longer than the beat period silences the
 // first.
 func TestStartWarnsWhenExqBeatsDoNotFitTheWindows(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		exqEvery time.Duration
@@ -84,6 +85,7 @@ func TestStartWarnsWhenExqBeatsDoNotFitTheWindows(t *testing.T) {
 // ForeignHeartbeatWindow is the window by which Exq nodes are judged: an Exq node silent for
 // 1.5 s is rescued by a node with a window of 1 s, and not by one with the default 6 min.
 func TestForeignHeartbeatWindowJudgesExqNodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		window  time.Duration
@@ -115,6 +117,7 @@ func TestForeignHeartbeatWindowJudgesExqNodes(t *testing.T) {
 
 // A negative ForeignHeartbeatWindow is refused, naming the field.
 func TestForeignHeartbeatWindowMustNotBeNegative(t *testing.T) {
+	t.Parallel()
 	_, err := Options{ForeignHeartbeatWindow: -time.Second}.withDefaults(testHooks{})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	assert.Contains(t, err.Error(), "ForeignHeartbeatWindow")

@@ -85,7 +85,9 @@ func (v *env) startChildNode(heartbeat time.Duration, jobs int) *childNode {
 	})
 	started := 0
 	lines := bufio.NewScanner(stdout)
-	for started < jobs && lines.Scan() {
+	// The child says its node id once Start returns, and its workers may start every job
+	// before that: read until both are known.
+	for (started < jobs || c.node == "") && lines.Scan() {
 		f := strings.Fields(lines.Text())
 		switch {
 		case len(f) == 2 && f[0] == "node":
@@ -109,6 +111,7 @@ func (c *childNode) kill() {
 }
 
 func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
+	// Serial: asserts a rescue within the heartbeat window + one interval; child process.
 	v := newEnv(t)
 	const jobs = 20
 	const interval = 500 * time.Millisecond
@@ -213,6 +216,7 @@ func (v *env) staleBackup(node, q string, n int) store.StaleNode {
 }
 
 func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	stale := v.staleBackup("sleepy", "default", 5)
@@ -232,6 +236,7 @@ func TestRescueLeavesANodeThatBeatAgainAlone(t *testing.T) {
 }
 
 func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	const n = 200
@@ -271,6 +276,7 @@ func TestTwoMonitorsRacingMoveEachBackupEntryExactlyOnce(t *testing.T) {
 }
 
 func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	// A node whose own clock is a year behind still beats "now".
@@ -284,6 +290,7 @@ func TestHeartbeatsUseTheRedisServerClock(t *testing.T) {
 }
 
 func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	v.staleBackup("crashed", "default", 3)

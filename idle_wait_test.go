@@ -87,7 +87,7 @@ func TestForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
 	time.Sleep(time.Second) // idle: the poll has backed off
 	const jobs = 30
 	for i := range jobs {
-		time.Sleep(time.Duration(100+rand.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rand.IntN(250)) * time.Millisecond)
 		q := queues[rand.IntN(len(queues))]
 		jid := fmt.Sprintf("foreign-%d", i)
 		l.push(jid)

@@ -460,7 +460,7 @@ func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
 // However busy the node, its state is written at most once per refresh interval (1 s) between
 // pings.
 func TestNodeStateIsWrittenAtMostOnceASecond(t *testing.T) {
-	// Serial: counts writes in 3 s of churn.
+	t.Parallel() // counts its own client's writes; a starved node writes less, never more than once a second
 	v := newEnv(t)
 	client, counter := v.countingClient()
 	w := WorkerFunc(func(ctx context.Context, job *Job) error {

@@ -104,14 +104,14 @@ func isRedisOOM(err error) bool { return errors.Is(err, ErrRedisOOM) }
 // dead and no job is rescued, runs twice or is lost; the limit holds; fetches, acks and the
 // scheduler keep working, so the queues drain (which is what frees memory).
 func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
-	// Serial: 1 s heartbeat windows, which a node starved by tests beside it can miss.
+	t.Parallel() // on a Redis of its own, with windows of 2 s that a node beside seven other tests keeps
 	srv := testutil.MemoryLimited(t, 24)
 	ns := testutil.Namespace(t)
 	const (
-		heartbeat = 200 * time.Millisecond
-		missed    = 4 // window 1 s
+		heartbeat = 400 * time.Millisecond
+		missed    = 4 // window 2 s, half the outage
 		limit     = 2
-		jobTime   = 1500 * time.Millisecond // longer than the window: jobs are in flight throughout
+		jobTime   = 2500 * time.Millisecond // longer than the window: jobs are in flight throughout
 	)
 	oomFor := 4 * time.Second
 	work, limited := 72, 12

@@ -30,6 +30,7 @@ func prepared(t *testing.T, spec JobSpec) RelayedJob {
 }
 
 func TestPushRelayedWritesWhatEnqueueWritesAndARepeatIsANoOp(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.relayClient()
 	ctx := context.Background()
@@ -62,6 +63,7 @@ func TestPushRelayedWritesWhatEnqueueWritesAndARepeatIsANoOp(t *testing.T) {
 }
 
 func TestPushRelayedDueTimeInThePastGoesToTheQueueNow(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.relayClient()
 	j := prepared(t, JobSpec{Queue: "q", Class: "W", Options: []EnqueueOption{JID("late")}})
@@ -73,6 +75,7 @@ func TestPushRelayedDueTimeInThePastGoesToTheQueueNow(t *testing.T) {
 }
 
 func TestPushRelayedSameJIDTwiceInOneBatchIsWrittenOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.relayClient()
 	j := prepared(t, JobSpec{Queue: "q", Class: "W", Options: []EnqueueOption{JID("x")}})
@@ -86,6 +89,7 @@ func TestPushRelayedSameJIDTwiceInOneBatchIsWrittenOnce(t *testing.T) {
 }
 
 func TestPushRelayedUniqueJobsConflictAsADirectEnqueue(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.relayClient()
 	ctx := context.Background()
@@ -117,6 +121,7 @@ func TestPushRelayedUniqueJobsConflictAsADirectEnqueue(t *testing.T) {
 }
 
 func TestPushRelayedRefusesBadDocumentsOneByOne(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.relayClient()
 	good := prepared(t, JobSpec{Queue: "q", Class: "W", Options: []EnqueueOption{JID("good")}})
@@ -143,6 +148,7 @@ func TestPushRelayedRefusesBadDocumentsOneByOne(t *testing.T) {
 }
 
 func TestPushRelayedJobsRunOnANode(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	rec := &recorder{}
 	e := v.start(Options{Queues: []Queue{{Name: "q", Concurrency: 2}}, Workers: map[string]Worker{"W": rec}})

@@ -13,6 +13,7 @@ import (
 type sumArgs struct{ A, B int }
 
 func TestWaitResultGetsTheResultAJobOnAnotherNodeStored(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{Queues: []Queue{{Name: "q"}}, ResultTTL: time.Minute})
 	require.NoError(t, e.Register("Sum", TypedResult(func(ctx context.Context, job *Job, a sumArgs) (int, error) {
@@ -34,6 +35,7 @@ func TestWaitResultGetsTheResultAJobOnAnotherNodeStored(t *testing.T) {
 }
 
 func TestWaitResultEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -47,6 +49,7 @@ func TestWaitResultEndsWithItsContext(t *testing.T) {
 }
 
 func TestSetResultRefusesAResultOverTheLimitAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(Options{Queues: []Queue{{Name: "q"}}, ResultMaxBytes: 100})
 	errs := make(chan error, 2)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestShardedBatchesAndWorkflowsLiveOnOneShardAndComplete(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	nss := []string{v.ns + "-a", v.ns + "-b", v.ns + "-c"}
 	if testutil.OnCluster() {

@@ -29,6 +29,7 @@ return 1`)
 // DEBUG SLEEP) or are refused with BUSY (a script past it): no job in flight may be rescued,
 // and none runs twice.
 func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
+	t.Parallel()
 	const interval = 500 * time.Millisecond
 	// Windows of 1.5 s, so that a loaded machine's late beats alone take no node for dead.
 	same := []nodeBeat{{interval, 2}, {interval, 2}}
@@ -164,6 +165,7 @@ func queueKey(ns, q string) string { return keysFor(ns).Queue(q) }
 // dead until a whole window of its own has passed since the stall ended. Once that window has
 // passed without a beat, it is dead.
 func TestAStallOfRedisGivesEveryNodeAWholeWindowFromItsEnd(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	opts, err := redis.ParseURL(srv.URL())
 	require.NoError(t, err)

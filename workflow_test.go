@@ -69,6 +69,7 @@ func waitWorkflow(t *testing.T, e *Exq, id string) WorkflowStatus {
 }
 
 func TestWorkflowShapesRunEveryJobOnceAfterItsParents(t *testing.T) {
+	t.Parallel()
 	wide := []WorkflowJob{step("root")}
 	var mids []string
 	for i := 0; i < 100; i++ {
@@ -108,6 +109,7 @@ func TestWorkflowShapesRunEveryJobOnceAfterItsParents(t *testing.T) {
 }
 
 func TestWorkflowDeadParentCancelsOrRunsDependentsPerPolicy(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	runs := newRunCounter()
@@ -142,6 +144,7 @@ func TestWorkflowDeadParentCancelsOrRunsDependentsPerPolicy(t *testing.T) {
 }
 
 func TestWorkflowOutcomeSentAgainReleasesNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -172,6 +175,7 @@ func TestWorkflowOutcomeSentAgainReleasesNothing(t *testing.T) {
 }
 
 func TestEnqueueWorkflowRefusesBadGraphsNamingTheJobAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.client, Namespace: v.ns})
 	require.NoError(t, err)
@@ -206,6 +210,7 @@ func TestEnqueueWorkflowRefusesBadGraphsNamingTheJobAndWritesNothing(t *testing.
 }
 
 func TestWorkflowLastJobReadsItsParentsResults(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	e := v.start(flowOptions())
 	runs := newRunCounter()
