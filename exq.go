@@ -230,7 +230,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.loops.Go(runCtx, "wake-ups", func(context.Context) { e.mgr.listen(e.wakeups, due) }) // ends when Stop closes them
 	if !o.DisableBlockingIdleWait {
 		// Made here, past every failure of Start: the poll loop's end closes it.
-		e.mgr.idle = e.jq.NewIdleWaiter(idleCap(o.PollTimeout), func() { signal(e.mgr.wake) }, e.log)
+		e.mgr.idle = e.jq.NewIdleWaiter(max(idleCap(o.PollTimeout), idleWaitBlock), func() { signal(e.mgr.wake) }, e.log)
 	}
 	e.loops.Go(runCtx, "manager", e.mgr.run)
 	if sched != nil {

@@ -288,6 +288,11 @@ const (
 // maxIdlePoll bounds how far an idle node backs its polls off (see idleCap).
 const maxIdlePoll = 5 * time.Second
 
+// idleWaitBlock is how long the blocking idle wait's BLMOVE blocks (at least idleCap): a push
+// ends it at once whatever its length, so a long block only saves re-arming commands (one
+// per armed queue per block).
+const idleWaitBlock = 30 * time.Second
+
 // idleCap is the longest wait between the polls of an idle node: 50 × PollTimeout, at most
 // maxIdlePoll but never less than PollTimeout. It bounds the pickup delay of a job whose
 // wake-up was lost or never sent (pushed by Sidekiq or Exq, or by a node whose Redis user may

@@ -28,10 +28,10 @@ const (
 )
 
 // ForeignWatch notices, as they run, jobs of batches and workflows that Sidekiq or Exq nodes
-// run (they record nothing in a batch or workflow). A node calls Check at each ping: it reads
-// the processes set, the info of nodes it has not seen before (a node's runtime does not
-// change), and the busy lists of the nodes that are not exq: an all-exq fleet costs one
-// SMEMBERS a ping. Each job found of an existing batch or workflow is logged once as a
+// run (they record nothing in a batch or workflow). A node calls Check at each ping with the
+// members of the processes set its ping's prune read; it reads the info of nodes it has not
+// seen before (a node's runtime does not change) and the busy lists of the nodes that are not
+// exq: an all-exq fleet costs nothing more. Each job found of an existing batch or workflow is logged once as a
 // warning, reported once (Report), and noted in Redis with its batch or workflow
 // (Store.MarkForeign), where the admin API reads it after the run has ended. A job that starts and ends between two pings is not seen here:
 // the audit (AuditBatch) finds those.
@@ -44,17 +44,14 @@ type ForeignWatch struct {
 	reported map[string]bool
 }
 
-// Check looks once at the busy lists of the nodes that are not exq.
-func (w *ForeignWatch) Check(ctx context.Context) error {
+// Check looks once at the busy lists of the nodes that are not exq among ids (the processes
+// set's members).
+func (w *ForeignWatch) Check(ctx context.Context, ids []string) error {
 	if w.runtimes == nil || len(w.runtimes) > maxWatchedNodes {
 		w.runtimes = map[string]string{}
 	}
 	if w.reported == nil || len(w.reported) > maxReportedRuns {
 		w.reported = map[string]bool{}
-	}
-	ids, err := w.Store.ProcessIDs(ctx)
-	if err != nil {
-		return err
 	}
 	var unknown, foreign []string
 	for _, id := range ids {

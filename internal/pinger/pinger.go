@@ -81,9 +81,9 @@ type Parts struct {
 	PingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
 	Now           func() time.Time
 	Log           *slog.Logger
-	// OnPing, when set, runs after each ping (flows.ForeignWatch.Check); its error is logged
-	// at debug level.
-	OnPing func(ctx context.Context) error
+	// OnPing, when set, runs after each ping (flows.ForeignWatch.Check) with the nodes left in
+	// the processes set after the ping's prune; its error is logged at debug level.
+	OnPing func(ctx context.Context, nodes []string) error
 }
 
 // New returns the pinger of parts.
@@ -122,11 +122,12 @@ func (p *Pinger) Run(ctx context.Context) {
 		switch {
 		case now.Sub(lastPing) >= pingEvery-step/2:
 			lastPing, lastRefresh = now, now
+			var nodes []string
 			if err = p.tick(ctx, tickPing, refresh-step/2); err == nil {
-				err = p.Store.Prune(ctx, p.Log)
+				nodes, err = p.Store.Prune(ctx, p.Log)
 			}
 			if p.OnPing != nil && err == nil {
-				if werr := p.OnPing(ctx); werr != nil && ctx.Err() == nil {
+				if werr := p.OnPing(ctx, nodes); werr != nil && ctx.Err() == nil {
 					p.Log.Debug("exq: looking for jobs of batches and workflows on other nodes failed", "error", werr)
 				}
 			}
@@ -209,7 +210,10 @@ func (p *Pinger) tick(ctx context.Context, kind int, minGap time.Duration) error
 			return nil
 		}
 	}
-	writeBusyList := !p.StatsDisabled && (kind == tickPing || !sameRuns(state.busy, p.written))
+	// A ping rewrites the busy list (its entries' TTL with it), except an empty one written
+	// empty last time: its keys are gone already, and an idle node saves two DELs a ping.
+	writeBusyList := !p.StatsDisabled && ((kind == tickPing && (len(state.busy) > 0 || p.written == nil || len(p.written.busy) > 0)) ||
+		!sameRuns(state.busy, p.written))
 	info := wire.NodeInfo{
 		Hostname:    p.hostname,
 		Identity:    p.Store.Node(),

@@ -8,12 +8,6 @@ import (
 	"github.com/exqgo/exq/internal/store/scripts"
 )
 
-// ProcessIDs reads the processes set: the identities of the nodes that are, or recently
-// were, alive (every runtime's).
-func (jq *Store) ProcessIDs(ctx context.Context) ([]string, error) {
-	return jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()
-}
-
 // NodeInfoOf reads the "info" field of each node of ids, in one round trip; "" where none.
 func (jq *Store) NodeInfoOf(ctx context.Context, ids []string) ([]string, error) {
 	cmds := make([]*redis.StringCmd, len(ids))

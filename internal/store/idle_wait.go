@@ -33,8 +33,8 @@ import (
 // back: the list was empty then, so the BLMOVE blocks until the next push and fires once. It
 // is disarmed when it fires and by any fetch after which it is not idle any more (full, or it
 // gave every job asked for). A paused queue is seen after the BLMOVE (SISMEMBER of the paused
-// set) and does not wake the loop. Idle cost: one BLMOVE per armed queue per block (5 s with
-// the default PollTimeout), and one connection per armed queue, opened on first use.
+// set) and does not wake the loop. Idle cost: one BLMOVE per armed queue per block (30 s: the
+// root's idleWaitBlock), and one connection per armed queue, opened on first use.
 type IdleWaiter struct {
 	rdb    redis.UniversalClient // a client of its own: Close ends a blocked BLMOVE at once
 	keys   wire.Keys

@@ -104,12 +104,13 @@ func (jq *Store) Unregister(ctx context.Context) error {
 }
 
 // Prune removes from the processes set every node whose hash has expired (it stopped pinging
-// a minute ago), and deletes those nodes' busy lists, and only theirs.
-func (jq *Store) Prune(ctx context.Context, log *slog.Logger) error {
+// a minute ago), and deletes those nodes' busy lists, and only theirs. It returns the nodes
+// left in the set, which the foreign-run watch reads instead of the set (one SMEMBERS a ping).
+func (jq *Store) Prune(ctx context.Context, log *slog.Logger) ([]string, error) {
 	keys := jq.keys
 	members, err := jq.rdb.SMembers(ctx, keys.Processes()).Result()
 	if err != nil || len(members) == 0 {
-		return err
+		return members, err
 	}
 	exists := make([]*redis.BoolCmd, len(members))
 	if _, err := jq.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
@@ -118,16 +119,18 @@ func (jq *Store) Prune(ctx context.Context, log *slog.Logger) error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	var gone []string
+	var gone, left []string
 	for i, m := range members {
-		if !exists[i].Val() {
+		if exists[i].Val() {
+			left = append(left, m)
+		} else {
 			gone = append(gone, m)
 		}
 	}
 	if len(gone) == 0 {
-		return nil
+		return left, nil
 	}
 	_, err = jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		args := make([]any, len(gone))
@@ -142,7 +145,7 @@ func (jq *Store) Prune(ctx context.Context, log *slog.Logger) error {
 	if err == nil && log != nil {
 		log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
 	}
-	return err
+	return left, err
 }
 
 // PublishWake sends an empty wake-up: Start uses it to see whether this Redis user may use
@@ -161,9 +164,15 @@ func (jq *Store) SubscribeWake(ctx context.Context) *Wakeups {
 	return &Wakeups{ps: jq.rdb.Subscribe(ctx, jq.keys.Wake())}
 }
 
+// wakeHealthCheck is how long the wake-up subscription stays silent before go-redis PINGs it to
+// see that its connection lives (go-redis' default is 3 s, a third of an idle node's commands
+// on its own). A dead one is replaced then; until it is, the idle node finds jobs by its
+// capped poll and its blocking wait, which do not depend on wake-ups.
+const wakeHealthCheck = 15 * time.Second
+
 // Each calls f with the payload of every wake-up until the subscription is closed.
 func (w *Wakeups) Each(f func(payload string)) {
-	for msg := range w.ps.Channel() {
+	for msg := range w.ps.Channel(redis.WithChannelHealthCheckInterval(wakeHealthCheck)) {
 		f(msg.Payload)
 	}
 }

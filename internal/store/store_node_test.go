@@ -97,15 +97,21 @@ func TestLiveNodesSkipsNodesWhoseHashExpiredAndReadsTheirHashes(t *testing.T) {
 func TestPruneRemovesOnlyNodesWhoseHashExpired(t *testing.T) {
 	v := newEnv(t)
 	jq := v.store("me")
-	require.NoError(t, jq.Prune(ctx(t), nil), "no processes")
+	left, err := jq.Prune(ctx(t), nil)
+	require.NoError(t, err)
+	assert.Empty(t, left, "no processes")
 	require.NoError(t, jq.WriteNode(ctx(t), NodeWrite{Info: "{}", BusyList: map[string]string{"r": "{}"}}))
-	require.NoError(t, jq.Prune(ctx(t), nil), "none gone")
+	left, err = jq.Prune(ctx(t), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"me"}, left, "none gone")
 	require.NoError(t, v.rdb.SAdd(ctx(t), v.p("processes"), "gone").Err())
 	for _, key := range []string{"gone:workers", "gone:work"} {
 		require.NoError(t, v.rdb.HSet(ctx(t), v.p(key), "r", "{}").Err())
 	}
 	var logs bytes.Buffer
-	require.NoError(t, jq.Prune(ctx(t), slog.New(slog.NewTextHandler(&logs, nil))))
+	left, err = jq.Prune(ctx(t), slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"me"}, left, "the nodes left in the set")
 	assert.Equal(t, []string{"me"}, v.members(v.p("processes")))
 	assert.Equal(t, map[string]string{"processes": "set", "me": "hash", "me:workers": "hash", "me:work": "hash"}, v.layout())
 	assert.Contains(t, logs.String(), "gone")

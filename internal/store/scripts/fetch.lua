@@ -22,10 +22,14 @@ if epoch ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET'
   return redis.error_reply('BURIED this node was taken for dead and its jobs were rescued')
 end
 local out = {}
-for i = 1, (#ARGV - 2) / 2 do
+local nq = (#ARGV - 2) / 2
+-- With several queues, one EXISTS spares a SISMEMBER per queue when nothing is paused (an
+-- idle node polls every queue at its cap).
+local anyPaused = nq == 1 or redis.call('EXISTS', KEYS[1]) == 1
+for i = 1, nq do
   local src, dst = KEYS[2*i + 3], KEYS[2*i + 4]
   local got = {redis.call('LLEN', dst)}
-  if redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
+  if not anyPaused or redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
     for _ = 1, tonumber(ARGV[2*i + 2]) do
       -- RPOP, then LPUSH, not RPOPLPUSH: the first write is a removal, so the fetch runs when
       -- Redis is out of memory (scripts.go). (LLEN above failed if dst is not a list.)
