@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	ossignal "os/signal"
@@ -20,20 +21,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/flows"
+	"github.com/exqgo/exq/internal/store/scripts"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
 
 // The fault test of batches and workflows runs its nodes as processes of their own (the test
-// binary started again with flowNodeEnv) and SIGKILLs them while they work. The jobs record
-// every run in Redis as "<jid>|<node>", and check, as they start, that their condition holds:
-// a callback that its batch's condition holds, a workflow job that its parents succeeded.
+// binary started again with flowNodeEnv), which reach Redis through a loopback proxy in the
+// test's process that cuts the replies of the settle scripts, and SIGKILLs them while they
+// work. The jobs record every run in Redis as "<jid>|<node>" (straight to Redis, past the
+// proxy), and check, as they start, that their condition holds: a callback that its batch's
+// condition holds, a workflow job that its parents succeeded.
 
 // flowNodeEnv makes the test binary run runFlowNode with the JSON flowNodeConfig it holds.
 const flowNodeEnv = "EXQ_TEST_FLOW_NODE"
 
 type flowNodeConfig struct {
-	RedisURL  string `json:"redis_url"`
+	RedisURL  string `json:"redis_url"`  // the node's Redis: the proxy
+	RecordURL string `json:"record_url"` // where the jobs record their runs: Redis itself
 	Namespace string `json:"namespace"`
 }
 
@@ -48,7 +53,7 @@ func runFlowNode() {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	ro, err := redis.ParseURL(c.RedisURL)
+	ro, err := redis.ParseURL(c.RecordURL)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -151,10 +156,11 @@ func runFlowNode() {
 	os.Exit(0)
 }
 
-// startFlowNode starts one node process and returns it once it has started.
-func (v *env) startFlowNode() *fleetNode {
+// startFlowNode starts one node process on Redis at redisURL (the proxy's address) and
+// returns it once it has started.
+func (v *env) startFlowNode(redisURL string) *fleetNode {
 	v.t.Helper()
-	cfg, err := json.Marshal(flowNodeConfig{RedisURL: testutil.RedisURL(v.t), Namespace: v.ns})
+	cfg, err := json.Marshal(flowNodeConfig{RedisURL: redisURL, RecordURL: testutil.RedisURL(v.t), Namespace: v.ns})
 	require.NoError(v.t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), flowNodeEnv+"="+string(cfg))
@@ -171,6 +177,9 @@ func (v *env) startFlowNode() *fleetNode {
 	f.id = word[1]
 	return f
 }
+
+// cutsEvery is how many settle replies the fault test's proxy cuts each time it is armed.
+const cutsEvery = 3
 
 func flowJobs(n int, dying bool) []JobSpec {
 	specs := make([]JobSpec, n)
@@ -196,9 +205,11 @@ func flowStep(name string, deps ...string) WorkflowJob {
 
 // Batches whose jobs fail once (10 %) or die (1 %), and workflows (a diamond, a fan-out and
 // fan-in, a chain, a dead parent), on three node processes of which one is SIGKILLed and
-// replaced every half second (every two with -long): every callback runs, none before its condition
-// holds, and none twice on nodes that were not killed; every workflow job runs after its
-// parents, and twice only on a killed node.
+// replaced every half second (every two with -long), while a loopback proxy between the nodes
+// and Redis cuts the replies of the settle scripts (Redis ran the script, the node sees its
+// connection break and sends it again): every callback runs, none before its condition holds,
+// and none twice on nodes that were not killed; every workflow job runs after its parents, and
+// twice only on a killed node.
 func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
@@ -214,7 +225,25 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	nodes := []*fleetNode{v.startFlowNode(), v.startFlowNode(), v.startFlowNode()}
+	// The nodes reach Redis through the proxy, with the test Redis' database and password. The
+	// settle scripts are loaded first, so that the nodes send EVALSHA with their SHA, which the
+	// proxy recognises; it cuts from the start, so the first settles are cut (see cutsEvery).
+	ro, err := redis.ParseURL(testutil.RedisURL(t))
+	require.NoError(t, err)
+	u, err := url.Parse(testutil.RedisURL(t))
+	require.NoError(t, err)
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		t.Skipf("the proxy forwards TCP; %s is a %s URL", testutil.RedisURLEnv, u.Scheme)
+	}
+	proxy := testutil.NewProxy(t, ro.Addr)
+	u.Host = proxy.Addr()
+	settles := []string{}
+	for _, s := range []*redis.Script{scripts.BatchSettle, scripts.WorkflowSettle, scripts.SettleGroup} {
+		require.NoError(t, s.Load(ctx, v.rdb).Err())
+		settles = append(settles, s.Hash())
+	}
+	proxy.CutReplyTo(cutsEvery, settles...)
+	nodes := []*fleetNode{v.startFlowNode(u.String()), v.startFlowNode(u.String()), v.startFlowNode(u.String())}
 
 	// What must happen: the callbacks that must run, by jid, with what they are for.
 	callbacks := map[string]string{}
@@ -289,15 +318,29 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 		wantStates[w.ID] = want
 	}
 
-	// The faults: kill a node, start another.
+	// The faults: kill a node, start another, and cut replies all along (CutReplyTo arms
+	// cutsEvery cuts; it is armed again three times per kill).
 	killedAt := map[string]bool{}
+	cutKills := 0 // kills with a cut since the one before (once the jobs are done, none are)
 	for k := 0; k < kills; k++ {
-		time.Sleep(every)
+		before := proxy.Cuts()
+		for range 3 {
+			time.Sleep(every / 3)
+			proxy.CutReplyTo(cutsEvery, settles...)
+		}
+		if proxy.Cuts() > before {
+			cutKills++
+		}
 		i := rand.IntN(len(nodes))
 		nodes[i].kill()
 		killedAt[nodes[i].id] = true
-		nodes[i] = v.startFlowNode()
+		nodes[i] = v.startFlowNode(u.String())
 	}
+	// The proxy has cut from before the first job ran, so it has cut once at least by the time
+	// any job settles; a machine so slow that no job has settled yet gets its first cut later.
+	testutil.WaitFor(t, "the proxy cut a settle script's reply", func() bool { return proxy.Cuts() > 0 })
+	proxy.CutReplyTo(0)
+	cuts := proxy.Cuts()
 
 	// Then let the survivors finish: every expected callback ran, every workflow finished.
 	runsOf := func() map[string][]string {
@@ -416,7 +459,7 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 			reruns++
 		}
 	}
-	t.Logf("child batches %d; callbacks fired %d of %d expected (%d extra runs on killed nodes); workflow dependents released %d; "+
-		"nodes killed %d; jobs run %d, of which run more than once (a retry or a kill) %d",
-		len(children()), fired, len(callbacks), extra, released, kills, len(runs), reruns)
+	t.Logf("batches %d (and %d child batches); jobs run %d; callbacks fired %d of %d expected (%d extra runs on killed nodes); "+
+		"workflow dependents released %d; nodes killed %d; settle replies cut %d (before %d of the kills); jobs run more than once (a retry or a kill) %d",
+		len(bids), len(children()), len(runs), fired, len(callbacks), extra, released, kills, cuts, cutKills, reruns)
 }

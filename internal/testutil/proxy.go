@@ -29,6 +29,7 @@ type Proxy struct {
 	cuts    int      // requests still to cut after (see CutReplyTo)
 	markers [][]byte // what such a request contains
 	cut     chan struct{}
+	cutAll  int // replies cut since the proxy started (see Cuts)
 }
 
 // link is one client connection and its upstream connection.
@@ -155,6 +156,7 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, replies bool) {
 				_ = l.upstream.Close()
 				p.mu.Lock()
 				cut := p.cut
+				p.cutAll++
 				p.mu.Unlock()
 				select {
 				case cut <- struct{}{}:
@@ -205,6 +207,14 @@ func (p *Proxy) CutReplyTo(n int, markers ...string) <-chan struct{} {
 	}
 	p.cut = make(chan struct{}, n)
 	return p.cut
+}
+
+// Cuts is the number of replies the proxy has cut since it started, over every CutReplyTo:
+// a test that re-arms CutReplyTo while it runs counts its cuts here.
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cutAll
 }
 
 // SetLatency delays every reply from Redis by d, so each round trip takes d longer (0 turns it
