@@ -323,7 +323,8 @@ func (e *Exq) Subscribe(queue string, concurrency int) error {
 	return nil
 }
 
-// Unsubscribe stops fetching jobs of queue; its running jobs finish normally.
+// Unsubscribe stops fetching jobs of queue; its running jobs finish normally. When it returns,
+// no fetch of this node can take a job of queue any more (it waits for a fetch under way).
 func (e *Exq) Unsubscribe(queue string) error {
 	if e.stopping.Load() {
 		return ErrStopped

@@ -74,8 +74,11 @@ func (r *run) handBack() bool {
 type manager struct {
 	managerParts
 
-	mu      sync.Mutex
-	subs    []Queue         // subscriptions, in order
+	mu sync.Mutex
+	// fetching is held by the poll loop from reading the subscriptions to dispatching what its
+	// fetch took, so that unsubscribe can wait for a fetch that still asks for the queue.
+	fetching sync.Mutex
+	subs     []Queue         // subscriptions, in order
 	busy    map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
 	asked   map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
 	running map[*run]struct{}
@@ -152,22 +155,31 @@ func (m *manager) subscribe(q Queue) {
 	signal(m.wake)
 }
 
-// unsubscribe stops fetching from q; its running jobs finish normally.
+// unsubscribe stops fetching from q; its running jobs finish normally. It returns once no
+// fetch can take a job of q any more: after a fetch that had asked for q before (at most
+// RedisTimeout), so a job pushed to q after it returns stays there.
 func (m *manager) unsubscribe(name string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for i := range m.subs {
 		if m.subs[i].Name == name {
 			m.subs = append(m.subs[:i], m.subs[i+1:]...)
-			return
+			break
 		}
 	}
+	m.mu.Unlock()
+	m.fetching.Lock()
+	//lint:ignore SA2001 an empty critical section: it waits for the fetch under way
+	m.fetching.Unlock()
 }
 
+// unsubscribeAll is unsubscribe for every queue.
 func (m *manager) unsubscribeAll() {
 	m.mu.Lock()
 	m.subs = nil
 	m.mu.Unlock()
+	m.fetching.Lock()
+	//lint:ignore SA2001 an empty critical section: it waits for the fetch under way
+	m.fetching.Unlock()
 }
 
 func (m *manager) subscriptions() []Queue {
@@ -353,8 +365,10 @@ func (m *manager) run(ctx context.Context) {
 			}
 			reconcile = false
 		}
+		m.fetching.Lock()
 		reqs, limited := m.available()
 		if len(reqs) == 0 {
+			m.fetching.Unlock()
 			m.idle.DisarmAll()
 			// Every queue is full (or none is subscribed): nothing to do until a slot frees
 			// or subscriptions change; the timer is only a safety net. A Dequeuer that held
@@ -379,6 +393,7 @@ func (m *manager) run(ctx context.Context) {
 			// Taken for dead while it could not beat: the fetch took nothing, and fetches
 			// nothing until the heartbeat has dropped the runs from before and joined again.
 			m.unsent(reqs, func(int) int { return 0 })
+			m.fetching.Unlock()
 			if !sleepCtx(ctx, m.pollTimeout) {
 				return
 			}
@@ -389,6 +404,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		if err != nil {
 			m.unsent(reqs, func(int) int { return 0 })
+			m.fetching.Unlock()
 			reconcile = true
 			idle = m.pollTimeout
 			backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
@@ -405,13 +421,6 @@ func (m *manager) run(ctx context.Context) {
 			continue
 		}
 		m.polls.Add(1)
-		if backoff != 0 {
-			log.Info("exq: fetching jobs works again")
-			backoff = 0
-			if m.events.has() {
-				m.events.emit(Event{Kind: RedisBack, Duration: time.Since(lostAt)})
-			}
-		}
 		if res.Strays(reqs) {
 			// An earlier fetch ran without its reply reaching us: put its jobs back next.
 			log.Warn("exq: a backup list holds jobs no worker of this node has; putting them back on their queue")
@@ -419,7 +428,16 @@ func (m *manager) run(ctx context.Context) {
 			m.unsent(reqs, func(i int) int { return len(res.Jobs[i]) })
 		}
 		m.idle.Arm(reqs, res)
-		if m.dispatch(reqs, res) > 0 {
+		dispatched := m.dispatch(reqs, res)
+		m.fetching.Unlock()
+		if backoff != 0 {
+			log.Info("exq: fetching jobs works again")
+			backoff = 0
+			if m.events.has() {
+				m.events.emit(Event{Kind: RedisBack, Duration: time.Since(lostAt)})
+			}
+		}
+		if dispatched > 0 {
 			idle = m.pollTimeout
 			m.gather(ctx)
 			continue
