@@ -79,13 +79,13 @@ type manager struct {
 	// fetch took, so that unsubscribe can wait for a fetch that still asks for the queue.
 	fetching sync.Mutex
 	subs     []Queue         // subscriptions, in order
-	busy    map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
-	asked   map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
-	running map[*run]struct{}
-	seq     uint64
-	leases  uint64              // the last lease/start number a fetch was given
-	ended   map[string][]string // leases of jobs ended since the last fetch, per queue
-	rtt     time.Duration       // how long fetches take, the slow ones weighing most (poll loop only)
+	busy     map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
+	asked    map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
+	running  map[*run]struct{}
+	seq      uint64
+	leases   uint64              // the last lease/start number a fetch was given
+	ended    map[string][]string // leases of jobs ended since the last fetch, per queue
+	rtt      time.Duration       // how long fetches take, the slow ones weighing most (poll loop only)
 
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
