@@ -33,7 +33,10 @@ func New[W comparable](workers map[string]W, grace time.Duration) *Registry[W] {
 	if grace <= 0 {
 		r.Done()
 	} else {
+		// Under mu: the timer may fire (and Done read r.timer) before AfterFunc has returned.
+		r.mu.Lock()
 		r.timer = time.AfterFunc(grace, r.Done)
+		r.mu.Unlock()
 	}
 	return r
 }
@@ -54,8 +57,11 @@ func (r *Registry[W]) Add(class string, w W) bool {
 // Done ends registration (idempotent).
 func (r *Registry[W]) Done() {
 	r.closeOnce.Do(func() {
-		if r.timer != nil {
-			r.timer.Stop()
+		r.mu.RLock()
+		t := r.timer
+		r.mu.RUnlock()
+		if t != nil {
+			t.Stop()
 		}
 		close(r.open)
 	})

@@ -53,3 +53,14 @@ func TestAwaitReturnsALateWorkerOrGivesUp(t *testing.T) {
 		})
 	}
 }
+
+// A grace so short that its timer fires while New is still setting it ends registration all
+// the same, with no race between New and the timer's Done (go test -race).
+func TestATimerThatFiresAtOnceEndsRegistration(t *testing.T) {
+	for i := 0; i < 2000; i++ {
+		r := New(map[string]int{}, time.Nanosecond)
+		for r.Registering() {
+			time.Sleep(time.Microsecond)
+		}
+	}
+}
