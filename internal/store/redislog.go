@@ -86,9 +86,10 @@ func withRedisLogger(ctx context.Context, log *slog.Logger) context.Context {
 // it names none, to each distinct logger of the open clients, once.
 func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 	msg := "exq: go-redis: " + strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	level := levelOf(msg)
 	if ctx != nil {
 		if l, ok := ctx.Value(redisLogKey{}).(*slog.Logger); ok && l != nil {
-			l.Log(ctx, slog.LevelWarn, msg)
+			l.Log(ctx, level, msg)
 			return
 		}
 	}
@@ -127,6 +128,17 @@ func (r *redisLogRouter) Printf(ctx context.Context, format string, v ...any) {
 		logs = append(logs, slog.Default())
 	}
 	for _, l := range logs {
-		l.Log(ctx, slog.LevelWarn, msg)
+		l.Log(ctx, level, msg)
 	}
+}
+
+// levelOf is Warn for go-redis' lines but one: "state changed by hook to CLOSED", which its
+// pool writes when a command ends on a client closed meanwhile, as exq's blocking idle wait
+// does at every Stop (it closes its client to end the BLMOVE); that is Debug. The line names
+// no client, so at Warn it reached every open client's Logger.
+func levelOf(msg string) slog.Level {
+	if strings.Contains(msg, "state changed by hook to CLOSED") {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

@@ -56,6 +56,19 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	}
 }
 
+// go-redis' line about a command that ended on a client closed meanwhile (exq closes its
+// blocking idle wait's client at Stop) is Debug; every other line stays Warn.
+func TestGoRedisLinesAreWarningsButTheClosedPoolsNoise(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]slog.Level{
+		"exq: go-redis: Unexpected conn[7] state changed by hook to CLOSED, closing it":       slog.LevelDebug,
+		"exq: go-redis: Unexpected conn[7] state changed by hook to IDLE, pooling as-is":      slog.LevelWarn,
+		"exq: go-redis: connection pool: failed to dial after 5 attempts: connection refused": slog.LevelWarn,
+	} {
+		assert.Equal(t, want, levelOf(msg), msg)
+	}
+}
+
 // logLines is a log destination that tests read while goroutines write to it.
 type logLines struct {
 	mu  sync.Mutex
