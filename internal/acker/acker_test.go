@@ -1,10 +1,8 @@
 package acker
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,34 +18,17 @@ import (
 
 // The acker against a real Redis: a store of node n1 in a namespace of the test's own.
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) has(sub string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Contains(s.b.String(), sub)
-}
-
 type env struct {
 	rdb  *redis.Client
 	keys wire.Keys
 	a    *Acker
-	logs *syncBuffer
+	logs *testutil.LogBuffer
 }
 
 func newEnv(t *testing.T) *env {
 	t.Parallel()
 	rdb, ns := testutil.Redis(t)
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	jq := store.New(rdb, store.Config{Namespace: ns, Node: "n1"})
 	return &env{rdb: rdb, keys: wire.NewKeys(ns), a: New(jq, 5*time.Second, slog.New(slog.NewTextHandler(logs, nil))), logs: logs}
 }
@@ -122,7 +103,7 @@ func TestAFailingAcknowledgementIsKeptAndRetriedUntilRedisTakesIt(t *testing.T) 
 	require.NoError(t, e.rdb.Set(context.Background(), bad, "not a list", 0).Err())
 	e.run(t)
 	e.a.Submit("q", "j1", "")
-	testutil.WaitFor(t, "the failure is logged", func() bool { return e.logs.has("acknowledging finished jobs failed") })
+	testutil.WaitFor(t, "the failure is logged", func() bool { return e.logs.Contains("acknowledging finished jobs failed") })
 	assert.Equal(t, map[string]int{"j1": 1}, e.a.Held(), "kept until Redis answers")
 	assert.Equal(t, 1, e.a.HeldIn("q"))
 
@@ -130,7 +111,7 @@ func TestAFailingAcknowledgementIsKeptAndRetriedUntilRedisTakesIt(t *testing.T) 
 	e.backup(t, "q", "j1")
 	drain(t, e.a)
 	assert.Zero(t, e.backupLen(t, "q"))
-	testutil.WaitFor(t, "the recovery is logged", func() bool { return e.logs.has("acknowledging jobs works again") })
+	testutil.WaitFor(t, "the recovery is logged", func() bool { return e.logs.Contains("acknowledging jobs works again") })
 }
 
 func TestStopMakesOneLastAttemptAndThenSubmitsWriteDirectly(t *testing.T) {
@@ -139,14 +120,14 @@ func TestStopMakesOneLastAttemptAndThenSubmitsWriteDirectly(t *testing.T) {
 	require.NoError(t, e.rdb.Set(context.Background(), bad, "not a list", 0).Err())
 	stop := e.run(t)
 	e.a.Submit("q", "j1", "")
-	testutil.WaitFor(t, "the failure is logged", func() bool { return e.logs.has("acknowledging finished jobs failed") })
+	testutil.WaitFor(t, "the failure is logged", func() bool { return e.logs.Contains("acknowledging finished jobs failed") })
 	stop()
-	assert.True(t, e.logs.has("could not be acknowledged"), "the last attempt failed too: the job stays for a rescue")
+	assert.True(t, e.logs.Contains("could not be acknowledged"), "the last attempt failed too: the job stays for a rescue")
 	assert.Zero(t, e.a.Count())
 	assert.Empty(t, e.a.Held())
 
 	e.a.Submit("q", "j2", "")
-	assert.True(t, e.logs.has("could not acknowledge a finished job"), "after Stop, a submit writes at once")
+	assert.True(t, e.logs.Contains("could not acknowledge a finished job"), "after Stop, a submit writes at once")
 	assert.Zero(t, e.a.Count())
 
 	require.NoError(t, e.rdb.Del(context.Background(), bad).Err())
@@ -159,7 +140,7 @@ func TestStopMakesOneLastAttemptAndThenSubmitsWriteDirectly(t *testing.T) {
 
 	require.NoError(t, e.rdb.Set(context.Background(), e.keys.Leases("bad"), "x", 0).Err())
 	e.a.Release("bad", "n1:1")
-	assert.True(t, e.logs.has("could not release the lease"))
+	assert.True(t, e.logs.Contains("could not release the lease"))
 }
 
 func TestStopWritesWhatIsStillQueued(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,24 +14,6 @@ import (
 
 	"github.com/exqgo/exq/internal/testutil"
 )
-
-// syncBuffer is a log sink that Run's goroutine may write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -45,7 +26,7 @@ func TestNowIsTheServersTimeWhateverTheLocalClockSays(t *testing.T) {
 	t.Parallel()
 	rdb, _ := testutil.Redis(t)
 	behind := func() time.Time { return time.Now().Add(-time.Hour) }
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	read := func(c context.Context) (time.Time, error) { return rdb.Time(c).Result() }
 	c := New(read, behind, slog.New(slog.NewTextHandler(logs, nil)))
 	assert.WithinDuration(t, behind(), c.Now(), time.Minute, "before the first sample: the local clock")
@@ -134,7 +115,7 @@ func TestRunSamplesUntilItsContextEndsAndWarnsOnceWhileFailing(t *testing.T) {
 		}
 		return time.Now(), nil
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	c := New(read, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 
 // The idle waiter: armed by fetches that found a queue idle, it wakes the poll loop when a job
 // is pushed there without a wake-up, and leaves the job where it was.
-
-// syncBuffer is a log sink the waiter's goroutines may write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestIdleWaiterWakesOnAForeignPushAndLeavesTheJobInItsQueue(t *testing.T) {
 	v := newEnv(t)
@@ -85,7 +66,7 @@ func TestIdleWaiterTurnsItselfOffWhenRedisRefusesBLMOVE(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "noblock", Password: "pw"})
 	t.Cleanup(func() { _ = rdb.Close() })
 
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	w := New(rdb, Config{Namespace: "x", Node: "n1"}).NewIdleWaiter(100*time.Millisecond, func() {}, slog.New(slog.NewTextHandler(logs, nil)))
 	require.NotNil(t, w)
 	t.Cleanup(w.Stop)

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +19,7 @@ import (
 // a Logger that discards silences them.
 func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	// Serial: sets the process's default slog logger.
-	var def logLines
+	var def testutil.LogBuffer
 	was := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
 	defer slog.SetDefault(was)
@@ -31,18 +29,18 @@ func TestGoRedisLinesGoToTheOptionsLogger(t *testing.T) {
 	// Another client open meanwhile, with a logger of its own: lines about this test's
 	// clients must not reach it (go-redis dials in the background, and its lines name the
 	// address, not the client).
-	other := &logLines{}
+	other := &testutil.LogBuffer{}
 	otherClient := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))})
 	redisLogs.add(otherClient, slog.New(slog.NewTextHandler(other, nil)))
 	defer func() { redisLogs.drop(otherClient); _ = otherClient.Close() }()
 	for _, tc := range []struct {
 		name string
 		w    io.Writer
-	}{{"a logger of the user's", &logLines{}}, {"a logger that discards", io.Discard}} {
+	}{{"a logger of the user's", &testutil.LogBuffer{}}, {"a logger that discards", io.Discard}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(context.Background(), ConnOptions{URL: url, Timeout: time.Second, Logger: slog.New(slog.NewTextHandler(tc.w, nil))})
 			require.ErrorIs(t, err, ErrRedisUnavailable)
-			if b, ok := tc.w.(*logLines); ok {
+			if b, ok := tc.w.(*testutil.LogBuffer); ok {
 				assert.Contains(t, b.String(), "exq: go-redis: connection pool: failed to dial")
 			}
 		})
@@ -67,22 +65,4 @@ func TestGoRedisLinesAreWarningsButTheClosedPoolsNoise(t *testing.T) {
 	} {
 		assert.Equal(t, want, levelOf(msg), msg)
 	}
-}
-
-// logLines is a log destination that tests read while goroutines write to it.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
