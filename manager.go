@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
@@ -167,9 +168,23 @@ func (m *manager) unsubscribe(name string) {
 		}
 	}
 	m.mu.Unlock()
+	m.waitFetch()
+}
+
+// waitFetch returns once a fetch under way, if any, has dispatched what it took: one that
+// starts after that reads the subscriptions and quiet as they are now.
+func (m *manager) waitFetch() {
 	m.fetching.Lock()
 	//lint:ignore SA2001 an empty critical section: it waits for the fetch under way
 	m.fetching.Unlock()
+}
+
+// goQuiet makes the node fetch nothing more, and returns once no fetch can take a job any
+// more; true for the call that made it quiet.
+func (m *manager) goQuiet() bool {
+	first := m.quiet.CompareAndSwap(false, true)
+	m.waitFetch()
+	return first
 }
 
 // unsubscribeAll is unsubscribe for every queue.
@@ -177,9 +192,7 @@ func (m *manager) unsubscribeAll() {
 	m.mu.Lock()
 	m.subs = nil
 	m.mu.Unlock()
-	m.fetching.Lock()
-	//lint:ignore SA2001 an empty critical section: it waits for the fetch under way
-	m.fetching.Unlock()
+	m.waitFetch()
 }
 
 func (m *manager) subscriptions() []Queue {
@@ -358,7 +371,7 @@ func (m *manager) run(ctx context.Context) {
 			// on their queues before fetching again.
 			if err := m.reconcile(ctx); err != nil {
 				backoff = min(max(backoff*2, minErrorBackoff), maxErrorBackoff)
-				if !sleepCtx(ctx, backoff) {
+				if !loop.Sleep(ctx, backoff) {
 					return
 				}
 				continue
@@ -394,7 +407,7 @@ func (m *manager) run(ctx context.Context) {
 			// nothing until the heartbeat has dropped the runs from before and joined again.
 			m.unsent(reqs, func(int) int { return 0 })
 			m.fetching.Unlock()
-			if !sleepCtx(ctx, m.pollTimeout) {
+			if !loop.Sleep(ctx, m.pollTimeout) {
 				return
 			}
 			continue
@@ -415,7 +428,7 @@ func (m *manager) run(ctx context.Context) {
 					m.events.emit(Event{Kind: RedisLost, Err: err})
 				}
 			}
-			if !sleepCtx(ctx, backoff) {
+			if !loop.Sleep(ctx, backoff) {
 				return
 			}
 			continue
@@ -812,18 +825,6 @@ func (m *manager) listen(w *store.Wakeups, due func(payload string)) {
 			signal(m.wake)
 		}
 	})
-}
-
-// sleepCtx sleeps for d and reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // pingView is the manager as the pinger sees it.

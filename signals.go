@@ -36,9 +36,10 @@ func (e *Exq) handleSignal(sig string) {
 }
 
 // Quiet makes the node fetch no more jobs, as Sidekiq's TSTP does; running jobs finish and
-// the node reports "quiet" to the UIs. It cannot be undone; Stop the node when it is idle.
+// the node reports "quiet" to the UIs. It returns once no fetch can take a job any more (it
+// waits for a fetch under way). It cannot be undone; Stop the node when it is idle.
 func (e *Exq) Quiet() {
-	if e.mgr.quiet.CompareAndSwap(false, true) && e.events.has() {
+	if e.mgr.goQuiet() && e.events.has() {
 		e.events.emit(Event{Kind: NodeQuiet})
 	}
 }
