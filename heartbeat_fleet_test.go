@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/testutil"
 )
 
@@ -27,7 +28,7 @@ func fakeExqNode(t *testing.T, v *env, node string, interval time.Duration) {
 		for {
 			now := float64(time.Now().UnixMilli()) / 1000
 			_ = v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: now, Member: node}).Err()
-			if !sleepCtx(ctx, interval) {
+			if !loop.Sleep(ctx, interval) {
 				return
 			}
 		}

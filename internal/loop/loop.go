@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Group is a set of loops that stop together: they share the context they are started with,
@@ -61,4 +62,17 @@ func (g *Group) Running() []string {
 		}
 	}
 	return out
+}
+
+// Sleep sleeps for d and reports false if ctx ended first: the wait between two steps of a
+// loop, which Stop must be able to cut short.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -57,3 +57,13 @@ func TestALoopStartsOnce(t *testing.T) {
 	g.Wait()
 	assert.EqualValues(t, 1, runs.Load())
 }
+
+// Sleep waits its time, or less when its context ends first, and says which.
+func TestSleepEndsEarlyWhenItsContextEnds(t *testing.T) {
+	assert.True(t, Sleep(context.Background(), time.Millisecond), "slept its time")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	began := time.Now()
+	assert.False(t, Sleep(ctx, time.Hour), "cut short")
+	assert.Less(t, time.Since(began), time.Minute)
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/cronspec"
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
@@ -123,7 +124,7 @@ func (p *Runner) Run(ctx context.Context) {
 					p.Log.Warn("exq: periodic jobs: reading the schedules failed; will retry", "error", err)
 				}
 				failing = true
-				if !sleepCtx(ctx, periodicErrorSleep) {
+				if !loop.Sleep(ctx, periodicErrorSleep) {
 					return
 				}
 				continue
@@ -142,7 +143,7 @@ func (p *Runner) Run(ctx context.Context) {
 		if err != nil {
 			wait = periodicErrorSleep
 		}
-		if !sleepCtx(ctx, max(wait, periodicMinSleep)) {
+		if !loop.Sleep(ctx, max(wait, periodicMinSleep)) {
 			return
 		}
 	}
@@ -298,16 +299,4 @@ func (p *Runner) giveUp(pt *pendingTick, why string, cause error) {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	pt.b.Finish("", err)
-}
-
-// sleepCtx sleeps for d, or until ctx ends: it reports whether the whole d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -179,7 +180,7 @@ func (w *IdleWaiter) watch(s *queueWait) {
 					return
 				}
 				w.log.Debug("exq: blocking idle wait failed; retrying", "queue", s.name, "error", err)
-				if !sleepCtx(w.ctx, idleWaitRetry) {
+				if !loop.Sleep(w.ctx, idleWaitRetry) {
 					return
 				}
 				continue
@@ -188,7 +189,7 @@ func (w *IdleWaiter) watch(s *queueWait) {
 			if err == nil && paused {
 				// The job waits for ResumeQueue, which wakes the nodes; until then, look again
 				// only once per block.
-				if !sleepCtx(w.ctx, w.block) {
+				if !loop.Sleep(w.ctx, w.block) {
 					return
 				}
 				continue
@@ -242,16 +243,4 @@ func (w *IdleWaiter) ArmedQueues() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// sleepCtx sleeps for d and reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
