@@ -117,7 +117,7 @@ func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
 	require.NoError(v.t, err)
 	nodes := make([]*fleetNode, n)
 	for i := range nodes {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd := testutil.ChildNode()
 		cmd.Env = append(os.Environ(), fleetNodeEnv+"="+string(cfg))
 		cmd.Stderr = os.Stderr
 		stdout, err := cmd.StdoutPipe()

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	ossignal "os/signal"
 	"strings"
 	"syscall"
@@ -162,7 +161,7 @@ func (v *env) startFlowNode(redisURL string) *fleetNode {
 	v.t.Helper()
 	cfg, err := json.Marshal(flowNodeConfig{RedisURL: redisURL, RecordURL: testutil.RedisURL(v.t), Namespace: v.ns})
 	require.NoError(v.t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testutil.ChildNode()
 	cmd.Env = append(os.Environ(), flowNodeEnv+"="+string(cfg))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

@@ -71,7 +71,7 @@ type childNode struct {
 func (v *env) startChildNode(heartbeat time.Duration, jobs int) *childNode {
 	t := v.t
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testutil.ChildNode()
 	cmd.Env = append(os.Environ(), childNodeEnv+"=1", "EXQ_CHILD_NAMESPACE="+v.ns, "EXQ_CHILD_HEARTBEAT="+heartbeat.String(),
 		testutil.RedisURLEnv+"="+testutil.RedisURL(t))
 	stdout, err := cmd.StdoutPipe()

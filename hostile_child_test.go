@@ -103,7 +103,7 @@ func (v *env) startRunNode(c runNodeConfig) *runNode {
 	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
 	cfg, err := json.Marshal(c)
 	require.NoError(v.t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testutil.ChildNode()
 	cmd.Env = append(os.Environ(), runNodeEnv+"="+string(cfg))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

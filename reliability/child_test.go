@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/testutil"
 )
 
 // childEnv makes the test binary run runChild instead of the tests.
@@ -83,7 +84,7 @@ type child struct {
 // startChild starts a worker process and waits until its node runs.
 func startChild(t *testing.T, url, ns string, concurrency int, heartbeat time.Duration) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testutil.ChildNode()
 	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_REDIS_URL="+url, "CHILD_NAMESPACE="+ns,
 		"CHILD_CONCURRENCY="+strconv.Itoa(concurrency), "CHILD_HEARTBEAT="+heartbeat.String())
 	out, err := cmd.StdoutPipe()
