@@ -31,10 +31,11 @@ const (
 // run (they record nothing in a batch or workflow). A node calls Check at each ping with the
 // members of the processes set its ping's prune read; it reads the info of nodes it has not
 // seen before (a node's runtime does not change) and the busy lists of the nodes that are not
-// exq: an all-exq fleet costs nothing more. Each job found of an existing batch or workflow is logged once as a
-// warning, reported once (Report), and noted in Redis with its batch or workflow
-// (Store.MarkForeign), where the admin API reads it after the run has ended. A job that starts and ends between two pings is not seen here:
-// the audit (AuditBatch) finds those.
+// exq: an all-exq fleet costs nothing more. Each job found of an existing batch or workflow
+// is logged once as a warning, reported once (Report), and noted in Redis with its batch or
+// workflow (Store.MarkForeign), where the admin API reads it after the run has ended. A job
+// that starts and ends between two pings is not seen here: the audit (AuditBatch) finds
+// those.
 type ForeignWatch struct {
 	Store  *store.Store
 	Log    *slog.Logger
