@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -52,7 +53,7 @@ func (w *Watch) Run(ctx context.Context) {
 	spacing := map[string]float64{} // node → shortest spacing seen, s
 	warned := map[string]bool{}
 	for i := 0; i < w.rounds; i++ {
-		if i > 0 && !sleep(ctx, w.every) {
+		if i > 0 && !loop.Sleep(ctx, w.every) {
 			return
 		}
 		beats, err := w.exqBeats(ctx)
@@ -99,16 +100,4 @@ func (w *Watch) exqBeats(ctx context.Context) (map[string]float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	return w.jq.UndeclaredBeats(cctx)
-}
-
-// sleep sleeps for d and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -124,7 +125,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-timer.C:
 		case <-s.wake:
 			s.armed.Store(0)
-			if rest := s.interval - time.Since(began); rest > 0 && !sleep(ctx, rest) {
+			if rest := s.interval - time.Since(began); rest > 0 && !loop.Sleep(ctx, rest) {
 				return
 			}
 		}
@@ -168,16 +169,4 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// sleep sleeps for d and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
