@@ -45,32 +45,28 @@ func (jq *Store) WriteNode(ctx context.Context, w NodeWrite) error {
 			"rtt_us", w.Rtt.Microseconds(),
 			"rss", w.RSSKB)
 		pl.Expire(ctx, keys.Node(node), NodeTTL)
-		if w.BusyList != nil {
-			// Under both names: Exq and Sidekiq 6 read <id>:workers, Sidekiq 7 and 8 <id>:work.
-			busyKeys := [...]string{keys.Workers(node), keys.Work(node)}
-			for _, k := range busyKeys {
-				pl.Del(ctx, k)
+		// Under both names: Exq and Sidekiq 6 read <id>:workers, Sidekiq 7 and 8 <id>:work.
+		busyKeys := [...]string{keys.Workers(node), keys.Work(node)}
+		set := func(entries map[string]string) {
+			if len(entries) == 0 {
+				return
 			}
-			if len(w.BusyList) > 0 {
-				fields := make([]any, 0, 2*len(w.BusyList))
-				for id, v := range w.BusyList {
-					fields = append(fields, id, v)
-				}
-				for _, k := range busyKeys {
-					pl.HSet(ctx, k, fields...)
-					pl.Expire(ctx, k, NodeTTL)
-				}
-			}
-		}
-		if w.BusyList == nil && len(w.BusyUpdate) > 0 {
-			fields := make([]any, 0, 2*len(w.BusyUpdate))
-			for id, v := range w.BusyUpdate {
+			fields := make([]any, 0, 2*len(entries))
+			for id, v := range entries {
 				fields = append(fields, id, v)
 			}
-			for _, k := range [...]string{keys.Workers(node), keys.Work(node)} {
+			for _, k := range busyKeys {
 				pl.HSet(ctx, k, fields...)
 				pl.Expire(ctx, k, NodeTTL)
 			}
+		}
+		if w.BusyList != nil {
+			for _, k := range busyKeys {
+				pl.Del(ctx, k)
+			}
+			set(w.BusyList)
+		} else {
+			set(w.BusyUpdate)
 		}
 		if len(w.Handled) > 0 {
 			// EVAL, not EVALSHA: inside MULTI a NOSCRIPT could not fall back. Signals are rare.
