@@ -342,6 +342,9 @@ func stringPtrOf(v string) *string {
 }
 
 func numberOf(v string) Number {
+	if f, isInt, ok := plainDecimal(v); ok {
+		return Number{V: f, OK: true, Int: isInt}
+	}
 	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
 		return Number{}
 	}
