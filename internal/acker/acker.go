@@ -102,12 +102,20 @@ func (a *Acker) take(max int) []ackReq {
 	defer a.mu.Unlock()
 	n := min(len(a.queued), max)
 	a.sending = append(a.sending, a.queued[:n]...)
-	a.queued = a.queued[n:]
-	if len(a.queued) == 0 {
-		a.queued = nil // let the backing array go after a burst
+	// Keep the backing array for the next jobs (allocating it again for every batch was a
+	// fifth of a job's garbage), with what is left moved to its front and the moved requests'
+	// strings let go; after a burst that grew it past keepQueued, let it go too.
+	left := copy(a.queued, a.queued[n:])
+	clear(a.queued[left:])
+	a.queued = a.queued[:left]
+	if left == 0 && cap(a.queued) > keepQueued {
+		a.queued = nil
 	}
 	return a.sending
 }
+
+// keepQueued is the largest queue array the acker keeps once it is empty.
+const keepQueued = 4 * maxAckBatch
 
 // Run writes what is handed over, a pipeline at a time, retrying with a back-off while Redis
 // does not answer, until ctx ends; then it makes one last attempt (stop), and later submits
@@ -202,6 +210,7 @@ func (a *Acker) flush(batch []ackReq) ([]ackReq, error) {
 	failed, err := a.jq.AckMany(ctx, batch)
 	if err == nil {
 		a.written(batch, batch[:0])
+		clear(batch) // the array is sending's next: let the written jobs' strings go
 		return nil, nil
 	}
 	var left, ok []ackReq

@@ -303,10 +303,14 @@ func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience 
 				out.Wait[i] = time.Duration(w) * time.Millisecond
 			}
 		}
-		for _, j := range list[head:] {
-			if s, ok := j.(string); ok {
-				out.Jobs[i] = append(out.Jobs[i], s)
+		if len(list) > head {
+			jobs := make([]string, 0, len(list)-head)
+			for _, j := range list[head:] {
+				if s, ok := j.(string); ok {
+					jobs = append(jobs, s)
+				}
 			}
+			out.Jobs[i] = jobs
 		}
 	}
 	return out, nil
@@ -366,7 +370,11 @@ func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, er
 	args[0] = jq.node
 	var lastQueue string
 	lastKind := byte(0)
+	var epoch any = "" // boxed once per run of equal tokens (one per batch, as a rule), not per job
 	for _, r := range batch {
+		if r.Epoch != epoch.(string) {
+			epoch = r.Epoch
+		}
 		kind, member := byte('a'), r.Raw
 		if r.Lease != "" {
 			kind, member = 'l', r.Lease
@@ -383,7 +391,7 @@ func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, er
 		if kind == 'l' {
 			op = releaseOp
 		}
-		args = append(args, op, len(keys)-2, r.Epoch, member)
+		args = append(args, op, len(keys)-2, epoch, member)
 	}
 	if jq.wait == nil {
 		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
