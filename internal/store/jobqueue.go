@@ -366,32 +366,40 @@ func (jq *Store) Ack(ctx context.Context, q, raw, token, jid, epoch string) erro
 func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, err error) {
 	keys := make([]string, 2, 3)
 	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
-	args := make([]any, 1, 1+4*len(batch))
+	args := make([]any, 1, 1+len(batch)+4*2)
 	args[0] = jq.node
-	var lastQueue string
-	lastKind := byte(0)
-	var epoch any = "" // boxed once per run of equal tokens (one per batch, as a rule), not per job
+	// Consecutive requests of the same kind, queue and incarnation form one group (as a rule
+	// a batch is one group of acks and, with a GlobalLimit, one of leases per queue).
+	var lastQueue, lastEpoch string
+	lastKind, count := byte(0), -1 // count: the index of the open group's count in args
 	for _, r := range batch {
-		if r.Epoch != epoch.(string) {
-			epoch = r.Epoch
-		}
 		kind, member := byte('a'), r.Raw
 		if r.Lease != "" {
 			kind, member = 'l', r.Lease
 		}
 		if kind != lastKind || r.Queue != lastQueue {
-			lastKind, lastQueue = kind, r.Queue
 			if kind == 'l' {
 				keys = append(keys, jq.keys.Leases(r.Queue))
 			} else {
 				keys = append(keys, jq.keys.Backup(jq.node, r.Queue))
 			}
 		}
-		op := ackOp
-		if kind == 'l' {
-			op = releaseOp
+		if count < 0 || kind != lastKind || r.Queue != lastQueue || r.Epoch != lastEpoch {
+			if count >= 0 {
+				args[count] = len(args) - count - 1
+			}
+			op := ackOp
+			if kind == 'l' {
+				op = releaseOp
+			}
+			args = append(args, op, len(keys)-2, r.Epoch, 0)
+			count = len(args) - 1
+			lastKind, lastQueue, lastEpoch = kind, r.Queue, r.Epoch
 		}
-		args = append(args, op, len(keys)-2, epoch, member)
+		args = append(args, member)
+	}
+	if count >= 0 {
+		args[count] = len(args) - count - 1
 	}
 	if jq.wait == nil {
 		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()

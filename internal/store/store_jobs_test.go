@@ -130,6 +130,31 @@ func TestAckManyRemovesJobsAndLeasesAcrossQueues(t *testing.T) {
 	assert.Equal(t, []bool{true, true}, failed, "the batch is one call: all of it failed")
 }
 
+// A batch mixes runs of the node's current incarnation, of a buried one and without a token,
+// in any order: the script gets them as groups and takes off exactly the current and the
+// unchecked ones.
+func TestAckManyTakesOffOnlyTheRunsOfTheCurrentIncarnationWhateverTheirOrder(t *testing.T) {
+	v := newEnv(t)
+	jq := v.store("n1")
+	require.NoError(t, v.rdb.ZAdd(ctx(t), v.p("heartbeats"), redis.Z{Score: 1, Member: "n1"}).Err())
+	require.NoError(t, v.rdb.HSet(ctx(t), v.p("heartbeat_epochs"), "n1", "e2").Err())
+	for i := 1; i <= 6; i++ {
+		require.NoError(t, v.rdb.LPush(ctx(t), v.p("queue:backup::n1::a"), job("a", strconv.Itoa(i))).Err())
+	}
+	failed, err := jq.AckMany(ctx(t), []AckReq{
+		{Queue: "a", Raw: job("a", "1"), Epoch: "e1"},
+		{Queue: "a", Raw: job("a", "2"), Epoch: "e2"},
+		{Queue: "a", Raw: job("a", "3"), Epoch: "e2"},
+		{Queue: "a", Raw: job("a", "4"), Epoch: "e1"},
+		{Queue: "a", Raw: job("a", "5")},
+		{Queue: "a", Raw: job("a", "6"), Epoch: "e2"},
+	})
+	require.NoError(t, err)
+	assert.Nil(t, failed)
+	assert.Equal(t, []string{job("a", "4"), job("a", "1")}, v.list(v.p("queue:backup::n1::a")),
+		"the runs of the buried incarnation e1 stay; e2's and the unchecked one are gone")
+}
+
 func TestRetryAnnouncesAJobDueBeforeEveryOther(t *testing.T) {
 	v := newEnv(t)
 	jq := v.store("n1")

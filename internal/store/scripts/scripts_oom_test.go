@@ -164,7 +164,7 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Heartbeats(), k.HeartbeatEpochs(), backup(k), k.Leases("q")}
 			},
-			args: []any{node, "a", 1, "", job, "l", 2, "", node + ":1"}},
+			args: []any{node, "a", 1, "", 1, job, "l", 2, "", 1, node + ":1"}},
 		{name: "retry", file: "retry.lua", script: Retry, runs: true, setup: push(backup, job),
 			keys: func(k wire.Keys) []string { return []string{k.Retry(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
 			args: []any{"1e9", job + " ", job, "wake", node, ""}},
