@@ -82,19 +82,16 @@ func commandCalls(t *testing.T, rdb *redis.Client) (int, map[string]int) {
 	return total, by
 }
 
-// An idle node with the default poll settings and three queues costs Redis a few commands a
-// second, yet picks up an enqueued job at once, moves a scheduled job and a retry when they are
-// due, and still finds a job whose wake-up never came (pushed as Sidekiq does) within the
-// idle poll cap. It runs on a Redis of its own: INFO commandstats counts every client's calls.
-func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
-	// Serial: asserts pickups within the poll cap + 200 ms.
+// idleNode starts a node with the default poll settings and three queues (a, b, c) on a
+// redis-server of its own, in the default namespace: a worker OK, and FailOnce, whose first
+// attempt fails (Backoff 1 s). It returns the node, a plain client of the server, and the log
+// of when each attempt began.
+func idleNode(t *testing.T) (*Exq, *redis.Client, *startLog) {
+	t.Helper()
 	srv := testutil.StartServer(t, testutil.ServerOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	ctx := context.Background()
-	keys := wire.NewKeys(DefaultNamespace)
-
-	var st startLog
+	st := &startLog{}
 	failOnce := WorkerFunc(func(ctx context.Context, job *Job) error {
 		if st.record(job.JID) == 1 {
 			return errors.New("first attempt fails")
@@ -106,13 +103,26 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 		Queues:  []Queue{{Name: "a", Concurrency: 5}, {Name: "b", Concurrency: 5}, {Name: "c", Concurrency: 5}},
 		Workers: map[string]Worker{"OK": ok, "FailOnce": failOnce},
 		Backoff: func(int, *Job) time.Duration { return time.Second }}
-	e, err := start(ctx, o, testHooks{})
+	e, err := start(context.Background(), o, testHooks{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
 	})
+	return e, rdb, st
+}
+
+// An idle node with the default poll settings and three queues costs Redis a few commands a
+// second, yet still finds a job whose wake-up never came (pushed as Sidekiq does) within the
+// idle poll cap, and moves a scheduled job written without an announcement within the
+// scheduler's cap. It runs on a Redis of its own (INFO commandstats counts every client's
+// calls), so it runs beside other tests: its bounds are the caps of seconds, plus 500 ms.
+func TestIdleNodeIsCheapAndStillFindsUnannouncedJobs(t *testing.T) {
+	t.Parallel()
+	_, rdb, st := idleNode(t)
+	ctx := context.Background()
+	keys := wire.NewKeys(DefaultNamespace)
 	pollCap, schedCap := idleCap(DefaultPollTimeout), scheduler.Cap(DefaultSchedulerPollTimeout)
 
 	// Commands: once the poll back-off has reached its cap (100 ms doubled up to 5 s, 6.3 s),
@@ -136,11 +146,30 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 	at := st.waitAttempt(t, "pushed", 1, pollCap+2*time.Second)
 	assert.LessOrEqual(t, at.Sub(t0), pollCap+500*time.Millisecond, "a job whose wake-up never came waits at most the idle poll cap")
 
+	// A scheduled job written without an announcement (Sidekiq, Exq, an older exq) while the
+	// scheduler sleeps (the sets are empty: at its cap): moved within the cap of being due.
+	due := time.Now().Add(500 * time.Millisecond)
+	raw = `{"class":"OK","args":[],"queue":"b","jid":"foreign","retry":true,"enqueued_at":` + wire.FormatTime(time.Now()) + `}`
+	require.NoError(t, rdb.ZAdd(ctx, keys.Schedule(), redis.Z{Score: float64(due.UnixMicro()) / 1e6, Member: raw}).Err())
+	at = st.waitAttempt(t, "foreign", 1, schedCap+2*time.Second)
+	assert.False(t, at.Before(due), "not before it is due")
+	assert.LessOrEqual(t, at.Sub(due), schedCap+500*time.Millisecond, "an unannounced scheduled job is moved within the scheduler's cap")
+}
+
+// An idle node with the default poll settings picks up an enqueued job at once, and moves a
+// scheduled job and a retry when they are due, not at the scheduler's next safety look.
+func TestIdleNodeRunsAnnouncedJobsPromptly(t *testing.T) {
+	// Serial: asserts pickups within 200 ms and moves within SchedulerPollTimeout + 300 ms.
+	e, _, st := idleNode(t)
+	ctx := context.Background()
+	schedCap := scheduler.Cap(DefaultSchedulerPollTimeout)
+	time.Sleep(time.Second) // the sets are empty: the scheduler sleeps at its cap
+
 	// A job scheduled 1 s ahead runs when due, not at the scheduler's next safety look.
 	due := time.Now().Add(time.Second)
 	jid, err := e.EnqueueAt(ctx, "a", "OK", due, nil)
 	require.NoError(t, err)
-	at = st.waitAttempt(t, jid, 1, schedCap+2*time.Second)
+	at := st.waitAttempt(t, jid, 1, schedCap+2*time.Second)
 	assert.False(t, at.Before(due), "not before it is due")
 	assert.LessOrEqual(t, at.Sub(due), DefaultSchedulerPollTimeout+300*time.Millisecond, "a scheduled job runs within SchedulerPollTimeout of being due")
 
@@ -152,18 +181,9 @@ func TestIdleNodeIsCheapAndStillPromptly(t *testing.T) {
 	assert.GreaterOrEqual(t, second.Sub(first), time.Second, "not before its backoff")
 	assert.LessOrEqual(t, second.Sub(first), time.Second+DefaultSchedulerPollTimeout+300*time.Millisecond, "a retry runs within SchedulerPollTimeout of being due")
 
-	// A scheduled job written without an announcement (Sidekiq, Exq, an older exq) while the
-	// scheduler sleeps (the sets are empty: at its cap): moved within the cap of being due.
-	due = time.Now().Add(500 * time.Millisecond)
-	raw = `{"class":"OK","args":[],"queue":"b","jid":"foreign","retry":true,"enqueued_at":` + wire.FormatTime(time.Now()) + `}`
-	require.NoError(t, rdb.ZAdd(ctx, keys.Schedule(), redis.Z{Score: float64(due.UnixMicro()) / 1e6, Member: raw}).Err())
-	at = st.waitAttempt(t, "foreign", 1, schedCap+2*time.Second)
-	assert.False(t, at.Before(due), "not before it is due")
-	assert.LessOrEqual(t, at.Sub(due), schedCap+500*time.Millisecond, "an unannounced scheduled job is moved within the scheduler's cap")
-
 	// A job enqueued to a node idle for 3 s starts at once: the enqueue's wake-up.
 	time.Sleep(3 * time.Second)
-	t0 = time.Now()
+	t0 := time.Now()
 	jid, err = e.Enqueue(ctx, "b", "OK", nil)
 	require.NoError(t, err)
 	at = st.waitAttempt(t, jid, 1, time.Second)
