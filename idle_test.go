@@ -125,11 +125,13 @@ func TestIdleNodeIsCheapAndStillFindsUnannouncedJobs(t *testing.T) {
 	keys := wire.NewKeys(DefaultNamespace)
 	pollCap, schedCap := idleCap(DefaultPollTimeout), scheduler.Cap(DefaultSchedulerPollTimeout)
 
-	// Commands: once the poll back-off has reached its cap (100 ms doubled up to 5 s, 6.3 s),
-	// over a window of two whole periods of everything an idle node does every 5 s (heartbeat,
-	// ping, stats, capped poll, scheduler's cap): it holds two of each whatever their phase,
-	// where an 8 s window held one or two (10.1-10.2 commands/s when it caught two of each).
-	time.Sleep(6500 * time.Millisecond)
+	// Commands: once the poll back-off has reached its cap (100 ms doubled up to 5 s, 6.3 s of
+	// sleeps; 8 s leaves room for a node slowed by the tests beside it), over a window of two
+	// whole periods of everything an idle node does every 5 s (heartbeat, ping, stats, capped
+	// poll, scheduler's cap): it holds two of each whatever their phase, where an 8 s window
+	// held one or two (10.1-10.2 commands/s when it caught two of each, which made the test run
+	// alone for a while: d961405).
+	time.Sleep(8 * time.Second)
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 	const window = 10 * time.Second
 	time.Sleep(window)
