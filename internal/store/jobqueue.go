@@ -369,38 +369,38 @@ func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, er
 	args := make([]any, 1, 1+len(batch)+4*2)
 	args[0] = jq.node
 	// Consecutive requests of the same kind, queue and incarnation form one group (as a rule
-	// a batch is one group of acks and, with a GlobalLimit, one of leases per queue).
+	// a batch is one group of acks and, with a GlobalLimit, one of leases per queue); a new
+	// kind or queue also names a new key. count is the index in args of the open group's
+	// member count (0: no group yet; args[0] is the node).
 	var lastQueue, lastEpoch string
-	lastKind, count := byte(0), -1 // count: the index of the open group's count in args
+	lastKind, count := byte(0), 0
+	closeGroup := func() {
+		if count > 0 {
+			args[count] = len(args) - count - 1
+		}
+	}
 	for _, r := range batch {
-		kind, member := byte('a'), r.Raw
+		kind, op, member := byte('a'), ackOp, r.Raw
 		if r.Lease != "" {
-			kind, member = 'l', r.Lease
+			kind, op, member = 'l', releaseOp, r.Lease
 		}
-		if kind != lastKind || r.Queue != lastQueue {
-			if kind == 'l' {
-				keys = append(keys, jq.keys.Leases(r.Queue))
-			} else {
-				keys = append(keys, jq.keys.Backup(jq.node, r.Queue))
+		newKey := kind != lastKind || r.Queue != lastQueue
+		if newKey || r.Epoch != lastEpoch {
+			if newKey {
+				if kind == 'l' {
+					keys = append(keys, jq.keys.Leases(r.Queue))
+				} else {
+					keys = append(keys, jq.keys.Backup(jq.node, r.Queue))
+				}
 			}
-		}
-		if count < 0 || kind != lastKind || r.Queue != lastQueue || r.Epoch != lastEpoch {
-			if count >= 0 {
-				args[count] = len(args) - count - 1
-			}
-			op := ackOp
-			if kind == 'l' {
-				op = releaseOp
-			}
+			closeGroup()
 			args = append(args, op, len(keys)-2, r.Epoch, 0)
 			count = len(args) - 1
 			lastKind, lastQueue, lastEpoch = kind, r.Queue, r.Epoch
 		}
 		args = append(args, member)
 	}
-	if count >= 0 {
-		args[count] = len(args) - count - 1
-	}
+	closeGroup()
 	if jq.wait == nil {
 		err = scripts.AckBatch.Run(ctx, jq.rdb, keys, args...).Err()
 	} else {
