@@ -19,8 +19,8 @@ import (
 // beat, drop those runs (cancelled, outcomes not written, leases not renewed) and join again,
 // and no late outcome of theirs may remove the backup entry of a run it fetched since: killed
 // then, the new runs must come back too.
-func TestFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T) {
-	// Serial: pauses a child process for set times against its heartbeat window.
+func testFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob(t *testing.T) {
+	// Timed (timed_test.go): pauses a child process for set times against its heartbeat window.
 	v := newEnv(t)
 	ctx := context.Background()
 	const interval = 200 * time.Millisecond

@@ -259,8 +259,8 @@ func TestAGroupResolvesUniqueConflictsInArrivalOrderAndFailsJobsAlone(t *testing
 		"as enqueue.lua: SADD before the LPUSH that failed; a scheduled job joins its queue when it comes due")
 }
 
-func TestACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
-	// Serial: asserts the cancelled call returns within half a round trip.
+func testACallCancelledWhileQueuedIsNeverWritten(t *testing.T) {
+	// Timed (timed_test.go): asserts the cancelled call returns within half a round trip.
 	v := newEnv(t)
 	ctx := context.Background()
 	const latency = 300 * time.Millisecond

@@ -110,8 +110,8 @@ func (c *childNode) kill() {
 	c.killed = true
 }
 
-func TestKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
-	// Serial: asserts a rescue within the heartbeat window + one interval; child process.
+func testKilledNodesJobsAreRescuedByAnotherNodeAndComplete(t *testing.T) {
+	// Timed (timed_test.go): asserts a rescue within the heartbeat window + one interval; child process.
 	v := newEnv(t)
 	const jobs = 20
 	const interval = 500 * time.Millisecond

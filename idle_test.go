@@ -160,8 +160,8 @@ func TestIdleNodeIsCheapAndStillFindsUnannouncedJobs(t *testing.T) {
 
 // An idle node with the default poll settings picks up an enqueued job at once, and moves a
 // scheduled job and a retry when they are due, not at the scheduler's next safety look.
-func TestIdleNodeRunsAnnouncedJobsPromptly(t *testing.T) {
-	// Serial: asserts pickups within 200 ms and moves within SchedulerPollTimeout + 300 ms.
+func testIdleNodeRunsAnnouncedJobsPromptly(t *testing.T) {
+	// Timed (timed_test.go): asserts pickups within 200 ms and moves within SchedulerPollTimeout + 300 ms.
 	e, _, st := idleNode(t)
 	ctx := context.Background()
 	schedCap := scheduler.Cap(DefaultSchedulerPollTimeout)
@@ -194,8 +194,8 @@ func TestIdleNodeRunsAnnouncedJobsPromptly(t *testing.T) {
 
 // The back-off of the poll loop, with the test's PollTimeout: it doubles from PollTimeout up
 // to idleCap, and a wake-up sets it back, so a pushed job is found within the cap.
-func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
-	// Serial: asserts polls per 2 s and pickups within 200 ms.
+func testIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
+	// Timed (timed_test.go): asserts polls per 2 s and pickups within 200 ms.
 	assert.Equal(t, 5*time.Second, idleCap(100*time.Millisecond))
 	assert.Equal(t, time.Second, idleCap(20*time.Millisecond))
 	assert.Equal(t, 10*time.Second, idleCap(10*time.Second), "never less than PollTimeout")
@@ -229,8 +229,8 @@ func TestIdlePollBacksOffAndWakeUpsReset(t *testing.T) {
 
 // The scripts that add to the schedule and retry sets announce a job only when it is due
 // before every job the set held, with a payload the poll loop cannot take for a queue.
-func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
-	// Serial: each announcement must arrive within 500 ms.
+func testScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
+	// Timed (timed_test.go): each announcement must arrive within 500 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	ps := v.rdb.Subscribe(ctx, v.keys.Wake())
@@ -283,8 +283,8 @@ func TestScheduledWritesAnnounceOnlyAnEarlierHead(t *testing.T) {
 
 // Scheduled jobs from runtimes that announce nothing are moved within the scheduler's cap (2.5 s
 // with SchedulerPollTimeout 100 ms), and exq's own when due, even behind a far head.
-func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
-	// Serial: asserts moves within the interval + 300 ms.
+func testSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
+	// Timed (timed_test.go): asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx := context.Background()
 	var st startLog
@@ -315,8 +315,8 @@ func TestSchedulerSleepsUntilTheEarliestJobOrItsCap(t *testing.T) {
 
 // Due times that follow each other closely cost at most one pass per SchedulerPollTimeout, as
 // polling did, and every job is still moved within it of being due.
-func TestSchedulerPassesAtMostOncePerInterval(t *testing.T) {
-	// Serial: asserts moves within the interval + 300 ms.
+func testSchedulerPassesAtMostOncePerInterval(t *testing.T) {
+	// Timed (timed_test.go): asserts moves within the interval + 300 ms.
 	v := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -76,8 +76,8 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // at random gaps onto three queues of an idle node with the default PollTimeout (whose poll
 // back-off alone lets such a job wait up to 5 s), start within milliseconds: the blocking idle
 // wait sees the push. Each runs once.
-func TestForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
-	// Serial: asserts p99 pickup of 100 ms.
+func testForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
+	// Timed (timed_test.go): asserts p99 pickup of 100 ms.
 	v := newEnv(t)
 	l := newPickupLog()
 	queues := []string{"a", "b", "c"}

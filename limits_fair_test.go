@@ -74,8 +74,8 @@ func sum(ns []int) int {
 // released when its job ends, not by the node's next fetch), and no node holds more than its
 // share while others wait, so the fleet keeps most of the throughput the direct nodes had
 // alone and the slow node cannot take the queue over.
-func TestGlobalLimitSlotsAreSharedFairlyWithASlowNode(t *testing.T) {
-	// Serial: asserts fairness and throughput of child processes.
+func testGlobalLimitSlotsAreSharedFairlyWithASlowNode(t *testing.T) {
+	// Timed (timed_test.go): asserts fairness and throughput between nodes.
 	v := newEnv(t)
 	const (
 		limit   = 4

@@ -26,8 +26,8 @@ func waitLong(t *testing.T, d time.Duration, msg string, cond func() bool) {
 	}
 }
 
-func TestFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
-	// Serial: asserts the throughput of child processes.
+func testFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
+	// Timed (timed_test.go): asserts the throughput of child processes.
 	v := newEnv(t)
 	const limit, jobDuration = 5, 20 * time.Millisecond
 	jobs := 400
@@ -58,8 +58,8 @@ func TestFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
 	assert.Zero(t, v.rdb.Exists(context.Background(), v.keys.Leases("limited")).Val(), "no lease is left once every node stopped")
 }
 
-func TestFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
-	// Serial: asserts slots free within a heartbeat window + 500 ms.
+func testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
+	// Timed (timed_test.go): asserts slots free within a heartbeat window + 500 ms.
 	v := newEnv(t)
 	const limit = 5
 	const heartbeat = 500 * time.Millisecond
@@ -88,8 +88,8 @@ func TestFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow(t *testing.T) {
 	assert.Zero(t, v.rdb.Exists(ctx, v.keys.Leases("limited")).Val(), "no lease is left once every node stopped")
 }
 
-func TestFleetRateSpreadsStartsEvenlyAcrossProcesses(t *testing.T) {
-	// Serial: asserts starts per second of child processes.
+func testFleetRateSpreadsStartsEvenlyAcrossProcesses(t *testing.T) {
+	// Timed (timed_test.go): asserts starts per second of child processes.
 	v := newEnv(t)
 	const perSecond = 200
 	seconds := 3

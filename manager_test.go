@@ -176,8 +176,8 @@ func TestIdleNodeWakesAtOnceOnEnqueue(t *testing.T) {
 	testutil.WaitFor(t, "the batch job ran", func() bool { return rec.count() == 4 })
 }
 
-func TestPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
-	// Serial: counts fetch attempts in a stretch of time.
+func testPollingBacksOffWhileRedisIsDownAndRecovers(t *testing.T) {
+	// Timed (timed_test.go): counts fetch attempts in a stretch of time.
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
 	opts := *v.rdb.Options()

@@ -214,8 +214,8 @@ func withinASecond(t *testing.T, what string, since time.Time, cond func() bool)
 // The node hash's busy count and the busy list are written together, within a second of a
 // change, not at the 5 s ping (set to an hour here): Sidekiq's header and process table then
 // agree with its table of running jobs.
-func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
-	// Serial: asserts writes within a second.
+func testBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
+	// Timed (timed_test.go): asserts writes within a second.
 	v := newEnv(t)
 	started := make(chan time.Time, 4)
 	release := make(chan struct{})
@@ -259,8 +259,8 @@ func TestBusyCountAndBusyListChangeTogetherWithinASecond(t *testing.T) {
 }
 
 // Quiet(), a TSTP signal and UnsubscribeAll reach the node hash (and its info) within a second.
-func TestQuietReachesRedisWithinASecond(t *testing.T) {
-	// Serial: asserts writes within a second.
+func testQuietReachesRedisWithinASecond(t *testing.T) {
+	// Timed (timed_test.go): asserts writes within a second.
 	for _, tc := range []struct {
 		name  string
 		quiet func(v *env, e *Exq)
@@ -443,8 +443,8 @@ func TestProcessesTellsAnExqNode(t *testing.T) {
 
 // A change after a calm spell is written at once (at the next check, a tenth of the refresh
 // interval), not at the next refresh.
-func TestAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
-	// Serial: asserts a write within 700 ms.
+func testAChangeAfterACalmSpellIsWrittenAtOnce(t *testing.T) {
+	// Timed (timed_test.go): asserts a write within 700 ms.
 	v := newEnv(t)
 	e := v.start(Options{}, testHooks{pingInterval: time.Hour})
 	node := e.NodeID()

@@ -12,8 +12,8 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-func TestFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *testing.T) {
-	// Serial: child processes must claim every per-second tick; a starved one misses a tick.
+func testFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *testing.T) {
+	// Timed (timed_test.go): child processes must claim every per-second tick; a starved one misses a tick.
 	v := newEnv(t)
 	seconds := 12
 	if testutil.Long() {

@@ -114,8 +114,8 @@ func TestWaitReplicasOptionsAreValidated(t *testing.T) {
 
 // The test Redis has no replica: every enqueue with WaitReplicas 1 is written and reported as
 // not replicated, after WaitTimeout and not much later.
-func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testing.T) {
-	// Serial: asserts calls return within WAIT's timeout + 2 s.
+func testWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testing.T) {
+	// Timed (timed_test.go): asserts calls return within WAIT's timeout + 2 s.
 	v := newEnv(t)
 	ctx := context.Background()
 	const wait = 150 * time.Millisecond
@@ -158,8 +158,8 @@ func TestWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob(t *testin
 
 // A call whose ctx ends before WaitTimeout waits for what its ctx leaves (three quarters of
 // it), so that it learns that its job was written (ErrNotReplicated) instead of timing out.
-func TestWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
-	// Serial: asserts the call returns well before WaitTimeout.
+func testWaitReplicasWaitsNoLongerThanTheCallersDeadline(t *testing.T) {
+	// Timed (timed_test.go): asserts the call returns well before WaitTimeout.
 	v := newEnv(t)
 	c, err := NewClient(context.Background(), ClientOptions{Redis: v.rdb, Namespace: v.ns, WaitReplicas: 1, WaitTimeout: 3 * time.Second})
 	require.NoError(t, err)

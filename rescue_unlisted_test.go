@@ -17,8 +17,8 @@ import (
 // in the queues set: a queue removed (API.RemoveQueue, Sidekiq Web's Delete) while its jobs
 // run, or filled by a producer that never SADDs the set (a plain LPUSH), is one the rescuer
 // does not know by name.
-func TestFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued(t *testing.T) {
-	// Serial: child processes judged by heartbeat windows; a starved one is taken for dead.
+func testFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued(t *testing.T) {
+	// Timed (timed_test.go): child processes judged by heartbeat windows; a starved one is taken for dead.
 	v := newEnv(t)
 	ctx := context.Background()
 	const interval = 200 * time.Millisecond

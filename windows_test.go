@@ -60,8 +60,8 @@ func TestANodeThatBeatsSlowlyIsNotTakenForDeadByAFastOne(t *testing.T) {
 	assert.Len(t, v.list(v.keys.Backup(slow.NodeID(), "shared")), 3, "the slow node keeps its jobs")
 }
 
-func TestAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
-	// Serial: asserts a rescue within a heartbeat window; child process.
+func testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode(t *testing.T) {
+	// Timed (timed_test.go): asserts a rescue within a heartbeat window; child process.
 	v := newEnv(t)
 	const fast = 200 * time.Millisecond
 	const jobs = 5

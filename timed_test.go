@@ -1,0 +1,63 @@
+package exq
+
+import "testing"
+
+// The tests that judge time (latencies, per-second ticks, rates and fairness between nodes,
+// heartbeat windows) cannot run beside the package's parallel tests: those keep both cores
+// busy, and a starved node misses its tick, its window or its bound. One after another they
+// took 85 of the package's 160 s while using about a tenth of the machine, since they mostly
+// wait. So they run in two stages of their own, each a serial test (no parallel test runs
+// beside it) whose subtests run together: the tests with child processes, then those whose
+// nodes are in this process. Run one with -run 'TestTimedNodes/IdlePollBacksOff'.
+
+// timedTest is one test of a stage: its name without the Test prefix, and its body.
+type timedTest struct {
+	name string
+	run  func(*testing.T)
+}
+
+// timedFleets start child processes (kill them, pause them, count their ticks and starts).
+// Longest first, so that the stage lasts about as long as its longest test.
+var timedFleets = []timedTest{
+	{"FleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted", testFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted},
+	{"FleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob", testFleetANodePausedPastItsWindowDropsItsOldRunsAndLosesNoJob},
+	{"FleetRateSpreadsStartsEvenlyAcrossProcesses", testFleetRateSpreadsStartsEvenlyAcrossProcesses},
+	{"FleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued", testFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued},
+	{"FleetGlobalLimitCapsRunningJobsAcrossProcesses", testFleetGlobalLimitCapsRunningJobsAcrossProcesses},
+	{"FleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow", testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow},
+	{"KilledNodesJobsAreRescuedByAnotherNodeAndComplete", testKilledNodesJobsAreRescuedByAnotherNodeAndComplete},
+	{"AKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode", testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode},
+}
+
+// timedNodes run their nodes in this process.
+var timedNodes = []timedTest{
+	{"GlobalLimitSlotsAreSharedFairlyWithASlowNode", testGlobalLimitSlotsAreSharedFairlyWithASlowNode},
+	{"ForeignPushesStartWithinMillisecondsOnAnIdleNode", testForeignPushesStartWithinMillisecondsOnAnIdleNode},
+	{"IdleNodeRunsAnnouncedJobsPromptly", testIdleNodeRunsAnnouncedJobsPromptly},
+	{"QuietReachesRedisWithinASecond", testQuietReachesRedisWithinASecond},
+	{"IdlePollBacksOffAndWakeUpsReset", testIdlePollBacksOffAndWakeUpsReset},
+	{"SchedulerSleepsUntilTheEarliestJobOrItsCap", testSchedulerSleepsUntilTheEarliestJobOrItsCap},
+	{"BusyCountAndBusyListChangeTogetherWithinASecond", testBusyCountAndBusyListChangeTogetherWithinASecond},
+	{"PollingBacksOffWhileRedisIsDownAndRecovers", testPollingBacksOffWhileRedisIsDownAndRecovers},
+	{"AChangeAfterACalmSpellIsWrittenAtOnce", testAChangeAfterACalmSpellIsWrittenAtOnce},
+	{"ACallCancelledWhileQueuedIsNeverWritten", testACallCancelledWhileQueuedIsNeverWritten},
+	{"SchedulerPassesAtMostOncePerInterval", testSchedulerPassesAtMostOncePerInterval},
+	{"WaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob", testWaitReplicasWithoutAReplicaReportsNotReplicatedAndKeepsTheJob},
+	{"ScheduledWritesAnnounceOnlyAnEarlierHead", testScheduledWritesAnnounceOnlyAnEarlierHead},
+	{"WaitReplicasWaitsNoLongerThanTheCallersDeadline", testWaitReplicasWaitsNoLongerThanTheCallersDeadline},
+}
+
+func TestTimedFleets(t *testing.T) { runStage(t, timedFleets) }
+
+func TestTimedNodes(t *testing.T) { runStage(t, timedNodes) }
+
+// runStage runs the stage's tests together; the stage ends when all of them have (Go runs a
+// test's parallel subtests after its body returns, and the next serial test after them).
+func runStage(t *testing.T, tests []timedTest) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t)
+		})
+	}
+}
