@@ -14,8 +14,8 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-// fleetSkews are the node clocks of the skewed fleets: one right, two 30 s off, two 10 min off.
-var fleetSkews = []time.Duration{0, 30 * time.Second, -30 * time.Second, 10 * time.Minute, -10 * time.Minute}
+// fleetSkews are the node clocks of the skewed fleets: one right, two 10 s off, two 10 min off.
+var fleetSkews = []time.Duration{0, 10 * time.Second, -10 * time.Second, 10 * time.Minute, -10 * time.Minute}
 
 // skewedClock is a node's own clock, off the real one (and the Redis server's) by skew.
 func skewedClock(skew time.Duration) func() time.Time {
@@ -68,16 +68,16 @@ func (l *runLog) of(jid string) []time.Time {
 	return append([]time.Time(nil), l.runs[jid]...)
 }
 
-// Five nodes whose clocks are 0, ±30 s and ±10 min off, one Redis: a per-second schedule runs
+// Five nodes whose clocks are 0, ±10 s and ±10 min off, one Redis: a per-second schedule runs
 // one job per tick, one tick per second, none from before the schedule was created, none from
 // the future, none from a window in which it was disabled.
 func TestSkewedFleetRunsEachPeriodicTickOnceAndOnlyWhileEnabled(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
-	// The node 30 s behind evaluates a tick 30 s after it happened: the run must outlast the
-	// disabled window by that much to show whether it fires the window's ticks.
-	disableAt, enableAt, end := 3*time.Second, 8*time.Second, 42*time.Second
+	// The node 10 s behind evaluates a tick 10 s after it happened: the run must outlast the
+	// disabled window by that much (and a few seconds) to show whether it fires the window's ticks.
+	disableAt, enableAt, end := 3*time.Second, 8*time.Second, 22*time.Second
 	if testutil.Long() {
 		end = 2 * time.Minute
 	}
@@ -150,13 +150,13 @@ func NewAPIForTest(t *testing.T, v *env) *API {
 	return api
 }
 
-// Every node of a skewed fleet enqueues a job with EnqueueIn(20 s): none runs before 20 s have
+// Every node of a skewed fleet enqueues a job with EnqueueIn(12 s): none runs before 12 s have
 // passed on the server's clock, and none much later.
 func TestSkewedFleetRunsEnqueueInJobsNeitherEarlyNorLate(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
-	const delay = 20 * time.Second
+	const delay = 12 * time.Second // more than the 10 s skews: a due time from a node clock is off by all of one
 	log := &runLog{}
 	nodes := v.startSkewed(Options{Queues: []Queue{{Name: "in", Concurrency: 5}}, Workers: map[string]Worker{"W": log.worker(false)}})
 	type call struct {
