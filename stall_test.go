@@ -51,7 +51,10 @@ func TestFleetARedisStallLongerThanTheWindowKillsNoNode(t *testing.T) {
 			stallCase{"calls get BUSY for 8 s", busy, same, 8 * time.Second, false})
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { stallFleet(t, tc) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case on a redis-server of its own
+			stallFleet(t, tc)
+		})
 	}
 }
 
