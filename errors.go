@@ -12,6 +12,7 @@ import (
 
 	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // Sentinel errors. Errors returned by exq wrap them, so test with errors.Is.
@@ -122,54 +123,8 @@ func newPanicError(v any) *PanicError {
 	return &PanicError{Value: v, Stack: debug.Stack(), pcs: pcs[:runtime.Callers(1, pcs)]}
 }
 
-// backtrace is the stack where the panic happened, one frame per line in Ruby's format
-// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
-// recovery itself are left out.
-func (p *PanicError) backtrace() []string {
-	var lines []string
-	if len(p.pcs) > 0 {
-		frames := runtime.CallersFrames(p.pcs)
-		for {
-			f, more := frames.Next()
-			lines = append(lines, fmt.Sprintf("%s:%d:in `%s'", f.File, f.Line, f.Function))
-			if f.Function == "runtime.gopanic" {
-				lines = lines[:0] // what came before is the recovery
-			}
-			if !more {
-				break
-			}
-		}
-	} else {
-		// Only the text of debug.Stack: "function(args)" then "\tfile:line +0x…".
-		text := strings.Split(string(p.Stack), "\n")
-		for i := 1; i < len(text); i++ {
-			if !strings.HasPrefix(text[i], "\t") {
-				continue
-			}
-			fn := text[i-1]
-			if j := strings.LastIndexByte(fn, '('); j > 0 {
-				fn = fn[:j]
-			}
-			loc := strings.TrimPrefix(text[i], "\t")
-			if j := strings.LastIndex(loc, " +0x"); j > 0 {
-				loc = loc[:j]
-			}
-			lines = append(lines, loc+":in `"+fn+"'")
-			if fn == "panic" {
-				lines = lines[:0]
-			}
-		}
-	}
-	// Runtime helpers between the panic and the code that caused it (a nil map write, an
-	// index out of range), and the goroutine's exit, say nothing about the job.
-	for len(lines) > 0 && strings.Contains(lines[0], ":in `runtime.") {
-		lines = lines[1:]
-	}
-	if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ":in `runtime.goexit'") {
-		lines = lines[:n-1]
-	}
-	return lines
-}
+// backtrace is the stack where the panic happened, in Ruby's format (wire.PanicBacktrace).
+func (p *PanicError) backtrace() []string { return wire.PanicBacktrace(p.pcs, p.Stack) }
 
 // Error returns the panic value as text; it becomes the job's error_message.
 func (p *PanicError) Error() string { return fmt.Sprint(p.Value) }

@@ -5,6 +5,8 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -75,4 +77,54 @@ func DecompressBacktrace(raw json.RawMessage) ([]string, error) {
 	defer r.Close()
 	err = json.NewDecoder(r).Decode(&lines)
 	return lines, err
+}
+
+// PanicBacktrace is the stack where a panic happened (the callers' pcs, or else the text of
+// debug.Stack), one frame per line in Ruby's format
+// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
+// recovery itself are left out.
+func PanicBacktrace(pcs []uintptr, stack []byte) []string {
+	var lines []string
+	if len(pcs) > 0 {
+		frames := runtime.CallersFrames(pcs)
+		for {
+			f, more := frames.Next()
+			lines = append(lines, fmt.Sprintf("%s:%d:in `%s'", f.File, f.Line, f.Function))
+			if f.Function == "runtime.gopanic" {
+				lines = lines[:0] // what came before is the recovery
+			}
+			if !more {
+				break
+			}
+		}
+	} else {
+		// Only the text of debug.Stack: "function(args)" then "\tfile:line +0x…".
+		text := strings.Split(string(stack), "\n")
+		for i := 1; i < len(text); i++ {
+			if !strings.HasPrefix(text[i], "\t") {
+				continue
+			}
+			fn := text[i-1]
+			if j := strings.LastIndexByte(fn, '('); j > 0 {
+				fn = fn[:j]
+			}
+			loc := strings.TrimPrefix(text[i], "\t")
+			if j := strings.LastIndex(loc, " +0x"); j > 0 {
+				loc = loc[:j]
+			}
+			lines = append(lines, loc+":in `"+fn+"'")
+			if fn == "panic" {
+				lines = lines[:0]
+			}
+		}
+	}
+	// Runtime helpers between the panic and the code that caused it (a nil map write, an
+	// index out of range), and the goroutine's exit, say nothing about the job.
+	for len(lines) > 0 && strings.Contains(lines[0], ":in `runtime.") {
+		lines = lines[1:]
+	}
+	if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], ":in `runtime.goexit'") {
+		lines = lines[:n-1]
+	}
+	return lines
 }
