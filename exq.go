@@ -87,14 +87,12 @@ type Exq struct {
 	pinger   *pinger.Pinger
 	hb       *heartbeat.Heartbeat
 
-	cancelRun  context.CancelFunc
-	jobsCtx    context.Context
-	cancelJobs context.CancelCauseFunc
-	graceOver  chan struct{}
-	wakeups    *store.Wakeups
-	loops      loop.Group // fetching and scheduling: end when Stop starts
-	cancelOps  context.CancelFunc
-	ops        loop.Group // stats, ping, heartbeat: end once the jobs have drained
+	cancelRun context.CancelFunc
+	graceOver chan struct{}
+	wakeups   *store.Wakeups
+	loops     loop.Group // fetching and scheduling: end when Stop starts
+	cancelOps context.CancelFunc
+	ops       loop.Group // stats, ping, heartbeat: end once the jobs have drained
 
 	done     chan struct{} // closed when the node is asked to stop (TERM or Stop)
 	doneOnce sync.Once
@@ -168,8 +166,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.handler = chain(e.callWorker, o.Middleware)
 	e.stats = stats.New(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
 	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
-	e.jobsCtx, e.cancelJobs = context.WithCancelCause(context.Background())
-	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer, jobsCtx: e.jobsCtx,
+	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
 	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
@@ -454,7 +451,7 @@ func (e *Exq) stopWorkers(ctx context.Context) error {
 	}()
 	e.drainJobs(ctx)
 	empty, stopErr := e.cleanUpBackups(ctx)
-	e.cancelJobs(errShutdown)
+	e.mgr.cancelRuns(errShutdown)
 	e.cancelOps()
 	e.ops.Wait()
 	e.signOff(context.WithoutCancel(ctx), empty)
@@ -480,7 +477,7 @@ func (e *Exq) drainJobs(ctx context.Context) {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
 		e.mgr.handBackAll(hctx)
 		cancel()
-		e.cancelJobs(errShutdown)
+		e.mgr.cancelRuns(errShutdown)
 	}
 }
 

@@ -76,15 +76,17 @@ func (j *Job) Bind(dst ...any) error {
 
 // newJob builds the worker's view of a decoded document.
 func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
-	j := &Job{
-		Class:      h.Class,
-		Queue:      queue,
-		JID:        h.JID,
-		Args:       h.Args,
-		MaxRetries: h.MaxRetries(nodeMaxRetries),
-		RetryCount: h.Count(),
-		raw:        raw,
-	}
+	j := &Job{Args: json.RawMessage(h.Args)}
+	j.fill(h, raw, queue, nodeMaxRetries)
+	return j
+}
+
+// fill sets every field of j but Args from a decoded document: a node fills the Job that is
+// part of the job's run (one allocation for both), with its Args copied where the run has room.
+func (j *Job) fill(h wire.Header, raw, queue string, nodeMaxRetries int) {
+	j.Class, j.Queue, j.JID = h.Class, queue, h.JID
+	j.MaxRetries, j.RetryCount = h.MaxRetries(nodeMaxRetries), h.Count()
+	j.raw = raw
 	j.uniqueToken, j.uniqueUntil = string(h.UniqueToken), UniqueUntilMode(h.UniqueUntil)
 	j.bid, j.wf, j.wfJob = h.Bid, h.Workflow, h.WorkflowJob
 	j.EnqueuedAt = h.EnqueuedAt.Stamp()
@@ -97,5 +99,4 @@ func newJob(h wire.Header, raw, queue string, nodeMaxRetries int) *Job {
 	if h.ErrorClass != nil {
 		j.ErrorClass = *h.ErrorClass
 	}
-	return j
 }

@@ -39,9 +39,15 @@ type run struct {
 	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
 	epoch    string                        // the incarnation of this node the fetch ran as
 	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
-	ctx      context.Context
+	ctx      context.Context               // cancelled by the manager (cancelRuns, orphanAll, cancelJID) and at release
 	cancel   context.CancelCauseFunc
 	state    atomic.Int32
+	// job is the worker's view of the document, and jctx its context with the job; args holds
+	// the job's Args when they fit. They are part of the run so that a job costs one
+	// allocation, not four (run, Job, Args and the context carrying the job).
+	job  Job
+	jctx jobCtx
+	args [64]byte
 }
 
 // id is the job's field in this node's workers hash (made when the busy list is written,
@@ -98,6 +104,9 @@ type manager struct {
 	workers   sync.WaitGroup // worker goroutines
 	polls     atomic.Uint64  // fetch round trips that succeeded
 	quiet     atomic.Bool    // fetch nothing more (TSTP, TERM, Quiet)
+	// canceled is the cause every run's context was cancelled with at shutdown (cancelRuns),
+	// nil before; a run dispatched after it starts cancelled.
+	canceled error
 }
 
 // managerParts are what a manager is built from.
@@ -107,7 +116,6 @@ type managerParts struct {
 	perform     func(*run)        // runs one job to its end, then calls release
 	dequeuer    Dequeuer          // Options.Dequeuer; nil: the local concurrency alone
 	events      listeners         // RedisLost, RedisBack
-	jobsCtx     context.Context   // parent of every job's context
 	timeout     time.Duration     // bounds each Redis call
 	pollTimeout time.Duration     // idle poll interval
 	leaseTTL    time.Duration     // how long a lease lives unless renewed: the heartbeat window
@@ -565,7 +573,12 @@ func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 		now := m.now()
 		for j, raw := range jobs {
 			m.seq++
-			ctx, cancel := context.WithCancelCause(m.jobsCtx)
+			// Not a child of a node context: registering each run with one parent took a lock
+			// all workers share. The manager holds every run and cancels them (cancelRuns).
+			ctx, cancel := context.WithCancelCause(context.Background())
+			if m.canceled != nil {
+				cancel(m.canceled)
+			}
 			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.Epoch}
 			if reqs[i].Limits.Global > 0 {
 				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
@@ -695,6 +708,20 @@ func (m *manager) setJID(r *run, jid string) {
 	m.mu.Lock()
 	r.jid = jid
 	m.mu.Unlock()
+}
+
+// cancelRuns cancels the context of every run of this node with cause, and of every run
+// dispatched after it: Stop calls it when the grace period is over, and once every worker
+// has returned.
+func (m *manager) cancelRuns(cause error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.canceled == nil {
+		m.canceled = cause
+	}
+	for r := range m.running {
+		r.cancel(cause)
+	}
 }
 
 // cancelJID cancels the context of the running job jid with cause errCanceled. It reports

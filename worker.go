@@ -2,6 +2,7 @@ package exq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -40,7 +41,14 @@ func (e *Exq) process(r *run) {
 		}
 		return
 	}
-	job := newJob(h, r.raw, r.queue, e.opts.MaxRetries)
+	job := &r.job
+	job.fill(h, r.raw, r.queue, e.opts.MaxRetries)
+	if n := len(h.Args); n <= len(r.args) {
+		copy(r.args[:], h.Args)
+		job.Args = r.args[:n:n] // full, so that an append by the worker copies
+	} else {
+		job.Args = json.RawMessage(h.Args)
+	}
 	job.node, job.progress = e, &r.progress
 	e.mgr.setJID(r, job.JID)
 	job.worker, _ = e.registry.Lookup(job.Class)
@@ -64,7 +72,8 @@ func (e *Exq) process(r *run) {
 		began = time.Now()
 		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
-	err = e.perform(ctx, job)
+	r.jctx = jobCtx{Context: ctx, job: job}
+	err = e.perform(&r.jctx, job)
 	if e.events.has() {
 		// The outcome's write may make the job runnable again (a retry, a snooze): its next
 		// run on this node reports JobStarted after this run's outcome.
@@ -159,8 +168,24 @@ func JobFromContext(ctx context.Context) *Job {
 	return j
 }
 
+// jobCtx is the context a worker gets: its run's, carrying the job for JobFromContext. It is
+// WithJob's context without an allocation of its own (it lives in the run); a context
+// derived from it registers with the run's, as from any other.
+type jobCtx struct {
+	context.Context
+	job *Job
+}
+
+// Value returns the job for JobFromContext's key, and asks the run's context otherwise.
+func (c *jobCtx) Value(key any) any {
+	if _, ok := key.(jobKey); ok {
+		return c.job
+	}
+	return c.Context.Value(key)
+}
+
 // perform runs the middleware chain and the worker, turning a panic anywhere in them into a
-// failure.
+// failure. ctx carries the job (WithJob, or a jobCtx).
 func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -168,7 +193,7 @@ func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
 		}
 	}()
-	return e.handler(WithJob(ctx, job), job)
+	return e.handler(ctx, job)
 }
 
 // callWorker is the innermost Handler.

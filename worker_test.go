@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -506,4 +507,47 @@ func TestAPanickingBackoffFallsBackToExqBackoff(t *testing.T) {
 	delay := v.zset(v.keys.Retry())[0].Score - float64(clock.now().Unix())
 	assert.GreaterOrEqual(t, delay, 16.0)
 	assert.LessOrEqual(t, delay, 76.0)
+}
+
+// A job's Args are its own copy, whether they fit in its run (short) or not (long): a worker
+// that writes into them or appends to them changes neither the stored document (the job is
+// still acknowledged: its backup entry matches) nor the Args of the next job, and
+// JobFromContext gives each run its own job.
+func TestAWorkerThatChangesItsArgsLeavesItsDocumentAndOtherJobsAlone(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	long := `["` + strings.Repeat("x", 200) + `"]`
+	var mu sync.Mutex
+	seen := map[string]string{}
+	w := WorkerFunc(func(ctx context.Context, job *Job) error {
+		mu.Lock()
+		seen[job.JID] = string(job.Args)
+		mu.Unlock()
+		if JobFromContext(ctx) != job {
+			return fmt.Errorf("JobFromContext is not the job")
+		}
+		job.Args[1] = 'Z'
+		job.Args = append(job.Args, "garbage"...)
+		return nil
+	})
+	e := v.start(Options{Queues: []Queue{{Name: "q", Concurrency: 1}}, Workers: map[string]Worker{"W": w}})
+	want := map[string]string{}
+	for i := range 6 {
+		jid, args := fmt.Sprintf("j%d", i), fmt.Sprintf("[%d]", i)
+		if i%2 == 1 {
+			args = long
+		}
+		want[jid] = args
+		v.push("q", fmt.Sprintf(`{"class":"W","args":%s,"queue":"q","jid":%q,"retry":0}`, args, jid))
+	}
+	testutil.WaitFor(t, "every job ran and was acknowledged", func() bool {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		return n == len(want) && len(v.list(v.keys.Backup(e.NodeID(), "q"))) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, want, seen, "each job saw its own args")
+	assert.Zero(t, v.zcard(v.keys.Dead())+v.zcard(v.keys.Retry()), "no job failed")
 }

@@ -40,7 +40,7 @@ func FuzzDecodeHeader(f *testing.F) {
 		if len(h.Args) == 0 || h.Args[0] != '[' {
 			t.Fatalf("DecodeHeader(%q): args %q do not start with '['", raw, h.Args)
 		}
-		if !json.Valid(h.Args) {
+		if !json.Valid([]byte(h.Args)) {
 			t.Fatalf("DecodeHeader(%q): args %q are not valid JSON", raw, h.Args)
 		}
 		if _, err := ParseObject(raw); err != nil {

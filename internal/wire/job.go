@@ -166,7 +166,7 @@ type Header struct {
 	Class        string
 	Queue        string
 	JID          string
-	Args         json.RawMessage
+	Args         string // the JSON array as it stands in the document ("[]" when absent)
 	Retry        string // the field's JSON text, "" when absent
 	RetryCount   Number
 	EnqueuedAt   Number
@@ -301,11 +301,11 @@ func DecodeHeader(raw string) (Header, error) {
 	}
 	switch {
 	case args == "" || args == "null":
-		h.Args = json.RawMessage("[]")
+		h.Args = "[]"
 	case args[0] != '[':
 		return h, fmt.Errorf("%w: args is not a JSON array", ErrPoison)
 	default:
-		h.Args = json.RawMessage(args)
+		h.Args = args
 	}
 	return h, nil
 }
