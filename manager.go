@@ -97,9 +97,7 @@ type manager struct {
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
 	jobs      sync.WaitGroup
-	work      chan *run     // hands a job to an idle worker goroutine
-	reap      chan struct{} // ends one idle worker goroutine (reapIdleWorkers)
-	idleStop  chan struct{} // closed by Stop: idle workers end
+	work      chan *run // hands a job to an idle worker goroutine; a nil one ends it; closed at stop
 	idleOnce  sync.Once
 	workers   sync.WaitGroup // worker goroutines
 	polls     atomic.Uint64  // fetch round trips that succeeded
@@ -135,8 +133,6 @@ func newManager(parts managerParts, queues []Queue) *manager {
 		wake:         make(chan struct{}, 1),
 		slotFreed:    make(chan struct{}, 1),
 		work:         make(chan *run),
-		reap:         make(chan struct{}),
-		idleStop:     make(chan struct{}),
 	}
 }
 
@@ -620,19 +616,14 @@ func (m *manager) start(r *run) {
 	}
 }
 
-// worker runs jobs until it is reaped or the node stops. It has no idle timer of its own: a
-// timer in the select cost a timer-heap insertion and removal for every job.
+// worker runs jobs until it is reaped (a nil run) or the node stops (work closed). It waits
+// on the one channel: a select over three cost more than the job's hand-off itself, and a
+// timer in it a timer-heap insertion and removal for every job.
 func (m *manager) worker(r *run) {
 	defer m.workers.Done()
-	for {
+	for r != nil {
 		m.perform(r)
-		select {
-		case r = <-m.work:
-		case <-m.reap:
-			return
-		case <-m.idleStop:
-			return
-		}
+		r = <-m.work
 	}
 }
 
@@ -641,7 +632,7 @@ func (m *manager) worker(r *run) {
 func (m *manager) reapIdleWorkers() {
 	for {
 		select {
-		case m.reap <- struct{}{}:
+		case m.work <- nil:
 		default:
 			return
 		}
@@ -649,10 +640,11 @@ func (m *manager) reapIdleWorkers() {
 }
 
 // stopWorkers ends the idle worker goroutines and tells the Dequeuer, once, that the node
-// stopped; call it once no job runs.
+// stopped; call it once no job runs and the poll loop has ended (it closes work, which only
+// the poll loop sends on).
 func (m *manager) stopWorkers() {
 	m.idleOnce.Do(func() {
-		close(m.idleStop)
+		close(m.work)
 		if m.dequeuer != nil {
 			m.dequeuer.Stopped()
 		}
