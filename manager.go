@@ -13,6 +13,7 @@ import (
 
 	"github.com/exqgo/exq/internal/acker"
 	"github.com/exqgo/exq/internal/loop"
+	"github.com/exqgo/exq/internal/runctx"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
@@ -39,14 +40,13 @@ type run struct {
 	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
 	epoch    string                        // the incarnation of this node the fetch ran as
 	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
-	ctx      context.Context               // cancelled by the manager (cancelRuns, orphanAll, cancelJID) and at release
-	cancel   context.CancelCauseFunc
 	state    atomic.Int32
-	// job is the worker's view of the document, and jctx its context with the job; args holds
-	// the job's Args when they fit. They are part of the run so that a job costs one
-	// allocation, not four (run, Job, Args and the context carrying the job).
+	// ctx is the job's context, carrying the job; the manager cancels it (cancelRuns,
+	// orphanAll, cancelJID, release). job is the worker's view of the document, and args holds
+	// its Args when they fit. They are part of the run so that a job costs one allocation,
+	// not six (run, Job, Args, a cancel context and its closure, the context with the job).
+	ctx  runctx.Ctx
 	job  Job
-	jctx jobCtx
 	args [64]byte
 }
 
@@ -569,13 +569,12 @@ func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 		now := m.now()
 		for j, raw := range jobs {
 			m.seq++
-			// Not a child of a node context: registering each run with one parent took a lock
-			// all workers share. The manager holds every run and cancels them (cancelRuns).
-			ctx, cancel := context.WithCancelCause(context.Background())
+			// Its context is no child of a node context (registering each run with one parent
+			// took a lock all workers share): the manager holds every run and cancels them.
+			r := &run{queue: q, raw: raw, seq: m.seq, started: now, epoch: fetched.Epoch}
 			if m.canceled != nil {
-				cancel(m.canceled)
+				r.ctx.Cancel(m.canceled)
 			}
-			r := &run{queue: q, raw: raw, seq: m.seq, started: now, ctx: ctx, cancel: cancel, epoch: fetched.Epoch}
 			if reqs[i].Limits.Global > 0 {
 				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
@@ -657,7 +656,7 @@ func (m *manager) stopWorkers() {
 // this node's next fetch, which must not count it as this node's while the acker's call is on
 // its way.
 func (m *manager) release(r *run) {
-	r.cancel(nil)
+	r.ctx.Cancel(nil)
 	m.mu.Lock()
 	m.busy[r.queue]--
 	delete(m.running, r)
@@ -688,7 +687,7 @@ func (m *manager) orphanAll() int {
 	for r := range m.running {
 		if r.orphan() {
 			r.lease = ""
-			r.cancel(errBuried)
+			r.ctx.Cancel(errBuried)
 			n++
 		}
 	}
@@ -712,7 +711,7 @@ func (m *manager) cancelRuns(cause error) {
 		m.canceled = cause
 	}
 	for r := range m.running {
-		r.cancel(cause)
+		r.ctx.Cancel(cause)
 	}
 }
 
@@ -724,7 +723,7 @@ func (m *manager) cancelJID(jid string) bool {
 	found := false
 	for r := range m.running {
 		if r.jid == jid && jid != "" {
-			r.cancel(errCanceled)
+			r.ctx.Cancel(errCanceled)
 			found = true
 		}
 	}

@@ -166,7 +166,7 @@ func (e *Exq) awaitWorker(r *run, job *Job) bool {
 	if !r.claim() {
 		return true // handed back by the shutdown
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), e.opts.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(&r.ctx), e.opts.RedisTimeout)
 	defer cancel()
 	moved, err := e.jq.PutBack(ctx, r.queue, r.raw)
 	switch {

@@ -92,8 +92,7 @@ func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
 	rec := &recorder{}
 	e := v.start(Options{Queues: []Queue{}, Workers: map[string]Worker{"W": rec}, DisableScheduler: true})
 	raw := `{"class":"W","args":[],"queue":"q","jid":"early"}`
-	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &run{queue: "q", raw: raw, seq: 1, started: time.Now(), ctx: ctx, cancel: cancel}
+	r := &run{queue: "q", raw: raw, seq: 1, started: time.Now()}
 	e.mgr.mu.Lock()
 	e.mgr.busy["q"]++
 	e.mgr.running[r] = struct{}{}
@@ -102,7 +101,7 @@ func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
 
 	// Stop's hand-back claims the job before a worker goroutine picked it up.
 	require.True(t, r.handBack())
-	cancel(errShutdown)
+	r.ctx.Cancel(errShutdown)
 	e.process(r)
 	assert.Zero(t, rec.count(), "the worker never runs a job that is back in its queue")
 	assert.Zero(t, e.mgr.inFlight(), "its slot is free")

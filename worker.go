@@ -58,7 +58,8 @@ func (e *Exq) process(r *run) {
 	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {
 		e.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
 	}
-	ctx := r.ctx
+	r.ctx.Set(jobKey{}, job) // for JobFromContext
+	var ctx context.Context = &r.ctx
 	timeout := e.timeoutFor(job.worker)
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -72,8 +73,7 @@ func (e *Exq) process(r *run) {
 		began = time.Now()
 		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
-	r.jctx = jobCtx{Context: ctx, job: job}
-	err = e.perform(&r.jctx, job)
+	err = e.perform(ctx, job)
 	if e.events.has() {
 		// The outcome's write may make the job runnable again (a retry, a snooze): its next
 		// run on this node reports JobStarted after this run's outcome.
@@ -96,7 +96,7 @@ func (e *Exq) process(r *run) {
 	}
 	var out outcome
 	switch {
-	case errors.Is(context.Cause(r.ctx), errCanceled):
+	case errors.Is(r.ctx.Cause(), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
 		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
 		out = e.bury(r, job, "Canceled", "exq.Canceled")
@@ -168,24 +168,8 @@ func JobFromContext(ctx context.Context) *Job {
 	return j
 }
 
-// jobCtx is the context a worker gets: its run's, carrying the job for JobFromContext. It is
-// WithJob's context without an allocation of its own (it lives in the run); a context
-// derived from it registers with the run's, as from any other.
-type jobCtx struct {
-	context.Context
-	job *Job
-}
-
-// Value returns the job for JobFromContext's key, and asks the run's context otherwise.
-func (c *jobCtx) Value(key any) any {
-	if _, ok := key.(jobKey); ok {
-		return c.job
-	}
-	return c.Context.Value(key)
-}
-
 // perform runs the middleware chain and the worker, turning a panic anywhere in them into a
-// failure. ctx carries the job (WithJob, or a jobCtx).
+// failure. ctx carries the job (WithJob, or a run's context).
 func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
