@@ -8,6 +8,7 @@ package runctx
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,11 +17,12 @@ import (
 type Ctx struct {
 	key, val any // the one value it carries (Set), before it is handed out
 
-	mu     sync.Mutex
-	inner  context.Context // made on first need; Background's cancellable child
-	cancel context.CancelCauseFunc
-	ended  bool  // Cancel was called
-	cause  error // its first cause
+	mu       sync.Mutex
+	inner    context.Context // made on first need; Background's cancellable child
+	cancel   context.CancelCauseFunc
+	ended    bool        // Cancel was called
+	cause    error       // its first cause
+	canceled atomic.Bool // ended, read without mu (Cause before any Cancel: every run's end)
 }
 
 // Set makes Value(key) return val. Call it before the context is handed to anyone.
@@ -67,6 +69,7 @@ func (c *Ctx) Cancel(cause error) {
 	defer c.mu.Unlock()
 	if !c.ended {
 		c.ended, c.cause = true, cause
+		c.canceled.Store(true)
 	}
 	if c.inner != nil {
 		c.cancel(c.cause)
@@ -76,6 +79,9 @@ func (c *Ctx) Cancel(cause error) {
 // Cause is the cause given to the first Cancel (nil before it, or for Cancel(nil)), read
 // without making the inner context.
 func (c *Ctx) Cause() error {
+	if !c.canceled.Load() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cause
