@@ -80,9 +80,8 @@ func DecompressBacktrace(raw json.RawMessage) ([]string, error) {
 }
 
 // PanicBacktrace is the stack where a panic happened (the callers' pcs, or else the text of
-// debug.Stack), one frame per line in Ruby's format
-// ("file:line:in `function'"), which Sidekiq's Web UI shows, innermost first. Frames of the
-// recovery itself are left out.
+// debug.Stack), one frame per line in Ruby's format ("file:line:in `function'"), which
+// Sidekiq's Web UI shows, innermost first. Frames of the recovery itself are left out.
 func PanicBacktrace(pcs []uintptr, stack []byte) []string {
 	var lines []string
 	if len(pcs) > 0 {
