@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -58,24 +61,72 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 		SkipMissing(t, "needs the redis-server binary on PATH (apt-get install redis-server)")
 	}
 	s := &Server{t: t, Port: o.Port, Dir: t.TempDir()}
-	if s.Port == 0 {
-		s.Port = FreePort(t)
-	}
-	s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.Dir, "--logfile", "redis.log"}
-	if o.NoPort {
-		s.args = append(s.args, "--port", "0")
-	} else {
-		s.args = append(s.args, "--port", strconv.Itoa(s.Port))
-	}
-	if o.AOF {
-		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		s.args = append(s.args, "--appendonly", "no")
-	}
-	s.args = append(s.args, o.Args...)
-	s.Start()
 	t.Cleanup(s.Kill)
-	return s
+	for attempt := 1; ; attempt++ {
+		if o.Port == 0 {
+			s.Port = freeServerPort(t, o.Args)
+		}
+		s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.Dir, "--logfile", "redis.log"}
+		if o.NoPort {
+			s.args = append(s.args, "--port", "0")
+		} else {
+			s.args = append(s.args, "--port", strconv.Itoa(s.Port))
+		}
+		if o.AOF {
+			s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
+		} else {
+			s.args = append(s.args, "--appendonly", "no")
+		}
+		s.args = append(s.args, o.Args...)
+		err := s.start()
+		if err == nil {
+			return s
+		}
+		// A port picked here can be taken by another process before the server binds it
+		// (tests start servers in parallel, and a cluster node binds its port + 10000 too).
+		if !errors.Is(err, errPortTaken) || o.Port != 0 || attempt == 5 {
+			t.Fatalf("%v", err)
+		}
+		s.Kill()
+		_ = os.Remove(s.Dir + "/redis.log")
+	}
+}
+
+// answers reports whether the server on c replies to PING (any reply: +PONG, or -NOAUTH
+// with a password); with tlsOnly it does not ask.
+func answers(c net.Conn, tlsOnly bool) error {
+	if tlsOnly {
+		return nil
+	}
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	var b [1]byte
+	_, err := c.Read(b[:])
+	return err
+}
+
+// errPortTaken is start's error when the server could not bind a port it was given.
+var errPortTaken = errors.New("address already in use")
+
+// freeServerPort is FreePort, and for a cluster node (--cluster-enabled in args) a port whose
+// cluster bus port (port + 10000) was free a moment ago too.
+func freeServerPort(t testing.TB, args []string) int {
+	t.Helper()
+	if !slices.Contains(args, "--cluster-enabled") {
+		return FreePort(t)
+	}
+	for {
+		p := FreePort(t)
+		if p+10000 > 65535 {
+			continue
+		}
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
+			ln.Close()
+			return p
+		}
+	}
 }
 
 // Addr is host:port of the server.
@@ -88,23 +139,41 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // accepts connections.
 func (s *Server) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("%v", err)
+	}
+}
+
+// start is Start, returning its error (errPortTaken when the server's log says a port it
+// was to bind is in use, at once rather than after WaitTimeout).
+func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cmd := exec.Command("redis-server", s.args...)
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
 	s.cmd = cmd
 	deadline := time.Now().Add(WaitTimeout)
+	tlsOnly := slices.Contains(s.args, "--tls-port")
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr(), 100*time.Millisecond)
 		if err == nil {
+			// The port accepts as soon as it is bound, before the server has bound the rest
+			// (a cluster node's bus port) and may still exit: a reply to PING says it runs.
+			// (A TLS port is taken at its word.)
+			err = answers(c, tlsOnly)
 			c.Close()
-			return
+			if err == nil {
+				return nil
+			}
+		}
+		log, _ := os.ReadFile(s.Dir + "/redis.log")
+		if bytes.Contains(log, []byte("Address already in use")) {
+			return fmt.Errorf("redis-server on %d: %w\n%s", s.Port, errPortTaken, log)
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(s.Dir + "/redis.log")
-			s.t.Fatalf("redis-server on %d did not come up: %v\n%s", s.Port, err, log)
+			return fmt.Errorf("redis-server on %d did not come up: %v\n%s", s.Port, err, log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
