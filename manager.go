@@ -102,9 +102,6 @@ type manager struct {
 	workers   sync.WaitGroup // worker goroutines
 	polls     atomic.Uint64  // fetch round trips that succeeded
 	quiet     atomic.Bool    // fetch nothing more (TSTP, TERM, Quiet)
-	// canceled is the cause every run's context was cancelled with at shutdown (cancelRuns),
-	// nil before; a run dispatched after it starts cancelled.
-	canceled error
 }
 
 // managerParts are what a manager is built from.
@@ -572,9 +569,6 @@ func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 			// Its context is no child of a node context (registering each run with one parent
 			// took a lock all workers share): the manager holds every run and cancels them.
 			r := &run{queue: q, raw: raw, seq: m.seq, started: now, epoch: fetched.Epoch}
-			if m.canceled != nil {
-				r.ctx.Cancel(m.canceled)
-			}
 			if reqs[i].Limits.Global > 0 {
 				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
@@ -701,15 +695,12 @@ func (m *manager) setJID(r *run, jid string) {
 	m.mu.Unlock()
 }
 
-// cancelRuns cancels the context of every run of this node with cause, and of every run
-// dispatched after it: Stop calls it when the grace period is over, and once every worker
-// has returned.
+// cancelRuns cancels the context of every run of this node with cause: Stop calls it when
+// the grace period is over, and once every worker has returned. The poll loop, which alone
+// dispatches runs, has ended by then, so no run comes after it.
 func (m *manager) cancelRuns(cause error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.canceled == nil {
-		m.canceled = cause
-	}
 	for r := range m.running {
 		r.ctx.Cancel(cause)
 	}
