@@ -20,9 +20,8 @@ type Ctx struct {
 	mu       sync.Mutex
 	inner    context.Context // made on first need; Background's cancellable child
 	cancel   context.CancelCauseFunc
-	ended    bool        // Cancel was called
-	cause    error       // its first cause
-	canceled atomic.Bool // ended, read without mu (Cause before any Cancel: every run's end)
+	cause    error       // the first Cancel's cause
+	canceled atomic.Bool // Cancel was called; set under mu, read without it by Cause
 }
 
 // Set makes Value(key) return val. Call it before the context is handed to anyone.
@@ -41,7 +40,7 @@ func (c *Ctx) Err() error {
 	if c.inner != nil {
 		return c.inner.Err()
 	}
-	if c.ended {
+	if c.canceled.Load() {
 		return context.Canceled
 	}
 	return nil
@@ -55,20 +54,21 @@ func (c *Ctx) Value(key any) any {
 		return c.val
 	}
 	c.mu.Lock()
-	made := c.inner != nil || c.ended
-	c.mu.Unlock()
-	if !made {
+	if c.inner == nil && !c.canceled.Load() {
+		c.mu.Unlock()
 		return nil
 	}
-	return c.made().Value(key)
+	inner := c.makeLocked()
+	c.mu.Unlock()
+	return inner.Value(key)
 }
 
 // Cancel cancels the context with cause (nil means context.Canceled). The first cause stays.
 func (c *Ctx) Cancel(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.ended {
-		c.ended, c.cause = true, cause
+	if !c.canceled.Load() {
+		c.cause = cause
 		c.canceled.Store(true)
 	}
 	if c.inner != nil {
@@ -91,9 +91,14 @@ func (c *Ctx) Cause() error {
 func (c *Ctx) made() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.makeLocked()
+}
+
+// makeLocked is made with mu held.
+func (c *Ctx) makeLocked() context.Context {
 	if c.inner == nil {
 		c.inner, c.cancel = context.WithCancelCause(context.Background())
-		if c.ended {
+		if c.canceled.Load() {
 			c.cancel(c.cause)
 		}
 	}
