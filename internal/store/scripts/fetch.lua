@@ -26,16 +26,26 @@ local nq = (#ARGV - 2) / 2
 -- With several queues, one EXISTS spares a SISMEMBER per queue when nothing is paused (an
 -- idle node polls every queue at its cap).
 local anyPaused = nq == 1 or redis.call('EXISTS', KEYS[1]) == 1
+local wrote = false
 for i = 1, nq do
   local src, dst = KEYS[2*i + 3], KEYS[2*i + 4]
   local got = {redis.call('LLEN', dst)}
   if not anyPaused or redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
     for _ = 1, tonumber(ARGV[2*i + 2]) do
-      -- RPOP, then LPUSH, not RPOPLPUSH: the first write is a removal, so the fetch runs when
-      -- Redis is out of memory (scripts.go). (LLEN above failed if dst is not a list.)
-      local job = redis.call('RPOP', src)
-      if not job then break end
-      redis.call('LPUSH', dst, job)
+      -- The first job of the call: RPOP, then LPUSH, so that the first write is a removal and
+      -- the fetch runs when Redis is out of memory (scripts.go; LLEN above failed if dst is not
+      -- a list). Once the script has written, Redis refuses none of its writes: the others
+      -- move with RPOPLPUSH, one command instead of two and the job not copied through Lua.
+      local job
+      if wrote then
+        job = redis.call('RPOPLPUSH', src, dst)
+        if not job then break end
+      else
+        job = redis.call('RPOP', src)
+        if not job then break end
+        redis.call('LPUSH', dst, job)
+        wrote = true
+      end
       got[#got + 1] = job
     end
     if #got > 1 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end

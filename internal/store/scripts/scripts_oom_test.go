@@ -355,3 +355,27 @@ func TestFetchIntoABackupListThatIsNotAListLeavesTheJobInItsQueue(t *testing.T) 
 		})
 	}
 }
+
+// Out of memory, Fetch moves its first job with RPOP and LPUSH (a removal first, so Redis lets
+// it start) and the others with RPOPLPUSH, which Redis refuses only as a script's first write:
+// every job asked for moves, from every queue, in order.
+func TestFetchMovesEveryJobAskedForWhenRedisIsOutOfMemory(t *testing.T) {
+	srv := testutil.MemoryLimited(t, 8)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	k := wire.NewKeys("oomfetch")
+	require.NoError(t, c.RPush(ctx, k.Queue("a"), "a3", "a2", "a1").Err())
+	require.NoError(t, c.RPush(ctx, k.Queue("b"), "b2", "b1").Err())
+	srv.OutOfMemory(t)
+	reply, err := Fetch.Run(ctx, c,
+		[]string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+			k.Queue("a"), k.Backup(node, "a"), k.Queue("b"), k.Backup(node, "b")},
+		node, "", "a", 3, "b", 5).Slice()
+	require.NoError(t, err)
+	assert.Equal(t, []any{[]any{int64(0), "a1", "a2", "a3"}, []any{int64(0), "b1", "b2"}}, reply)
+	assert.Equal(t, []string{"a3", "a2", "a1"}, c.LRange(ctx, k.Backup(node, "a"), 0, -1).Val())
+	assert.Equal(t, []string{"b2", "b1"}, c.LRange(ctx, k.Backup(node, "b"), 0, -1).Val())
+	assert.Zero(t, c.Exists(ctx, k.Queue("a"), k.Queue("b")).Val())
+	assert.ElementsMatch(t, []string{"a", "b"}, c.SMembers(ctx, k.BackupQueues(node)).Val())
+}
