@@ -229,16 +229,21 @@ func DecodeHeader(raw string) (Header, error) {
 			if i >= len(raw) || raw[i] != '"' {
 				return h, syntaxPoison(raw)
 			}
-			keyEnd := validString(raw, i)
+			keyEnd, escaped := scanString(raw, i)
 			if keyEnd < 0 {
 				return h, syntaxPoison(raw)
 			}
-			key := unquote(raw[i:keyEnd])
+			key := stringAt(raw[i:keyEnd], escaped)
 			if i = skipWS(raw, keyEnd); i >= len(raw) || raw[i] != ':' {
 				return h, syntaxPoison(raw)
 			}
 			i = skipWS(raw, i+1)
-			end := validValue(raw, i, 1)
+			var end int
+			if i < len(raw) && raw[i] == '"' {
+				end, escaped = scanString(raw, i)
+			} else {
+				end, escaped = validValue(raw, i, 1), true // not a string: stringAt gives ""
+			}
 			if end < 0 {
 				return h, syntaxPoison(raw)
 			}
@@ -249,9 +254,9 @@ func DecodeHeader(raw string) (Header, error) {
 			case "args":
 				args = v
 			case "queue":
-				h.Queue = stringOf(v)
+				h.Queue = stringAt(v, escaped)
 			case "jid":
-				h.JID = stringOf(v)
+				h.JID = stringAt(v, escaped)
 			case "retry":
 				h.Retry = v
 			case "retry_count":
@@ -269,15 +274,15 @@ func DecodeHeader(raw string) (Header, error) {
 			case "error_class":
 				h.ErrorClass = stringPtrOf(v)
 			case "unique_until":
-				h.UniqueUntil = stringOf(v)
+				h.UniqueUntil = stringAt(v, escaped)
 			case "unique_token":
-				h.UniqueToken = stringOf(v)
+				h.UniqueToken = stringAt(v, escaped)
 			case "bid":
-				h.Bid = stringOf(v)
+				h.Bid = stringAt(v, escaped)
 			case "wfid":
-				h.Workflow = stringOf(v)
+				h.Workflow = stringAt(v, escaped)
 			case "wf_job":
-				h.WorkflowJob = stringOf(v)
+				h.WorkflowJob = stringAt(v, escaped)
 			}
 			if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {
 				i = skipWS(raw, i+1)
@@ -323,7 +328,7 @@ func unquote(v string) string {
 	if len(v) < 2 || v[0] != '"' {
 		return ""
 	}
-	if body := v[1 : len(v)-1]; !strings.ContainsAny(body, "\\") {
+	if body := v[1 : len(v)-1]; strings.IndexByte(body, '\\') < 0 {
 		return body
 	}
 	var out string
@@ -331,7 +336,14 @@ func unquote(v string) string {
 	return out
 }
 
-func stringOf(v string) string { return unquote(v) }
+// stringAt is unquote for a literal scanString read: when it held no escape, its value is
+// the bytes between its quotes.
+func stringAt(v string, escaped bool) string {
+	if !escaped && len(v) >= 2 && v[0] == '"' {
+		return v[1 : len(v)-1]
+	}
+	return unquote(v)
+}
 
 func stringPtrOf(v string) *string {
 	if len(v) == 0 || v[0] != '"' {

@@ -124,46 +124,58 @@ func hasAt(s string, i int, word string) bool {
 
 // validString checks the string starting at s[i] == '"' and returns the index after it, or -1.
 func validString(s string, i int) int {
-	for i++; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return i + 1
-		case c < 0x20:
-			return -1
-		case c == '\\':
+	end, _ := scanString(s, i)
+	return end
+}
+
+// plainByte marks the bytes a JSON string holds as they are: all but control characters, the
+// quote and the backslash. (A table: the loop over a job's strings is DecodeHeader's hottest.)
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString is validString that also reports whether the string holds an escape, so that a
+// caller can take the bytes between the quotes as its value when it does not.
+func scanString(s string, i int) (end int, escaped bool) {
+	for i++; ; i++ {
+		for i < len(s) && plainByte[s[i]] {
 			i++
-			if i >= len(s) {
-				return -1
+		}
+		if i >= len(s) || s[i] < 0x20 {
+			return -1, escaped
+		}
+		if s[i] == '"' {
+			return i + 1, escaped
+		}
+		// A backslash.
+		escaped = true
+		i++
+		if i >= len(s) {
+			return -1, escaped
+		}
+		switch s[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if len(s)-i < 5 {
+				return -1, escaped
 			}
-			switch s[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(s)-i < 5 {
-					return -1
+			for _, h := range []byte(s[i+1 : i+5]) {
+				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					return -1, escaped
 				}
-				for _, h := range []byte(s[i+1 : i+5]) {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return -1
-					}
-				}
-				i += 4
-			default:
-				return -1
 			}
+			i += 4
+		default:
+			return -1, escaped
 		}
 	}
-	return -1
 }
 
 // validNumber checks the number starting at s[i] and returns the index after it, or -1.
 func validNumber(s string, i int) int {
-	digits := func(i int) int {
-		j := i
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		return j
-	}
 	if s[i] == '-' {
 		i++
 	}
@@ -171,12 +183,12 @@ func validNumber(s string, i int) int {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = digits(i + 1)
+		i = digitsFrom(s, i+1)
 	default:
 		return -1
 	}
 	if i < len(s) && s[i] == '.' {
-		j := digits(i + 1)
+		j := digitsFrom(s, i+1)
 		if j == i+1 {
 			return -1
 		}
@@ -187,11 +199,19 @@ func validNumber(s string, i int) int {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		j := digits(i)
+		j := digitsFrom(s, i)
 		if j == i {
 			return -1
 		}
 		i = j
+	}
+	return i
+}
+
+// digitsFrom returns the index of the first byte at or after i that is not a decimal digit.
+func digitsFrom(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
 	}
 	return i
 }
