@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -103,6 +104,52 @@ func TestFetchTakesTheOldestJobsIntoTheNodesBackupList(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Jobs[0], "a paused queue gives nothing")
 	assert.Equal(t, []int{3}, res.BackupLen)
+}
+
+// A fetch moves the oldest jobs of a queue as one block, oldest first in its reply, onto the
+// backup list in the order one pop and push per job would leave them (the oldest nearest the
+// tail, where an acknowledgement's LREM starts), behind the entries already there; more than a
+// thousand at once are pushed in several LPUSHes.
+func TestFetchMovesTheOldestJobsInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		queued, ask int
+	}{
+		{"fewer than queued", 5, 3},
+		{"more than queued", 2, 5},
+		{"none asked for", 3, 0},
+		{"thousands", 2500, 2100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			jq := v.store("n1")
+			jobs := make([]string, tc.queued) // oldest first
+			for i := range jobs {
+				jobs[i] = job("q", strconv.Itoa(i))
+				require.NoError(t, v.rdb.LPush(ctx(t), v.keys.Queue("q"), jobs[i]).Err())
+			}
+			require.NoError(t, v.rdb.LPush(ctx(t), v.keys.Backup("n1", "q"), "earlier").Err())
+			res, err := jq.Fetch(ctx(t), []FetchReq{{Queue: "q", N: tc.ask}}, time.Minute, time.Second)
+			require.NoError(t, err)
+			took := min(tc.ask, tc.queued)
+			if took == 0 {
+				assert.Empty(t, res.Jobs[0])
+			} else {
+				assert.Equal(t, jobs[:took], res.Jobs[0])
+			}
+			assert.Equal(t, []int{1}, res.BackupLen)
+			backup := []string{}
+			for i := took - 1; i >= 0; i-- {
+				backup = append(backup, jobs[i])
+			}
+			assert.Equal(t, append(backup, "earlier"), v.list(v.keys.Backup("n1", "q")), "newest at the head, then the earlier entry")
+			queue := []string{}
+			for i := tc.queued - 1; i >= took; i-- {
+				queue = append(queue, jobs[i])
+			}
+			assert.Equal(t, queue, v.list(v.keys.Queue("q")), "the newer jobs stay, in order")
+		})
+	}
 }
 
 func TestAckRemovesOneJobFromTheBackupListAndReleasesItsLock(t *testing.T) {

@@ -18,9 +18,8 @@
 // Redis 7 treats a script without one by the rule Redis 6 has: out of memory when the script
 // starts, its first write that may need memory (SET, LPUSH, ZADD… but not DEL, LREM, RPOP,
 // ZREM…) is refused, and once it has written, nothing more is. So a script's first write
-// decides: the ones that must run start with a removal (Beat its deadline, Fetch RPOP then
-// LPUSH for its first job, RPOPLPUSH for the others), the refused ones with an addition.
-// scripts_oom_test.go pins every script's side.
+// decides: the ones that must run start with a removal (Beat its deadline, Fetch LTRIM then
+// LPUSH), the refused ones with an addition. scripts_oom_test.go pins every script's side.
 package scripts
 
 import (

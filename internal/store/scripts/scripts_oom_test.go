@@ -356,9 +356,9 @@ func TestFetchIntoABackupListThatIsNotAListLeavesTheJobInItsQueue(t *testing.T) 
 	}
 }
 
-// Out of memory, Fetch moves its first job with RPOP and LPUSH (a removal first, so Redis lets
-// it start) and the others with RPOPLPUSH, which Redis refuses only as a script's first write:
-// every job asked for moves, from every queue, in order.
+// Out of memory, Fetch takes a queue's jobs off with LTRIM before it pushes them onto the
+// backup list (a removal first, so Redis lets it run; an addition is refused only as a
+// script's first write): every job asked for moves, from every queue, in order.
 func TestFetchMovesEveryJobAskedForWhenRedisIsOutOfMemory(t *testing.T) {
 	srv := testutil.MemoryLimited(t, 8)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
