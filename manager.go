@@ -35,6 +35,7 @@ type run struct {
 	queue    string
 	raw      string
 	seq      uint64 // fetch order, to hand jobs back oldest-next
+	at       int    // its index in manager.running, under manager.mu
 	started  time.Time
 	jid      string                        // set once decoded, under manager.mu
 	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
@@ -88,7 +89,7 @@ type manager struct {
 	subs     []Queue         // subscriptions, in order
 	busy     map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
 	asked    map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
-	running  map[*run]struct{}
+	running  []*run // every run from dispatch to release, in no order (run.at)
 	seq      uint64
 	leases   uint64              // the last lease/start number a fetch was given
 	ended    map[string][]string // leases of jobs ended since the last fetch, per queue
@@ -125,7 +126,6 @@ func newManager(parts managerParts, queues []Queue) *manager {
 		subs:         append([]Queue(nil), queues...),
 		busy:         map[string]int{},
 		asked:        map[string]bool{},
-		running:      map[*run]struct{}{},
 		ended:        map[string][]string{},
 		wake:         make(chan struct{}, 1),
 		slotFreed:    make(chan struct{}, 1),
@@ -294,7 +294,7 @@ func (m *manager) heldLeases() map[string][]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out map[string][]string
-	for r := range m.running {
+	for _, r := range m.running {
 		if r.lease != "" {
 			if out == nil {
 				out = map[string][]string{}
@@ -482,7 +482,7 @@ func (m *manager) run(ctx context.Context) {
 func (m *manager) reconcile(ctx context.Context) error {
 	m.mu.Lock()
 	held := map[string]int{}
-	for r := range m.running {
+	for _, r := range m.running {
 		if !r.orphaned() { // its entry was rescued; another run's may be there
 			held[r.raw]++
 		}
@@ -572,11 +572,12 @@ func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 			if reqs[i].Limits.Global > 0 {
 				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
-			m.busy[q]++
-			m.running[r] = struct{}{}
+			r.at = len(m.running)
+			m.running = append(m.running, r)
 			runs = append(runs, r)
 			n++
 		}
+		m.busy[q] += len(jobs)
 	}
 	m.jobs.Add(len(runs))
 	m.mu.Unlock()
@@ -653,7 +654,10 @@ func (m *manager) release(r *run) {
 	r.ctx.Cancel(nil)
 	m.mu.Lock()
 	m.busy[r.queue]--
-	delete(m.running, r)
+	last := m.running[len(m.running)-1] // r's place goes to the last run: no map, no hashing
+	last.at, m.running[r.at] = r.at, last
+	m.running[len(m.running)-1] = nil
+	m.running = m.running[:len(m.running)-1]
 	lease := r.lease // under mu: orphanAll clears it
 	if lease != "" {
 		m.ended[r.queue] = append(m.ended[r.queue], lease)
@@ -678,7 +682,7 @@ func (m *manager) orphanAll() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for r := range m.running {
+	for _, r := range m.running {
 		if r.orphan() {
 			r.lease = ""
 			r.ctx.Cancel(errBuried)
@@ -701,7 +705,7 @@ func (m *manager) setJID(r *run, jid string) {
 func (m *manager) cancelRuns(cause error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for r := range m.running {
+	for _, r := range m.running {
 		r.ctx.Cancel(cause)
 	}
 }
@@ -712,7 +716,7 @@ func (m *manager) cancelJID(jid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	found := false
-	for r := range m.running {
+	for _, r := range m.running {
 		if r.jid == jid && jid != "" {
 			r.ctx.Cancel(errCanceled)
 			found = true
@@ -726,7 +730,7 @@ func (m *manager) busyJobs() map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]string, len(m.running))
-	for r := range m.running {
+	for _, r := range m.running {
 		id := r.id()
 		out[id] = wire.Busy(r.queue, r.raw, r.started, m.jq.Node(), id, r.progress.Load())
 	}
@@ -756,7 +760,7 @@ func (m *manager) inFlight() int {
 func (m *manager) handBackAll(ctx context.Context) {
 	m.mu.Lock()
 	byQueue := map[string][]*run{}
-	for r := range m.running {
+	for _, r := range m.running {
 		if r.handBack() {
 			byQueue[r.queue] = append(byQueue[r.queue], r)
 		}

@@ -95,7 +95,8 @@ func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
 	r := &run{queue: "q", raw: raw, seq: 1, started: time.Now()}
 	e.mgr.mu.Lock()
 	e.mgr.busy["q"]++
-	e.mgr.running[r] = struct{}{}
+	r.at = len(e.mgr.running)
+	e.mgr.running = append(e.mgr.running, r)
 	e.mgr.jobs.Add(1)
 	e.mgr.mu.Unlock()
 
