@@ -261,51 +261,72 @@ func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience 
 	for _, r := range reqs {
 		limited = limited || r.Limits.Any()
 	}
-	var res []any
-	var err error
 	epoch := jq.incarnation()
 	if limited {
-		res, err = jq.fetchLimited(ctx, reqs, leaseTTL, patience, epoch)
-	} else {
-		// No limit: the script and the arguments of a node without limits, nothing more.
-		keys := make([]string, 4, 4+2*len(reqs))
-		keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
-		args := make([]any, 2, 2+2*len(reqs))
-		args[0], args[1] = jq.node, epoch
-		for _, r := range reqs {
-			keys = append(keys, jq.keys.Queue(r.Queue), jq.keys.Backup(jq.node, r.Queue))
-			args = append(args, r.Queue, r.N)
+		res, err := jq.fetchLimited(ctx, reqs, leaseTTL, patience, epoch)
+		if err != nil {
+			return FetchRes{}, asBuried(err)
 		}
-		res, err = scripts.Fetch.Run(ctx, jq.rdb, keys, args...).Slice()
+		return limitedFetchRes(reqs, res, epoch)
 	}
+	// No limit: the script and the arguments of a node without limits, nothing more.
+	keys := make([]string, 4, 4+2*len(reqs))
+	keys[0], keys[1], keys[2], keys[3] = jq.keys.Paused(), jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs(), jq.keys.BackupQueues(jq.node)
+	args := make([]any, 2, 2+2*len(reqs))
+	args[0], args[1] = jq.node, epoch
+	for _, r := range reqs {
+		keys = append(keys, jq.keys.Queue(r.Queue), jq.keys.Backup(jq.node, r.Queue))
+		args = append(args, r.Queue, r.N)
+	}
+	flat, err := scripts.RunFetch(ctx, jq.rdb, keys, args...)
 	if err != nil {
 		return FetchRes{}, asBuried(err)
 	}
+	// fetch.lua: per queue, the backup list's length, the number n of jobs, the n jobs.
+	out := FetchRes{Jobs: make([][]string, len(reqs)), BackupLen: make([]int, len(reqs)), Epoch: epoch}
+	p := 0
+	for i := range reqs {
+		if p+2 > len(flat) {
+			return FetchRes{}, fmt.Errorf("fetch: a reply of %d items ends before queue %d", len(flat), i+1)
+		}
+		backup, err1 := strconv.Atoi(flat[p])
+		n, err2 := strconv.Atoi(flat[p+1])
+		if err1 != nil || err2 != nil || n < 0 || p+2+n > len(flat) {
+			return FetchRes{}, fmt.Errorf("fetch: unexpected reply for queue %d: %q %q", i+1, flat[p], flat[p+1])
+		}
+		out.BackupLen[i] = backup
+		if n > 0 {
+			out.Jobs[i] = flat[p+2 : p+2+n : p+2+n]
+		}
+		p += 2 + n
+	}
+	if p != len(flat) {
+		return FetchRes{}, fmt.Errorf("fetch: %d items in the reply after its %d queues", len(flat)-p, len(reqs))
+	}
+	return out, nil
+}
+
+// limitedFetchRes reads fetch_limited.lua's reply: per request {backup length, wait, jobs…}.
+func limitedFetchRes(reqs []FetchReq, res []any, epoch string) (FetchRes, error) {
 	if len(res) != len(reqs) {
 		return FetchRes{}, fmt.Errorf("fetch: %d replies for %d queues", len(res), len(reqs))
 	}
-	out := FetchRes{Jobs: make([][]string, len(res)), BackupLen: make([]int, len(res)), Epoch: epoch}
-	head := 1 // fetch.lua: {backup length, jobs…}; fetch_limited.lua: {backup length, wait, jobs…}
-	if limited {
-		head = 2
-		out.Wait = make([]time.Duration, len(res))
-	}
+	out := FetchRes{Jobs: make([][]string, len(res)), BackupLen: make([]int, len(res)), Epoch: epoch,
+		Wait: make([]time.Duration, len(res))}
 	for i, r := range res {
 		list, _ := r.([]any)
-		if len(list) < head {
+		if len(list) < 2 {
 			return FetchRes{}, fmt.Errorf("fetch: unexpected reply %v", r)
 		}
 		n, _ := list[0].(int64)
 		out.BackupLen[i] = int(n)
-		if limited {
-			out.Wait[i] = -1 // the script's -1: no limit holds the queue back
-			if w, _ := list[1].(int64); w >= 0 {
-				out.Wait[i] = time.Duration(w) * time.Millisecond
-			}
+		out.Wait[i] = -1 // the script's -1: no limit holds the queue back
+		if w, _ := list[1].(int64); w >= 0 {
+			out.Wait[i] = time.Duration(w) * time.Millisecond
 		}
-		if len(list) > head {
-			jobs := make([]string, 0, len(list)-head)
-			for _, j := range list[head:] {
+		if len(list) > 2 {
+			jobs := make([]string, 0, len(list)-2)
+			for _, j := range list[2:] {
 				if s, ok := j.(string); ok {
 					jobs = append(jobs, s)
 				}

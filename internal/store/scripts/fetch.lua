@@ -13,10 +13,12 @@
 -- KEYS[2i+3] P queue:<q_i>          KEYS[2i+4] P queue:backup::<node>::<q_i>
 -- ARGV[1] node   ARGV[2] its incarnation token ('' for a node without heartbeats: no check)
 -- ARGV[2i+1] q_i (its name, for the paused set)   ARGV[2i+2] the most jobs to take from q_i
--- Returns, for each queue in order, {length of the backup list before this call, raw jobs
--- taken, oldest first…}. The length lets the node see entries it does not hold: jobs of an
--- earlier fetch whose reply was lost, e.g. when a client library sent this script again after
--- the connection broke (the first run's jobs would otherwise sit there until the node dies).
+-- Returns one flat array (read without a generic reply's boxing, scripts.RunFetch): for each
+-- queue in order, the length of its backup list before this call, the number n of jobs taken,
+-- then those n raw jobs, oldest first. The length lets the node see entries it does not hold:
+-- jobs of an earlier fetch whose reply was lost, e.g. when a client library sent this script
+-- again after the connection broke (the first run's jobs would otherwise sit there until the
+-- node dies).
 local node, epoch = ARGV[1], ARGV[2]
 if epoch ~= '' and (not redis.call('ZSCORE', KEYS[2], node) or redis.call('HGET', KEYS[3], node) ~= epoch) then
   return redis.error_reply('BURIED this node was taken for dead and its jobs were rescued')
@@ -28,7 +30,8 @@ local nq = (#ARGV - 2) / 2
 local anyPaused = nq == 1 or redis.call('EXISTS', KEYS[1]) == 1
 for i = 1, nq do
   local src, dst = KEYS[2*i + 3], KEYS[2*i + 4]
-  local got = {redis.call('LLEN', dst)}
+  local before = redis.call('LLEN', dst)
+  local got = {}
   if not anyPaused or redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
     local n = tonumber(ARGV[2*i + 2])
     if n > 0 then
@@ -43,13 +46,15 @@ for i = 1, nq do
         for k = #tail, 1, -1 do got[#got + 1] = tail[k] end
         -- Oldest first, so that it ends up nearest the tail, as a pop and push per job left it
         -- (a thousand at a time: unpack's limit is Lua's stack).
-        for k = 2, #got, 1000 do
+        for k = 1, #got, 1000 do
           redis.call('LPUSH', dst, unpack(got, k, math.min(k + 999, #got)))
         end
       end
     end
-    if #got > 1 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end
+    if #got > 0 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end
   end
-  out[i] = got
+  out[#out + 1] = before
+  out[#out + 1] = #got
+  for k = 1, #got do out[#out + 1] = got[k] end
 end
 return out

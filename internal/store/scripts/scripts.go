@@ -23,6 +23,7 @@
 package scripts
 
 import (
+	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
@@ -159,3 +160,27 @@ var (
 // withPush puts push.lua's functions (the key type check and the pushes of collected jobs)
 // before src, so that every script that writes jobs writes them alike.
 func withPush(src string) string { return pushSrc + src }
+
+// Processor runs a command: any go-redis client.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// RunFetch runs Fetch as Script.Run does (EVALSHA, then EVAL when the server lacks the script)
+// and reads its flat reply as strings: a generic reply boxes every job in an interface, an
+// allocation per job on the poll loop's path.
+func RunFetch(ctx context.Context, c Processor, keys []string, args ...any) ([]string, error) {
+	cmdArgs := make([]any, 3, 3+len(keys)+len(args))
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", Fetch.Hash(), len(keys)
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewStringSliceCmd(ctx, cmdArgs...)
+	if err := c.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmdArgs[0], cmdArgs[1] = "eval", fetchSrc
+		cmd = redis.NewStringSliceCmd(ctx, cmdArgs...)
+		_ = c.Process(ctx, cmd)
+	}
+	return cmd.Result()
+}
