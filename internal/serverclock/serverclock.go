@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,11 +31,15 @@ type Clock struct {
 	// sample at once (a Client's first burst of enqueues) share one TIME round trip.
 	syncing chan struct{}
 
-	mu      sync.Mutex
-	server  time.Time // the server's time at the last sample
-	at      time.Time // local's reading at that instant
-	sampled bool
-	skew    time.Duration // server − local at the last sample, for the logs
+	mu   sync.Mutex             // held by Sync while it compares and replaces the sample
+	last atomic.Pointer[sample] // nil before the first sample; read without a lock (Now runs for every job)
+}
+
+// sample is one reading of the server's clock.
+type sample struct {
+	server time.Time     // the server's time at the sample
+	at     time.Time     // local's reading at that instant
+	skew   time.Duration // server − local, for the logs
 }
 
 // clientClockAge is how old the sample of a Client or an API may be before a call that needs
@@ -63,12 +68,11 @@ func New(read func(context.Context) (time.Time, error), local func() time.Time, 
 // clock: nodes take one in Start, and Clients and APIs call fresh before they read now.
 func (c *Clock) Now() time.Time {
 	l := c.local()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.sampled {
+	last := c.last.Load()
+	if last == nil {
 		return l
 	}
-	return c.server.Add(l.Sub(c.at))
+	return last.server.Add(l.Sub(last.at))
 }
 
 // Sync takes a sample of the server's clock.
@@ -82,18 +86,19 @@ func (c *Clock) Sync(ctx context.Context) error {
 	rtt := after.Sub(before)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sampled && rtt > maxClockRoundTrip {
+	last := c.last.Load()
+	if last != nil && rtt > maxClockRoundTrip {
 		return nil // a stalled round trip: the sample in hand is the better one
 	}
 	at := before.Add(rtt / 2)
 	// The wall readings, without the monotonic ones, say how far the clocks are apart.
 	skew := server.Sub(at.Round(0))
-	if c.log != nil && (!c.sampled && (skew > clockSkewWarning || skew < -clockSkewWarning) ||
-		c.sampled && (skew-c.skew > clockSkewWarning || c.skew-skew > clockSkewWarning)) {
+	if c.log != nil && (last == nil && (skew > clockSkewWarning || skew < -clockSkewWarning) ||
+		last != nil && (skew-last.skew > clockSkewWarning || last.skew-skew > clockSkewWarning)) {
 		c.log.Warn("exq: this process's clock differs from the Redis server's; exq times jobs, ticks and locks by the server's clock",
 			"server_minus_local", skew.Round(time.Millisecond))
 	}
-	c.server, c.at, c.skew, c.sampled = server, at, skew, true
+	c.last.Store(&sample{server: server, at: at, skew: skew})
 	return nil
 }
 
@@ -123,9 +128,8 @@ func (c *Clock) Fresh(ctx context.Context, maxAge time.Duration) error {
 // Young reports whether there is a sample younger than maxAge, and whether there is one.
 func (c *Clock) Young(maxAge time.Duration) (ok, sampled bool) {
 	l := c.local()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sampled && l.Sub(c.at) < maxAge, c.sampled
+	last := c.last.Load()
+	return last != nil && l.Sub(last.at) < maxAge, last != nil
 }
 
 // Run takes a sample every interval until ctx ends.
