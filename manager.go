@@ -89,7 +89,7 @@ type manager struct {
 	subs     []Queue         // subscriptions, in order
 	busy     map[string]int  // running jobs per queue, kept across unsubscribe/subscribe
 	asked    map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
-	running  []*run // every run from dispatch to release, in no order (run.at)
+	running  []*run          // every run from dispatch to release, in no order (run.at)
 	seq      uint64
 	leases   uint64              // the last lease/start number a fetch was given
 	ended    map[string][]string // leases of jobs ended since the last fetch, per queue
