@@ -478,9 +478,15 @@ func TestAPIStatsProcessesBusyAndSignals(t *testing.T) {
 	}
 	assert.Equal(t, Stats{Processed: 1, Failed: 1}, sum)
 
-	testutil.WaitFor(t, "the slow job is busy", func() bool {
+	// The busy list is written every 10 ms from the running jobs: the failed job is among them
+	// from its stats until its slot is freed, and the slow one only once it is fetched.
+	testutil.WaitFor(t, "the slow job alone is busy", func() bool {
 		b, _ := a.BusyJobs(ctx)
-		return len(b) == 1
+		if len(b) != 1 {
+			return false
+		}
+		j, err := b[0].JobRecord.Job()
+		return err == nil && j.JID == "slow"
 	})
 	busy, _ := a.BusyJobs(ctx)
 	assert.Equal(t, e.NodeID(), busy[0].Node)
