@@ -30,8 +30,9 @@ local nq = (#ARGV - 2) / 2
 local anyPaused = nq == 1 or redis.call('EXISTS', KEYS[1]) == 1
 for i = 1, nq do
   local src, dst = KEYS[2*i + 3], KEYS[2*i + 4]
-  local before = redis.call('LLEN', dst)
-  local got = {}
+  out[#out + 1] = redis.call('LLEN', dst)
+  local count = #out + 1 -- where the number of jobs taken goes, the jobs after it
+  out[count] = 0
   if not anyPaused or redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
     local n = tonumber(ARGV[2*i + 2])
     if n > 0 then
@@ -43,18 +44,16 @@ for i = 1, nq do
       local tail = redis.call('LRANGE', src, -n, -1) -- newest first, the oldest last
       if #tail > 0 then
         redis.call('LTRIM', src, 0, -#tail - 1)
-        for k = #tail, 1, -1 do got[#got + 1] = tail[k] end
+        for k = #tail, 1, -1 do out[#out + 1] = tail[k] end
         -- Oldest first, so that it ends up nearest the tail, as a pop and push per job left it
         -- (a thousand at a time: unpack's limit is Lua's stack).
-        for k = 1, #got, 1000 do
-          redis.call('LPUSH', dst, unpack(got, k, math.min(k + 999, #got)))
+        for k = count + 1, #out, 1000 do
+          redis.call('LPUSH', dst, unpack(out, k, math.min(k + 999, #out)))
         end
+        out[count] = #tail
+        redis.call('SADD', KEYS[4], ARGV[2*i + 1])
       end
     end
-    if #got > 0 then redis.call('SADD', KEYS[4], ARGV[2*i + 1]) end
   end
-  out[#out + 1] = before
-  out[#out + 1] = #got
-  for k = 1, #got do out[#out + 1] = got[k] end
 end
 return out
