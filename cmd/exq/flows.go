@@ -59,7 +59,41 @@ type workflowJobJSON struct {
 	Waiting          int      `json:"waiting"`
 	RunOnParentDeath bool     `json:"run_on_parent_death"`
 	Reason           string   `json:"reason,omitempty"`
+	resultJSON
 }
+
+// resultJSON is the result a job stored, as --json prints it: the start of its JSON text (a
+// string: a cut document is no JSON), its whole size, and whether it was cut.
+type resultJSON struct {
+	Result          string `json:"result,omitempty"`
+	ResultBytes     int    `json:"result_bytes,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+}
+
+func toResultJSON(r exq.StoredResult) resultJSON {
+	return resultJSON{Result: r.JSON, ResultBytes: r.Size, ResultTruncated: r.Truncated()}
+}
+
+// resultText is a stored result for a table: its first n runes on one line, "…" when cut, or
+// "-" when there is none.
+func resultText(r exq.StoredResult, n int) string {
+	if r.Size == 0 {
+		return "-"
+	}
+	s := cut(r.JSON, n)
+	if r.Truncated() && !strings.HasSuffix(s, "…") {
+		s += "…"
+	}
+	return s
+}
+
+// What workflow show reads of each job's result: for --json, and for a table cell of
+// maxCellResult runes.
+const (
+	maxJSONResult  = 4 << 10
+	maxCellResult  = 40
+	maxCellResultB = 4 * maxCellResult // bytes read for a cell: enough for its runes
+)
 
 func (a *app) batchCmd() *cobra.Command {
 	var limit int
@@ -243,12 +277,25 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	jids := make([]string, len(w.Jobs))
+	for i, j := range w.Jobs {
+		jids[i] = j.JID
+	}
+	limit := maxCellResultB
+	if a.json {
+		limit = maxJSONResult
+	}
+	results, err := a.api.Results(ctx, jids, limit)
+	if err != nil {
+		return err
+	}
 	if a.json {
 		out := workflowJSON{ID: w.ID, Description: w.Description, Total: w.Total, Succeeded: w.Succeeded, Dead: w.Dead,
 			Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt), Jobs: []workflowJobJSON{}}
 		for _, j := range w.Jobs {
 			out.Jobs = append(out.Jobs, workflowJobJSON{Name: j.Name, JID: j.JID, Queue: j.Queue, State: j.State,
-				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason})
+				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason,
+				resultJSON: toResultJSON(results[j.JID])})
 		}
 		return a.printJSON(out)
 	}
@@ -262,10 +309,10 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 		if j.Reason != "" {
 			state += " (" + j.Reason + ")"
 		}
-		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID}
+		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID, resultText(results[j.JID], maxCellResult)}
 	}
 	if _, err := a.stdout.Write([]byte(w.ID + "  " + w.Description + "\n")); err != nil {
 		return err
 	}
-	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID"}, rows)
+	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID", "RESULT"}, rows)
 }
