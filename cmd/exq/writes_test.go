@@ -52,6 +52,7 @@ func TestGlobalFlagHelpNamesOneTruthfulDefault(t *testing.T) {
 // namespace it went to and where each came from; stdout holds only its own output, and a
 // read says nothing of the kind.
 func TestEveryWriteSaysOnStderrWhichServerAndNamespaceItWentTo(t *testing.T) {
+	t.Parallel()
 	c := newCLIEnv(t)
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -142,6 +143,7 @@ func TestAWriteWithNothingGivenNamesTheDefaultServerAndNamespace(t *testing.T) {
 // Every command is either a write (writeCommands) or known to write nothing, so that a new
 // command is classified on purpose.
 func TestEveryCommandIsAWriteOrARead(t *testing.T) {
+	t.Parallel()
 	reads := []string{"exq", "exq stats", "exq queues", "exq jobs", "exq retries", "exq scheduled", "exq dead", "exq job",
 		"exq processes", "exq busy", "exq cron", "exq cron list", "exq cron history", "exq batch", "exq batch list",
 		"exq batch show", "exq workflow", "exq workflow list", "exq workflow show", "exq web", "exq outbox",
