@@ -79,7 +79,13 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
 type workflowData struct {
 	W     exq.WorkflowStatus
 	Graph *graph // nil when the workflow is too large to draw
+	// Results are the starts of the results its jobs stored (at most resultShown bytes
+	// each), by jid.
+	Results map[string]exq.StoredResult
 }
+
+// resultShown bounds what the workflow page shows of each job's result, in bytes.
+const resultShown = 200
 
 func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 	id := pathName(r, "id")
@@ -88,7 +94,16 @@ func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs)})
+	jids := make([]string, len(wf.Jobs))
+	for i, j := range wf.Jobs {
+		jids[i] = j.JID
+	}
+	results, err := h.api.Results(r.Context(), jids, resultShown)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs), Results: results})
 }
 
 // notFoundFlow reports whether err is a batch or workflow that does not exist (any more).

@@ -59,7 +59,41 @@ type workflowJobJSON struct {
 	Waiting          int      `json:"waiting"`
 	RunOnParentDeath bool     `json:"run_on_parent_death"`
 	Reason           string   `json:"reason,omitempty"`
+	resultJSON
 }
+
+// resultJSON is the result a job stored, as --json prints it: the start of its JSON text (a
+// string: a cut document is no JSON), its whole size, and whether it was cut.
+type resultJSON struct {
+	Result          string `json:"result,omitempty"`
+	ResultBytes     int    `json:"result_bytes,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+}
+
+func toResultJSON(r exq.StoredResult) resultJSON {
+	return resultJSON{Result: r.JSON, ResultBytes: r.Size, ResultTruncated: r.Truncated()}
+}
+
+// resultText is a stored result for a table: its first n runes on one line, "…" when cut, or
+// "-" when there is none.
+func resultText(r exq.StoredResult, n int) string {
+	if r.Size == 0 {
+		return "-"
+	}
+	s := cut(r.JSON, n)
+	if r.Truncated() && !strings.HasSuffix(s, "…") {
+		s += "…"
+	}
+	return s
+}
+
+// What workflow show reads of each job's result: for --json, and for a table cell of
+// maxCellResult runes.
+const (
+	maxJSONResult  = 4 << 10
+	maxCellResult  = 40
+	maxCellResultB = 4 * maxCellResult // bytes read for a cell: enough for its runes
+)
 
 func (a *app) batchCmd() *cobra.Command {
 	var limit int
@@ -68,7 +102,7 @@ func (a *app) batchCmd() *cobra.Command {
 		Use:   "batch",
 		Short: "Batches: list, show",
 		Long: `Batches of jobs with callbacks (docs/workflows.md). Without a subcommand, lists the batches
-whose data is kept, newest first: counts and the times each callback fired.`,
+whose data is kept, newest first, as "batch list" does: counts and the times each callback fired.`,
 		Args: nArgs(0, 0, "a subcommand: list or show"),
 		RunE: list,
 	}
@@ -178,17 +212,61 @@ func orNone(jids []string) string {
 }
 
 func (a *app) workflowCmd() *cobra.Command {
+	var limit int
+	list := func(cmd *cobra.Command, _ []string) error { return a.workflowList(cmd.Context(), limit) }
 	c := &cobra.Command{
 		Use:   "workflow",
-		Short: "Workflows: show",
-		Long:  `Workflows of jobs that wait for other jobs (docs/workflows.md).`,
-		Args:  nArgs(0, 0, "a subcommand: show"),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Short: "Workflows: list, show",
+		Long: `Workflows of jobs that wait for other jobs (docs/workflows.md). Without a subcommand, lists
+the workflows whose data is kept, newest first, as "workflow list" does: their counts and times.`,
+		Args: nArgs(0, 0, "a subcommand: list or show"),
+		RunE: list,
 	}
-	c.AddCommand(&cobra.Command{Use: "show ID", Short: "One workflow: each job's state and what it waits for",
+	c.Flags().IntVar(&limit, "limit", 20, "how many workflows to list")
+	lc := &cobra.Command{Use: "list", Short: "List the workflows, newest first", Args: nArgs(0, 0, "no argument"), RunE: list}
+	lc.Flags().IntVar(&limit, "limit", 20, "how many workflows to list")
+	c.AddCommand(lc, &cobra.Command{Use: "show ID", Short: "One workflow: each job's state, what it waits for and its result",
 		Args: nArgs(1, 1, "workflow show ID"),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.workflowShow(cmd.Context(), args[0]) }})
 	return c
+}
+
+// workflowListJSON is one workflow as workflow list --json prints it: without its jobs.
+type workflowListJSON struct {
+	ID          string     `json:"id"`
+	Description string     `json:"description,omitempty"`
+	Total       int        `json:"total"`
+	Succeeded   int        `json:"succeeded"`
+	Dead        int        `json:"dead"`
+	Canceled    int        `json:"canceled"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+}
+
+func (a *app) workflowList(ctx context.Context, limit int) error {
+	if limit <= 0 {
+		return usagef("--limit must be positive, got %d", limit)
+	}
+	if err := a.flowOpen(ctx, "workflow"); err != nil {
+		return err
+	}
+	list, err := a.api.Workflows(ctx, exq.ListOptions{Size: limit})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := make([]workflowListJSON, len(list))
+		for i, w := range list {
+			out[i] = workflowListJSON{ID: w.ID, Description: w.Description, Total: w.Total, Succeeded: w.Succeeded,
+				Dead: w.Dead, Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt)}
+		}
+		return a.printJSON(out)
+	}
+	rows := make([][]any, len(list))
+	for i, w := range list {
+		rows[i] = []any{w.ID, cut(w.Description, 40), w.Total, w.Succeeded, w.Dead, w.Canceled, when(w.CreatedAt), when(w.FinishedAt)}
+	}
+	return a.table([]string{"ID", "DESCRIPTION", "TOTAL", "SUCCEEDED", "DEAD", "CANCELED", "CREATED", "FINISHED"}, rows)
 }
 
 func (a *app) workflowShow(ctx context.Context, id string) error {
@@ -199,12 +277,25 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	jids := make([]string, len(w.Jobs))
+	for i, j := range w.Jobs {
+		jids[i] = j.JID
+	}
+	limit := maxCellResultB
+	if a.json {
+		limit = maxJSONResult
+	}
+	results, err := a.api.Results(ctx, jids, limit)
+	if err != nil {
+		return err
+	}
 	if a.json {
 		out := workflowJSON{ID: w.ID, Description: w.Description, Total: w.Total, Succeeded: w.Succeeded, Dead: w.Dead,
 			Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt), Jobs: []workflowJobJSON{}}
 		for _, j := range w.Jobs {
 			out.Jobs = append(out.Jobs, workflowJobJSON{Name: j.Name, JID: j.JID, Queue: j.Queue, State: j.State,
-				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason})
+				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason,
+				resultJSON: toResultJSON(results[j.JID])})
 		}
 		return a.printJSON(out)
 	}
@@ -218,10 +309,10 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 		if j.Reason != "" {
 			state += " (" + j.Reason + ")"
 		}
-		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID}
+		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID, resultText(results[j.JID], maxCellResult)}
 	}
 	if _, err := a.stdout.Write([]byte(w.ID + "  " + w.Description + "\n")); err != nil {
 		return err
 	}
-	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID"}, rows)
+	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID", "RESULT"}, rows)
 }

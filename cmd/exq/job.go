@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ import (
 
 // place is where one copy of a job is: a queue, a set, or running on a node.
 type place struct {
-	State     string     `json:"state"` // "enqueued", "retry", "scheduled", "dead" or "running"
+	State     string     `json:"state"` // "enqueued", "retry", "scheduled", "dead", "running" or "finished"
 	Queue     string     `json:"queue,omitempty"`
 	At        *time.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
 	Node      string     `json:"node,omitempty"`
@@ -40,6 +41,8 @@ func (p place) String() string {
 		return fmt.Sprintf("running on node %s (%s) since %s", p.Node, p.Runtime, p.at())
 	case "dead":
 		return "dead since " + p.at()
+	case "finished":
+		return "finished: in no queue, set or node now; it stored the result below"
 	case "retry":
 		return "retry due at " + p.at()
 	}
@@ -51,8 +54,10 @@ func (a *app) jobCmd() *cobra.Command {
 		Use:   "job JID",
 		Short: "Everything about one job, wherever it is",
 		Long: `Everything about one job: where it is (waiting in a queue, scheduled, in retry, dead, or
-running on which node), its fields, its last error and backtrace, and its raw JSON
-pretty-printed. Looks in every queue, set and node (of every namespace given).`,
+running on which node), its fields, its last error and backtrace, its raw JSON pretty-printed,
+and the result it stored (SetResult, TypedResult). Looks in every queue, set and node (of every
+namespace given). A job found nowhere that stored a result has finished: it is shown with its
+result, for as long as the result is kept (Options.ResultTTL).`,
 		Args: nArgs(1, 1, "job JID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, jid := cmd.Context(), args[0]
@@ -60,10 +65,21 @@ pretty-printed. Looks in every queue, set and node (of every namespace given).`,
 				return err
 			}
 			var places []place
+			var result exq.StoredResult
 			for i, api := range a.shards() {
 				found, err := findJob(ctx, api, jid)
 				if err != nil {
 					return err
+				}
+				res, err := api.Results(ctx, []string{jid}, maxShownRaw)
+				if err != nil {
+					return err
+				}
+				if r, ok := res[jid]; ok {
+					result = r
+					if len(found) == 0 {
+						found = []place{{State: "finished"}}
+					}
 				}
 				for j := range found {
 					if a.sharded != nil {
@@ -75,7 +91,7 @@ pretty-printed. Looks in every queue, set and node (of every namespace given).`,
 			if len(places) == 0 {
 				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running", exq.ErrJobNotFound, jid)
 			}
-			return a.showJob(places)
+			return a.showJob(jid, places, result)
 		},
 	}
 }
@@ -162,13 +178,16 @@ func (p place) jid() string {
 	return "JID"
 }
 
-func (a *app) showJob(places []place) error {
+func (a *app) showJob(jid string, places []place, result exq.StoredResult) error {
+	if places[0].State == "finished" {
+		return a.showFinished(jid, places, result)
+	}
 	rec := places[0].rec
 	bt := backtrace(rec.Raw)
 	if a.json {
 		j := toJobJSON(rec)
 		j.Backtrace = bt
-		return a.printJSON(map[string]any{"places": places, "job": j})
+		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result)})
 	}
 	w := &strings.Builder{}
 	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
@@ -200,6 +219,7 @@ func (a *app) showJob(places []place) error {
 			line("ERROR", cut(e, maxShownArgs))
 		}
 	}
+	resultLines(w, result)
 	if len(bt) > 0 {
 		line("BACKTRACE", "")
 		for i, l := range bt {
@@ -220,4 +240,45 @@ func (a *app) showJob(places []place) error {
 	}
 	_, err = fmt.Fprint(a.stdout, w.String())
 	return err
+}
+
+// jobShowJSON is what exq job --json prints: where the job is, the job (absent when it has
+// finished), and the result it stored.
+type jobShowJSON struct {
+	Places []place  `json:"places"`
+	Job    *jobJSON `json:"job,omitempty"`
+	resultJSON
+}
+
+// showFinished shows a job found nowhere that stored a result: it has finished.
+func (a *app) showFinished(jid string, places []place, result exq.StoredResult) error {
+	if a.json {
+		return a.printJSON(jobShowJSON{Places: places, resultJSON: toResultJSON(result)})
+	}
+	w := &strings.Builder{}
+	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
+	for _, p := range places {
+		in := ""
+		if p.Namespace != "" {
+			in = " (namespace " + p.Namespace + ")"
+		}
+		line("STATE", p.String()+in)
+	}
+	line("JID", jid)
+	resultLines(w, result)
+	_, err := fmt.Fprint(a.stdout, w.String())
+	return err
+}
+
+// resultLines writes a stored result for exq job: its first maxShownArgs runes, and when
+// that is not all of it, how large it is.
+func resultLines(w *strings.Builder, r exq.StoredResult) {
+	if r.Size == 0 {
+		return
+	}
+	text := resultText(r, maxShownArgs)
+	fmt.Fprintf(w, "%-10s %s\n", "RESULT", text)
+	if r.Truncated() || utf8.RuneCountInString(r.JSON) > maxShownArgs {
+		fmt.Fprintf(w, "  (cut: the result is %d bytes; --json prints its first %d KiB)\n", r.Size, maxShownRaw>>10)
+	}
 }

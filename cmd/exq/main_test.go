@@ -158,3 +158,16 @@ func (c *cliEnv) zadd(s, prefix string, n int) {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// notice is the line a write command run by run says last on stderr: where it went.
+func (c *cliEnv) notice(cmd string) string {
+	return "exq " + cmd + ": sent to " + c.url + " ($EXQ_REDIS_URL), namespace \"" + c.ns + "\" (--namespace)\n"
+}
+
+// cutNotice checks that stderr ends with write command cmd's notice and returns it without.
+func (c *cliEnv) cutNotice(stderr, cmd string) string {
+	c.t.Helper()
+	rest, ok := strings.CutSuffix(stderr, c.notice(cmd))
+	require.True(c.t, ok, "stderr ends with where exq %s went: %q", cmd, stderr)
+	return rest
+}

@@ -26,6 +26,7 @@ type app struct {
 	rawStdout, rawStderr io.Writer
 	redisURL             string
 	namespace            string
+	nsFrom               string // where the namespace came from, as the write notice says it
 	json                 bool
 	timeout              time.Duration
 
@@ -46,14 +47,17 @@ one job wherever it is, retry/scheduled/dead jobs, processes, periodic jobs, sig
 Tables are for people; --json prints one snake_case schema for scripts (docs/operating.md, "JSON output").
 Exit status: 0 done; 1 failed (Redis unreachable, not found, not confirmed); 2 bad command
 line or input (nothing was written).`,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		PersistentPreRunE: a.prepare,
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+		PersistentPreRunE:  a.prepare,
+		PersistentPostRunE: a.sayWhereWritten,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&a.redisURL, "redis-url", "", "Redis to use (default $EXQ_REDIS_URL, else "+defaultRedisURL+")")
+	f.StringVar(&a.redisURL, "redis-url", "", "Redis to use "+a.defaultHelp("EXQ_REDIS_URL", defaultRedisURL))
 	f.StringVarP(&a.namespace, "namespace", "n", exq.DefaultNamespace,
-		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}' (default $EXQ_NAMESPACE, else `+exq.DefaultNamespace+`)`)
+		`key namespace ("" for none), or a comma-separated list of shards such as '{exq0},{exq1}' `+a.defaultHelp("EXQ_NAMESPACE", exq.DefaultNamespace))
+	// The help names the default itself, once: pflag would add a second, fixed (default "exq").
+	f.Lookup("namespace").DefValue = ""
 	f.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	f.DurationVar(&a.timeout, "timeout", time.Minute, "time limit for the whole command")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
@@ -69,15 +73,89 @@ line or input (nothing was written).`,
 		c.GroupID = "act"
 		root.AddCommand(c)
 	}
+	markWrites(root)
 	strictCompletion(root)
 	return root
 }
 
+// defaultHelp is a global flag's default as its help says it: the value of the environment
+// variable that stands for the flag when it is set (a URL with its password masked), else
+// the built-in default.
+func (a *app) defaultHelp(envVar, builtin string) string {
+	if v := a.getenv(envVar); v != "" {
+		if envVar == "EXQ_REDIS_URL" {
+			v = redact.URL(v)
+		}
+		return fmt.Sprintf("(default %q, from $%s)", v, envVar)
+	}
+	return fmt.Sprintf("(default %q; $%s overrides it)", builtin, envVar)
+}
+
+// writes marks a command that changes what Redis holds: after it succeeds, the server and
+// namespace it went to are said on stderr (sayWhereWritten).
+const writes = "writes"
+
+// writeCommands are the commands that change what Redis holds (exq web changes it only on a
+// person's click, and says where it serves from as it starts).
+var writeCommands = []string{
+	"exq enqueue", "exq requeue", "exq delete", "exq quiet", "exq stop", "exq cancel",
+	"exq queues pause", "exq queues resume",
+	"exq cron add", "exq cron delete", "exq cron disable", "exq cron enable", "exq cron enqueue",
+}
+
+// markWrites annotates the write commands; it panics on one that does not exist, so that a
+// renamed command cannot silently lose its notice.
+func markWrites(root *cobra.Command) {
+	byPath := map[string]*cobra.Command{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		byPath[c.CommandPath()] = c
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, p := range writeCommands {
+		c, ok := byPath[p]
+		if !ok {
+			panic("exq: markWrites: no command " + p)
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[writes] = "true"
+	}
+}
+
+// sayWhereWritten says on stderr, after a write command succeeded, which server (password
+// masked) and namespace it went to and where each came from: a write given no --redis-url or
+// --namespace would otherwise go quietly to the defaults. Stdout keeps only the command's own
+// output (a jid), for scripts.
+func (a *app) sayWhereWritten(cmd *cobra.Command, _ []string) error {
+	if cmd.Annotations[writes] == "" || len(a.nss) == 0 {
+		return nil
+	}
+	u, from := a.target()
+	quoted := make([]string, len(a.nss))
+	for i, ns := range a.nss {
+		quoted[i] = fmt.Sprintf("%q", ns)
+	}
+	what := "namespace " + quoted[0]
+	if len(quoted) > 1 {
+		what = "namespaces " + strings.Join(quoted, ", ")
+	}
+	_, err := fmt.Fprintf(a.stderr, "%s: sent to %s (%s), %s (%s)\n", cmd.CommandPath(), redact.URL(u), from, what, a.nsFrom)
+	return err
+}
+
 // prepare checks the global flags and sets the command's time limit, before any command runs.
 func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	a.nsFrom = "--namespace"
 	if f := cmd.Flags().Lookup("namespace"); f != nil && !f.Changed {
+		a.nsFrom = "the default: no --namespace, no $EXQ_NAMESPACE"
 		if ns := a.getenv("EXQ_NAMESPACE"); ns != "" {
 			a.namespace = ns // as $EXQ_REDIS_URL stands for --redis-url; -n "" still means none
+			a.nsFrom = "$EXQ_NAMESPACE"
 		}
 	}
 	nss, err := parseNamespaces(a.namespace)

@@ -92,17 +92,25 @@ var defaultBin struct {
 	out  []byte
 }
 
-// 5. Without --redis-url and $EXQ_REDIS_URL, the warning names the default URL it used.
-func TestDefaultRedisURLIsNamedWhenTheNamespaceIsEmpty(t *testing.T) {
-	url := withPassword(t, testutil.RedisURL(t))
+// buildDefaultBin builds (once) the command with its default Redis URL set to url, the
+// private test server's with a password.
+func buildDefaultBin(t *testing.T, url string) string {
+	t.Helper()
 	defaultBin.once.Do(func() {
 		defaultBin.path = filepath.Join(filepath.Dir(exqBin), "exq-default")
 		defaultBin.out, defaultBin.err = exec.Command("go", "build", "-o", defaultBin.path,
 			"-ldflags", "-X main.defaultRedisURL="+url, ".").CombinedOutput()
 	})
 	require.NoError(t, defaultBin.err, "%s", defaultBin.out)
+	return defaultBin.path
+}
+
+// 5. Without --redis-url and $EXQ_REDIS_URL, the warning names the default URL it used.
+func TestDefaultRedisURLIsNamedWhenTheNamespaceIsEmpty(t *testing.T) {
+	url := withPassword(t, testutil.RedisURL(t))
+	bin := buildDefaultBin(t, url)
 	_, ns := testutil.Redis(t)
-	r := runBin(t, defaultBin.path, "", "queues", "--namespace", ns)
+	r := runBin(t, bin, "", "queues", "--namespace", ns)
 	require.Equal(t, 0, r.code, r.errOut)
 	assert.Equal(t, "QUEUE  SIZE  STATE  LIMIT  RATE  STARTED\n", r.out)
 	assert.Equal(t, "exq: warning: namespace \""+ns+"\" at "+masked(url)+" (the default: no --redis-url, no $EXQ_REDIS_URL)"+

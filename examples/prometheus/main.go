@@ -2,8 +2,11 @@
 // Listener counts what this node does (jobs enqueued, run by outcome, their durations) and,
 // on each scrape, the collector reads what the fleet shares from Redis (queue sizes and
 // latencies, the retry, scheduled and dead sets, live nodes). The program serves /metrics on
-// a loopback port, runs a few jobs (one fails once and is retried), scrapes its own /metrics
-// once and prints the exq_ lines. It exits 0 when the scrape shows every job.
+// a loopback port, runs a few jobs (one fails once and is retried), waits until the node has
+// written its counters to Redis (once a second), scrapes its own /metrics once and prints the
+// exq_ lines. It exits 0 when the scrape shows every run, counted by the node
+// (exq_jobs_processed_total) and by the fleet's counters in Redis (exq_processed_total,
+// exq_failed_total) alike.
 //
 // It is a module of its own, as exqprom is, so that the Prometheus client stays out of the
 // core module's dependencies. In this repository go.work joins it to the checkout:
@@ -119,6 +122,24 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("prometheus: %d of 4 jobs did not succeed within 10 s", len(want))
 		}
 	}
+	// Two counts of the same runs: exq_jobs_processed_total is this node's Listener, counted as
+	// each run ends; exq_processed_total and exq_failed_total are the fleet's counters in Redis
+	// (Sidekiq's stat:processed and stat:failed), which each node writes about once a second.
+	// Scraped at once they would still say 0, so wait until the node has written them.
+	for {
+		o, err := api.Overview(ctx)
+		if err != nil {
+			return err
+		}
+		if o.Processed >= 4 && o.Failed >= 1 {
+			break
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("prometheus: the node did not write its counters to Redis within 10 s (processed %d, failed %d)", o.Processed, o.Failed)
+		}
+	}
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ln.Addr().String()+"/metrics", nil)
 	if err != nil {
@@ -129,18 +150,23 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer resp.Body.Close()
-	// exq_processed_total and exq_failed_total are the fleet's counters in Redis, which nodes
-	// update once a second: right after the jobs they may not count them yet.
-	seen := false
+	// Both counts agree: 4 runs succeeded and 1 failed (and was retried).
+	expect := map[string]bool{`exq_jobs_processed_total{class="Reports.Build",outcome="succeeded",queue="default"} 4`: false,
+		`exq_jobs_processed_total{class="Reports.Build",outcome="retried",queue="default"} 1`: false,
+		"exq_processed_total 4": false, "exq_failed_total 1": false}
 	for lines := bufio.NewScanner(resp.Body); lines.Scan(); {
 		l := lines.Text()
 		if strings.HasPrefix(l, "exq_") && !strings.HasPrefix(l, "exq_job_duration_seconds_bucket") {
 			fmt.Println(l)
-			seen = seen || strings.HasPrefix(l, "exq_jobs_processed_total") && strings.Contains(l, `outcome="succeeded"`) && strings.HasSuffix(l, " 4")
+			if _, ok := expect[l]; ok {
+				expect[l] = true
+			}
 		}
 	}
-	if !seen {
-		return errors.New(`prometheus: /metrics has no exq_jobs_processed_total{outcome="succeeded"} 4`)
+	for l, seen := range expect {
+		if !seen {
+			return errors.New("prometheus: /metrics has no line " + l)
+		}
 	}
 	return nil
 }

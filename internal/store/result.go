@@ -54,3 +54,52 @@ func (jq *Store) WaitResult(ctx context.Context, jid string, recheck time.Durati
 		}
 	}
 }
+
+// ResultHead is the start of one job's stored result and the whole result's length.
+type ResultHead struct {
+	// Head is the first bytes of the result, at most the limit asked for.
+	Head []byte
+	// Size is the whole result's length in bytes: 0 when none is stored.
+	Size int64
+	// Err is Redis's refusal for this job alone (the key holds no string): the others are read.
+	Err error
+}
+
+// resultHeadsChunk bounds the jobs read in one pipeline.
+const resultHeadsChunk = 500
+
+// ResultHeads reads, for each of jids, the first limit bytes of its stored result and the
+// result's length (GETRANGE and STRLEN, pipelined): a result may be megabytes where a display
+// wants its start. It writes nothing.
+func (jq *Store) ResultHeads(ctx context.Context, jids []string, limit int64) ([]ResultHead, error) {
+	out := make([]ResultHead, len(jids))
+	for start := 0; start < len(jids); start += resultHeadsChunk {
+		chunk := jids[start:min(start+resultHeadsChunk, len(jids))]
+		p := jq.rdb.Pipeline()
+		heads := make([]*redis.StringCmd, len(chunk))
+		sizes := make([]*redis.IntCmd, len(chunk))
+		for i, jid := range chunk {
+			k := jq.keys.Result(jid)
+			heads[i] = p.GetRange(ctx, k, 0, max(limit, 1)-1)
+			sizes[i] = p.StrLen(ctx, k)
+		}
+		_, _ = p.Exec(ctx) // each command's error is read below
+		for i := range chunk {
+			r := &out[start+i]
+			head, err := heads[i].Bytes()
+			if err == nil {
+				r.Size, err = sizes[i].Result()
+			}
+			var refused redis.Error
+			switch {
+			case errors.As(err, &refused):
+				r.Err = err
+			case err != nil:
+				return nil, err
+			case r.Size > 0:
+				r.Head = head
+			}
+		}
+	}
+	return out, nil
+}
