@@ -187,6 +187,10 @@ func (a *API) Metrics(ctx context.Context, o MetricsOptions) (Metrics, error) {
 	return m, nil
 }
 
+// Validate reports the first field of o that is out of range, wrapping
+// ErrInvalidMetricsOptions; API.Metrics refuses such options. It reads nothing.
+func (o MetricsOptions) Validate() error { return o.check() }
+
 // check completes o with its defaults and refuses what is out of range.
 func (o *MetricsOptions) check() error {
 	switch {
