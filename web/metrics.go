@@ -153,7 +153,7 @@ func drawHistogram(buckets []exq.MetricsBucket) *histChart {
 		bar.Y = c.Base - bar.H
 		if b.UpToMS > 0 {
 			bar.Title = fmt.Sprintf("%s to %s: %s run(s)", msText(float64(lower)), msText(float64(b.UpToMS)), formatNum(bar.Runs))
-			if i%2 == 0 {
+			if i%2 == 0 && i != len(buckets)-2 { // every other bound, and room for "slow"
 				bar.Label = shortMS(b.UpToMS)
 			}
 			lower = b.UpToMS
