@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -176,11 +177,11 @@ func msText(ms float64) string {
 		}
 		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
 	case ms < 60e3:
-		return strconv.FormatFloat(ms/1e3, 'f', 1, 64) + " s"
+		return oneDecimal(ms/1e3) + " s"
 	case ms < 3600e3:
-		return strconv.FormatFloat(ms/60e3, 'f', 1, 64) + " min"
+		return oneDecimal(ms/60e3) + " min"
 	}
-	return strconv.FormatFloat(ms/3600e3, 'f', 1, 64) + " h"
+	return oneDecimal(ms/3600e3) + " h"
 }
 
 // shortMS is a bucket's bound as an axis label: "20ms", "1.1s", "5m".
@@ -193,3 +194,6 @@ func shortMS(ms int64) string {
 	}
 	return strconv.FormatFloat(float64(ms)/60e3, 'f', 1, 64) + "m"
 }
+
+// oneDecimal is f rounded to one decimal, without a trailing ".0" ("13", "2.5").
+func oneDecimal(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -178,9 +179,12 @@ func msCell(ms float64) string {
 		}
 		return strconv.FormatFloat(ms, 'f', 1, 64) + "ms"
 	case ms < 60e3:
-		return strconv.FormatFloat(ms/1e3, 'f', 1, 64) + "s"
+		return oneDecimal(ms/1e3) + "s"
 	case ms < 3600e3:
-		return strconv.FormatFloat(ms/60e3, 'f', 1, 64) + "m"
+		return oneDecimal(ms/60e3) + "m"
 	}
-	return strconv.FormatFloat(ms/3600e3, 'f', 1, 64) + "h"
+	return oneDecimal(ms/3600e3) + "h"
 }
+
+// oneDecimal is f rounded to one decimal, without a trailing ".0" ("13", "2.5").
+func oneDecimal(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }
