@@ -30,7 +30,7 @@ func metricsOf(t *testing.T, m Metrics, class string) ClassMetrics {
 }
 
 // snapshot is every key of the env's namespace with its serialized value and TTL: what a read
-// must leave as it was.
+// must leave as it was (with no node running, which writes all the time).
 func (v *env) snapshot() map[string]string {
 	v.t.Helper()
 	ctx := context.Background()
@@ -48,7 +48,7 @@ func (v *env) snapshot() map[string]string {
 }
 
 // Jobs run through a node show in API.Metrics with the counts the node ran: runs, failures,
-// the time of the successful ones and their histogram; and the read writes nothing.
+// the time of the successful ones and their histogram.
 func TestAPIMetricsCountTheRunsOfANode(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
@@ -75,7 +75,6 @@ func TestAPIMetricsCountTheRunsOfANode(t *testing.T) {
 		st, _ := a.Stats(ctx)
 		return st.Processed == 7 && st.Failed == 3
 	})
-	before := v.snapshot()
 	m, err := a.Metrics(ctx, MetricsOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 3, m.Total)
@@ -109,12 +108,11 @@ func TestAPIMetricsCountTheRunsOfANode(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), runs)
 	assert.Zero(t, h[len(h)-1].UpToMS, "the last bucket is open")
-	assert.Equal(t, before, v.snapshot(), "a read changed Redis")
 }
 
 // Stored values are untrusted: what is not a count is left out and counted in Invalid, a
 // huge one saturates, a key of another type reads as empty, the minutes that both layouts
-// hold count once, and the result stays valid JSON.
+// hold count once, and the result stays valid JSON; the read writes nothing.
 func TestAPIMetricsSurviveHostileStoredValues(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
