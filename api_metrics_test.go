@@ -191,6 +191,27 @@ func TestAPIMetricsBoundTheRead(t *testing.T) {
 	assert.Len(t, m.Classes, 3)
 }
 
+// More classes than a read keeps in memory: the first ones are kept, and Truncated says so.
+func TestAPIMetricsKeepABoundedNumberOfClasses(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	at := v.serverTime()
+	for m := range 24 { // 24 minutes of 500 classes each: 12 000 in all
+		fields := make([]any, 0, 2*500)
+		for i := range 500 {
+			fields = append(fields, fmt.Sprintf("M%02dC%03d|p", m, i), 1)
+		}
+		require.NoError(t, v.rdb.HSet(ctx, v.keys.Metrics7(at.Add(-time.Duration(m)*time.Minute)), fields...).Err())
+	}
+	a, _ := v.api()
+	m, err := a.Metrics(ctx, MetricsOptions{Window: time.Hour, Top: MetricsMaxTop})
+	require.NoError(t, err)
+	assert.True(t, m.Truncated)
+	assert.Equal(t, metricsMaxClasses, m.Total)
+	assert.Len(t, m.Classes, MetricsMaxTop)
+}
+
 // Options out of range are refused with ErrInvalidMetricsOptions naming the field, before any
 // read.
 func TestAPIMetricsRefuseBadOptions(t *testing.T) {
