@@ -128,7 +128,7 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 		require.NoError(t, err, user)
 		assert.Equal(t, 1, o.Processes, user)
 		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/retries", "/dead", "/periodic",
-			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1"} {
+			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1", "/workflows", "/metrics", "/metrics?hours=8&class=W"} {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			res, body := f.do(req)
 			assert.Equal(t, http.StatusOK, res.StatusCode, "%s GET %s: %s", user, path, body)

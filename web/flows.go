@@ -11,23 +11,22 @@ import (
 // flowsShown bounds the batches and workflows the list page shows.
 const flowsShown = 50
 
-type batchesData struct {
-	Batches   []exq.BatchStatus
-	Workflows []exq.WorkflowStatus
-}
-
 func (h *handler) batches(w http.ResponseWriter, r *http.Request) {
 	bs, err := h.api.Batches(r.Context(), exq.ListOptions{Size: flowsShown})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	h.render(w, r, http.StatusOK, "batches.html", "batches", "Batches", bs)
+}
+
+func (h *handler) workflows(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.api.Workflows(r.Context(), exq.ListOptions{Size: flowsShown})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "batches.html", "batches", "Batches and workflows", batchesData{Batches: bs, Workflows: ws})
+	h.render(w, r, http.StatusOK, "workflows.html", "workflows", "Workflows", ws)
 }
 
 // pendingShown bounds the pending jids the batch page lists.
@@ -103,7 +102,7 @@ func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs), Results: results})
+	h.render(w, r, http.StatusOK, "workflow.html", "workflows", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs), Results: results})
 }
 
 // notFoundFlow reports whether err is a batch or workflow that does not exist (any more).

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,7 +32,8 @@ func TestBatchAndWorkflowPagesShowTheirStateEscaped(t *testing.T) {
 
 	list := f.page("/batches")
 	assert.Contains(t, list, "/batches/"+bid)
-	assert.Contains(t, list, "/workflows/"+w.ID)
+	wfs := f.page("/workflows")
+	assert.Contains(t, wfs, "/workflows/"+w.ID)
 	one := f.page("/batches/" + bid)
 	for _, jid := range jids {
 		assert.Contains(t, one, jid, "a pending job is listed")
@@ -45,7 +47,7 @@ func TestBatchAndWorkflowPagesShowTheirStateEscaped(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(wf, `<line `), "one edge per dependency")
 	assert.Contains(t, wf, `class="st-queued"`)
 	assert.Contains(t, wf, `class="st-waiting"`)
-	for _, page := range []string{list, one, wf} {
+	for _, page := range []string{list, wfs, one, wf} {
 		assert.NotContains(t, page, hostile, "text from Redis is escaped")
 	}
 	code, _ := f.get("/batches/nope")
@@ -107,4 +109,29 @@ func TestWorkflowPageShowsTheResultsItsJobsStored(t *testing.T) {
 	page = f.page("/workflows/" + w.ID)
 	assert.NotContains(t, page, raw)
 	assert.Contains(t, page, `<code class="args">&lt;img src=x onerror=alert(1)&gt;</code>`)
+}
+
+// Each page marks its own tab in the nav: a batch's and a workflow's page their list's, never
+// the other's.
+func TestNavMarksTheTabOfEachFlowPage(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	bid, _, err := c.NewBatch(ctx, exq.BatchOptions{}, []exq.JobSpec{{Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, []exq.WorkflowJob{{Name: "a", Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	for _, c := range []struct{ path, tab string }{
+		{"/batches", "Batches"}, {"/batches/" + bid, "Batches"},
+		{"/workflows", "Workflows"}, {"/workflows/" + w.ID, "Workflows"},
+		{"/metrics", "Metrics"},
+	} {
+		body := f.page(c.path)
+		nav := regexp.MustCompile(`(?s)<nav>.*?</nav>`).FindString(body)
+		on := regexp.MustCompile(`class="on">([^<]*)</a>`).FindAllStringSubmatch(nav, -1)
+		require.Len(t, on, 1, "%s: one tab marked", c.path)
+		assert.Equal(t, c.tab, on[0][1], c.path)
+	}
 }

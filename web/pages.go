@@ -32,7 +32,9 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /search", h.search)
 	m.HandleFunc("GET /batches", h.batches)
 	m.HandleFunc("GET /batches/{bid}", h.batch)
+	m.HandleFunc("GET /workflows", h.workflows)
 	m.HandleFunc("GET /workflows/{id}", h.workflow)
+	m.HandleFunc("GET /metrics", h.metrics)
 	for _, s := range sets {
 		m.HandleFunc("GET /"+s.Path, h.setPage(s))
 		m.HandleFunc("GET /"+s.Path+"/all/{op}", h.confirmSetAll(s))

@@ -4,12 +4,16 @@
 //	api, _ := exq.NewAPI(ctx, exq.ClientOptions{RedisURL: url})
 //	mux.Handle("/admin/exq/", requireAdmin(web.New(api, web.Options{Prefix: "/admin/exq"})))
 //
-// Pages: a dashboard with the counters, a live graph of the last two minutes and a history
-// of 7, 30 or 90 days; queues (size, latency, paused, limits; pause, resume, delete); a
-// queue's jobs; busy nodes (exq, Exq and Sidekiq) and their running jobs (quiet, stop,
-// cancel); the retry, scheduled and dead sets (paged, sorted, filtered; run now, delete, kill,
-// one job or many); a job's every field with its error and backtrace; periodic jobs (enqueue
-// now, enable, disable, delete, history); and a search by jid.
+// Pages: a dashboard with the counters, a live graph of the last two minutes, a history of 7,
+// 30 or 90 days, the Redis server and the Postgres outbox's backlog (when relays report one);
+// queues (size, latency, paused, limits; pause, resume, delete); a queue's jobs; busy nodes
+// (exq, Exq and Sidekiq) and their running jobs (quiet, stop, cancel); the retry, scheduled
+// and dead sets (paged, sorted, filtered; run now, delete, kill, one job or many); a job's
+// every field with its error and backtrace; periodic jobs (enqueue now, enable, disable,
+// delete, history); batches (counts, callbacks, pending and dead jobs, an audit for jobs run
+// elsewhere); workflows (counts, and each one's jobs drawn as a graph); metrics (per job
+// class, the runs, failures and time of the last 1 to 8 hours, and a class's histogram of run
+// times, as Sidekiq 7 and 8's Metrics tab); and a search by jid.
 //
 // Everything reads without JavaScript; a small embedded script refreshes the dashboard. The
 // graphs are SVG drawn on the server, so there is no chart library and no build step, and no

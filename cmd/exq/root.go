@@ -64,7 +64,7 @@ line or input (nothing was written).`,
 	root.AddGroup(&cobra.Group{ID: "look", Title: "Look:"}, &cobra.Group{ID: "act", Title: "Act:"})
 	for _, c := range []*cobra.Command{a.statsCmd(), a.queuesCmd(), a.jobsCmd(), a.setCmd(exq.RetrySet),
 		a.setCmd(exq.ScheduledSet), a.setCmd(exq.DeadSet), a.jobCmd(), a.processesCmd(), a.busyCmd(), a.cronCmd(),
-		a.batchCmd(), a.workflowCmd()} {
+		a.batchCmd(), a.workflowCmd(), a.metricsCmd()} {
 		c.GroupID = "look"
 		root.AddCommand(c)
 	}
