@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // batchJSON is one batch as --json prints it.
@@ -18,10 +18,10 @@ type batchJSON struct {
 	Pending     int               `json:"pending"`
 	Failed      int               `json:"failed"`
 	Dead        int               `json:"dead"`
-	CreatedAt   *time.Time        `json:"created_at,omitempty"`
-	CompletedAt *time.Time        `json:"completed_at,omitempty"`
-	SucceededAt *time.Time        `json:"succeeded_at,omitempty"`
-	DiedAt      *time.Time        `json:"died_at,omitempty"`
+	CreatedAt   *textsafe.Time    `json:"created_at,omitempty"`
+	CompletedAt *textsafe.Time    `json:"completed_at,omitempty"`
+	SucceededAt *textsafe.Time    `json:"succeeded_at,omitempty"`
+	DiedAt      *textsafe.Time    `json:"died_at,omitempty"`
 	Callbacks   map[string]string `json:"callbacks,omitempty"`
 	Open        bool              `json:"open,omitempty"`
 	PendingJIDs []string          `json:"pending_jids,omitempty"`
@@ -45,8 +45,8 @@ type workflowJSON struct {
 	Succeeded   int               `json:"succeeded"`
 	Dead        int               `json:"dead"`
 	Canceled    int               `json:"canceled"`
-	CreatedAt   *time.Time        `json:"created_at,omitempty"`
-	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	CreatedAt   *textsafe.Time    `json:"created_at,omitempty"`
+	FinishedAt  *textsafe.Time    `json:"finished_at,omitempty"`
 	Jobs        []workflowJobJSON `json:"jobs"`
 }
 

@@ -15,12 +15,12 @@ import (
 
 // place is where one copy of a job is: a queue, a set, or running on a node.
 type place struct {
-	State     string     `json:"state"` // "enqueued", "retry", "scheduled", "dead" or "running"
-	Queue     string     `json:"queue,omitempty"`
-	At        *time.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
-	Node      string     `json:"node,omitempty"`
-	Runtime   string     `json:"runtime,omitempty"` // of the node: exq, Exq or Sidekiq
-	Namespace string     `json:"namespace,omitempty"`
+	State     string         `json:"state"` // "enqueued", "retry", "scheduled", "dead" or "running"
+	Queue     string         `json:"queue,omitempty"`
+	At        *textsafe.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
+	Node      string         `json:"node,omitempty"`
+	Runtime   string         `json:"runtime,omitempty"` // of the node: exq, Exq or Sidekiq
+	Namespace string         `json:"namespace,omitempty"`
 
 	rec exq.JobRecord
 }

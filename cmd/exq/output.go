@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -11,11 +10,15 @@ import (
 	"github.com/exqgo/exq/internal/textsafe"
 )
 
+// printJSON prints v as --json output: indented for JSONIndentDepth levels, deeper values
+// (a job's args) on one line, so the output stays linear in what was read (textsafe.MarshalJSON).
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	b, err := textsafe.MarshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("exq: json output: %w", err)
+	}
+	_, err = a.stdout.Write(b)
+	return err
 }
 
 func (a *app) table(header []string, rows [][]any) error {
