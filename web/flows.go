@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // flowsShown bounds the batches and workflows the list page shows.
@@ -79,7 +80,32 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
 type workflowData struct {
 	W     exq.WorkflowStatus
 	Graph *graph // nil when the workflow is too large to draw
+	// Jobs are the rows of the table: at most maxJobRows, each with its parents named once
+	// and at most maxParentsListed of them. MoreJobs is how many rows are left out.
+	Jobs     []workflowRow
+	MoreJobs int
+	// Repeats is how many parent names the stored graph repeats (each is drawn and listed
+	// once).
+	Repeats int
 }
+
+// workflowRow is one job of the workflow's table.
+type workflowRow struct {
+	exq.WorkflowJobStatus
+	Parents     []string // distinct, at most maxParentsListed
+	MoreParents int      // distinct parents left out
+}
+
+// What the workflow page shows at most: rows of its table, parents listed per job, lines
+// (dependencies) in its drawing. The graph is read from Redis: a job's parent field may name
+// one job thousands of times, or thousands of jobs.
+const (
+	maxJobRows       = 1000
+	maxParentsListed = 50
+	maxEdgesDrawn    = 2000
+	maxNameShown     = 200 // bytes of a name, jid, queue or state
+	maxTextShown     = 2000 // bytes of a description or reason
+)
 
 func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 	id := pathName(r, "id")
@@ -88,7 +114,17 @@ func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs)})
+	d := workflowData{W: wf, Graph: layoutGraph(wf.Jobs)}
+	for i, j := range wf.Jobs {
+		parents, distinct, repeats := textsafe.Distinct(j.DependsOn, maxParentsListed)
+		d.Repeats += repeats
+		if i >= maxJobRows {
+			d.MoreJobs++
+			continue
+		}
+		d.Jobs = append(d.Jobs, workflowRow{WorkflowJobStatus: j, Parents: parents, MoreParents: distinct - len(parents)})
+	}
+	h.render(w, r, http.StatusOK, "workflow.html", "batches", "Workflow "+id, d)
 }
 
 // notFoundFlow reports whether err is a batch or workflow that does not exist (any more).
@@ -110,7 +146,10 @@ const (
 type graph struct {
 	W, H  int
 	Nodes []graphNode
-	Edges []graphEdge
+	Edges []graphEdge // at most maxEdgesDrawn
+	// AllEdges is how many dependencies the workflow has (each parent counted once per job):
+	// more than len(Edges) when the drawing leaves some out.
+	AllEdges int
 }
 
 type graphNode struct {
@@ -124,10 +163,17 @@ type graphEdge struct{ X1, Y1, X2, Y2 int }
 
 // layoutGraph places jobs in columns by depth (the longest chain of parents before them) and
 // rows in name order; nil for more than maxDrawn jobs or a graph that is not acyclic (the
-// stored graph is read from Redis, so it is not trusted).
-func layoutGraph(jobs []exq.WorkflowJobStatus) *graph {
-	if len(jobs) == 0 || len(jobs) > maxDrawn {
+// stored graph is read from Redis, so it is not trusted). A parent named more than once is
+// drawn once, and at most maxEdgesDrawn lines are drawn: the drawing's size is bounded
+// whatever the stored graph holds.
+func layoutGraph(all []exq.WorkflowJobStatus) *graph {
+	if len(all) == 0 || len(all) > maxDrawn {
 		return nil
+	}
+	jobs := make([]exq.WorkflowJobStatus, len(all))
+	for i, j := range all {
+		j.DependsOn, _, _ = textsafe.Distinct(j.DependsOn, 0)
+		jobs[i] = j
 	}
 	index := make(map[string]int, len(jobs))
 	for i, j := range jobs {
@@ -175,14 +221,19 @@ func layoutGraph(jobs []exq.WorkflowJobStatus) *graph {
 		if r := []rune(label); len(r) > 20 {
 			label = string(r[:19]) + "…"
 		}
-		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, Label: label, Full: j.Name + ": " + j.State, State: j.State,
+		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, Label: label, Full: truncate(j.Name, maxNameShown) + ": " + truncate(j.State, maxNameShown), State: j.State,
 			Class: "st-" + stateClass(j.State)})
 		g.W = max(g.W, x+boxW+margin)
 		g.H = max(g.H, y+boxH+margin)
 	}
 	for i, j := range jobs {
 		for _, p := range j.DependsOn {
-			if k, ok := index[p]; ok {
+			k, ok := index[p]
+			if !ok {
+				continue
+			}
+			g.AllEdges++
+			if len(g.Edges) < maxEdgesDrawn {
 				g.Edges = append(g.Edges, graphEdge{X1: pos[k][0] + boxW, Y1: pos[k][1] + boxH/2, X2: pos[i][0], Y2: pos[i][1] + boxH/2})
 			}
 		}

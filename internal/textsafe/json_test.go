@@ -56,3 +56,13 @@ func TestMarshalJSONIsLinearInDepth(t *testing.T) {
 		t.Errorf("got %q, want %q", small, want)
 	}
 }
+
+func TestDistinctKeepsFirstOrderCapsAndCounts(t *testing.T) {
+	out, distinct, repeats := Distinct([]string{"a", "b", "a", "c", "a", "d"}, 2)
+	if len(out) != 2 || out[0] != "a" || out[1] != "b" || distinct != 4 || repeats != 2 {
+		t.Errorf("Distinct = %q, %d, %d", out, distinct, repeats)
+	}
+	if out, distinct, _ := Distinct([]string{"x", "x"}, 0); len(out) != 1 || distinct != 1 {
+		t.Errorf("Distinct without a cap = %q, %d", out, distinct)
+	}
+}
