@@ -3,13 +3,18 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
 )
 
 // getWithin fetches path, failing (not hanging) when the handler takes longer than limit.
@@ -61,4 +66,109 @@ func TestCountersNearTheInt64LimitStillDrawTheGraphs(t *testing.T) {
 	code, body = f.getWithin("/", 20*time.Second)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "<svg")
+}
+
+// storeWorkflow enqueues a workflow of n jobs ("j000" first, every other job waiting for it)
+// and then rewrites each waiting job's stored parents with parents(i): the graph is read
+// from Redis, and anything may have written it.
+func (f *fixture) storeWorkflow(n int, parents func(i int) []string) string {
+	f.t.Helper()
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(f.t, err)
+	defer c.Close()
+	jobs := []exq.WorkflowJob{{Name: "j000", Queue: "q", Class: "W"}}
+	for i := 1; i < n; i++ {
+		jobs = append(jobs, exq.WorkflowJob{Name: fmt.Sprintf("j%03d", i), Queue: "q", Class: "W", DependsOn: []string{"j000"}})
+	}
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{Description: "big"}, jobs)
+	require.NoError(f.t, err)
+	fields := []any{}
+	for i := 1; i < n; i++ {
+		fields = append(fields, fmt.Sprintf("p:j%03d", i), strings.Join(parents(i), "\n"))
+	}
+	require.NoError(f.t, f.rdb.HSet(ctx, f.keys.WorkflowGraph(w.ID), fields...).Err())
+	return w.ID
+}
+
+// 4. A workflow's page is bounded whatever its stored graph holds: a parent named 3 000 times
+// is drawn and listed once (a 1.9 MB graph made a 54 MB page), a graph of 44 850 distinct
+// dependencies draws maxEdgesDrawn of them, and each says so on the page.
+func TestWorkflowPageIsBoundedWhateverTheGraphHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	repeated := f.storeWorkflow(300, func(int) []string {
+		p := make([]string, 3000)
+		for k := range p {
+			p[k] = "j000"
+		}
+		return p
+	})
+	dense := f.storeWorkflow(300, func(i int) []string {
+		p := make([]string, i)
+		for k := range p {
+			p[k] = fmt.Sprintf("j%03d", k)
+		}
+		return p
+	})
+	// What a page of 300 jobs may take: the drawing's boxes and maxEdgesDrawn lines, and the
+	// table's rows with maxParentsListed names each.
+	const bound = 300*(400+maxParentsListed*8) + maxEdgesDrawn*80 + 64<<10
+
+	body := f.page("/workflows/" + repeated)
+	t.Logf("repeated: %d bytes", len(body))
+	assert.Less(t, len(body), bound)
+	assert.Equal(t, 299, strings.Count(body, "<line "), "one line per distinct dependency")
+	assert.True(t, strings.Contains(body, "names a parent more than once (896,701 repeats)"), "the page says it listed each parent once")
+
+	body = f.page("/workflows/" + dense)
+	t.Logf("dense: %d bytes", len(body))
+	assert.Less(t, len(body), bound)
+	assert.Equal(t, maxEdgesDrawn, strings.Count(body, "<line "))
+	assert.True(t, strings.Contains(body, "The drawing shows 2,000 of the 44,850 dependencies."), "the page says it drew some")
+	assert.True(t, strings.Contains(body, "and 249 more"), "the last job lists maxParentsListed of its 299 parents")
+}
+
+// 5. Every page is bounded whatever Redis holds: a job of 100 000 fields and a 10 000-line
+// backtrace shows maxFieldsShown fields and maxTraceShown lines, saying so; and a page that
+// would still pass maxPageBytes (a search finding 20 000 copies of one jid) stops at it with
+// a page that says why, instead of tens of megabytes.
+func TestEveryPageIsBoundedWhateverTheRecords(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	var doc strings.Builder
+	doc.WriteString(`{"class":"W","args":[],"queue":"default","jid":"wide","error_message":"` + strings.Repeat("m", 1<<20) + `"`)
+	for i := range 100_000 {
+		fmt.Fprintf(&doc, `,"f%06d":%d`, i, i)
+	}
+	lines := make([]string, 10_000)
+	for i := range lines {
+		lines[i] = strings.Repeat("x", 1000)
+	}
+	trace, err := json.Marshal(lines)
+	require.NoError(t, err)
+	doc.WriteString(`,"error_backtrace":` + string(trace) + `}`)
+	f.zadd(f.keys.Dead(), time.Now(), doc.String())
+	body := f.page("/dead/wide")
+	assert.Less(t, len(body), 2<<20, "a %d-byte job", doc.Len())
+	assert.True(t, strings.Contains(body, "99,805 more field(s) are not shown"), "says how many fields it left out")
+	assert.True(t, strings.Contains(body, "9,500 more line(s)"), "says how many lines it left out")
+
+	members := make([]any, 0, 20_000)
+	for i := range 20_000 {
+		members = append(members, redis.Z{Score: float64(i), Member: fmt.Sprintf(`{"class":"%s","args":[%d],"queue":"q","jid":"dup"}`, strings.Repeat("C", 200), i)})
+	}
+	for len(members) > 0 {
+		k := min(len(members), 1000)
+		zs := make([]redis.Z, k)
+		for i := range zs {
+			zs[i] = members[i].(redis.Z)
+		}
+		require.NoError(t, f.rdb.ZAdd(context.Background(), f.keys.Retry(), zs...).Err())
+		members = members[k:]
+	}
+	code, body := f.get("/search?jid=dup")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.LessOrEqual(t, len(body), maxPageBytes)
+	assert.True(t, strings.Contains(body, "This page would be larger than 4 MiB"), "the page says why: %.200s", body)
 }
