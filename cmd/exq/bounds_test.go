@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func readCommands(f farFixture, jids ...string) []struct {
 var notReading = map[string]string{
 	"cancel": "acts", "cron add": "acts", "cron delete": "acts", "cron disable": "acts", "cron enable": "acts",
 	"cron enqueue": "acts", "delete": "acts", "enqueue": "acts", "queues pause": "acts", "queues resume": "acts",
-	"quiet": "acts", "requeue": "acts (and names the job's stored queue: TestActionsEscapeTheStoredQueueTheyName)",
+	"quiet": "acts", "requeue": "acts (and names the stored job's queue: TestNoStoredStringForgesALineOrReachesTheTerminal)",
 	"stop": "acts", "web": "serves the dashboard (package web's tests)", "outbox relay": "runs exq-outbox",
 	"completion": "scripts", "completion bash": "scripts", "completion fish": "scripts", "completion powershell": "scripts",
 	"completion zsh": "scripts", "workflow": "prints its help",
@@ -195,4 +196,201 @@ func TestJSONOutputSurvivesTimesPastYear9999(t *testing.T) {
 	require.Len(t, runs, 2)
 	assert.Nil(t, runs[0]["enqueued_at"], "year 10000 in UTC")
 	assert.Equal(t, "2024-01-02T03:04:05Z", runs[1]["enqueued_at"])
+}
+
+// forge is a stored text that tries to start a line of its own ("FORGED" at a line's start),
+// move the cursor, clear the screen, and hold bytes that are no UTF-8.
+const forge = "x\nFORGED row\r\x1b[2J\x1b]0;t\x07\u202e\xff\xfe"
+
+// seedForgeries stores forge in every text field of a batch, a workflow (its description,
+// a job's name, queue, state, reason, jid and parents), a job (class, queue, jid, args,
+// error), a node (host, tag, queue) with its running job and progress, and a periodic job
+// (name, class, queue, description); and returns the ids and jid to look them up by.
+func (c *cliEnv) seedForgeries() (bid, wfID string) {
+	c.t.Helper()
+	ctx := context.Background()
+	cl, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(c.t, err)
+	defer cl.Close()
+	bid, _, err = cl.NewBatch(ctx, exq.BatchOptions{Description: "b"}, []exq.JobSpec{{Queue: "q", Class: "W"}})
+	require.NoError(c.t, err)
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":batch:"+bid, "description", forge).Err())
+	w, err := cl.EnqueueWorkflow(ctx, exq.WorkflowOptions{Description: "w"}, []exq.WorkflowJob{{Name: "a", Queue: "q", Class: "W"}})
+	require.NoError(c.t, err)
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":wf:"+w.ID, "description", forge).Err())
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":wf:"+w.ID+":graph", "j:"+forge, forge, "q:"+forge, forge, "s:"+forge, forge,
+		"why:"+forge, forge, "p:"+forge, "a\n"+forge).Err())
+
+	q, _ := json.Marshal(forge)
+	doc := fmt.Sprintf(`{"class":%s,"args":[%s],"queue":%s,"jid":"forged-1","error_class":%s,"error_message":%s,"enqueued_at":1700000000.5}`, q, q, q, q, q)
+	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":queue:default", doc).Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", "default").Err())
+	for _, s := range []string{"retry", "schedule", "dead"} {
+		require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":"+s, redis.Z{Score: 1700000000, Member: doc}).Err())
+	}
+	id := "forge:1:abc"
+	info, _ := json.Marshal(map[string]any{"hostname": forge, "started_at": 1700000000, "pid": 1, "tag": forge, "concurrency": 5,
+		"queues": []string{forge}, "labels": []string{forge}, "identity": id})
+	payload, _ := json.Marshal(doc)
+	now := float64(time.Now().UnixMicro()) / 1e6
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id, "info", info, "busy", "1", "beat", fmt.Sprint(now), "quiet", "false").Err())
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":"+id+":workers", "tid-1",
+		fmt.Sprintf(`{"queue":%s,"payload":%s,"run_at":%f,"progress":{"fraction":0.5,"message":%s}}`, q, payload, now, q)).Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":processes", id).Err())
+	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":cron_job:far", "name", "far", "cron", "* * * * *", "klass", forge, "queue", forge,
+		"args", `[]`, "status", "enabled", "description", forge).Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:far").Err())
+	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":cron_job:far:jid_history", fmt.Sprintf(`{"jid":%s,"enqueued":"2024-01-02T03:04:05Z"}`, q)).Err())
+	return bid, w.ID
+}
+
+// 9. No stored string reaches the terminal as it is, in any command that prints records: a
+// line break cannot start a line of its own (workflow show printed a description's line
+// breaks, so a description could forge a row of its table), and no escape sequence, bidi
+// control or invalid UTF-8 is sent. Every text field of every kind of record holds forge.
+func TestNoStoredStringForgesALineOrReachesTheTerminal(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t)
+	bid, wfID := c.seedForgeries()
+	forged := regexp.MustCompile(`(?m)^\s*FORGED`)
+	for _, cmd := range readCommands(farFixture{goodBID: bid, badBID: bid, wfID: wfID}, "forged-1") {
+		code, out, errOut := c.run(cmd.args...)
+		assert.Equal(t, 0, code, "%v: %s", cmd.args, errOut)
+		terminalSafe(t, fmt.Sprint(cmd.args), out+errOut)
+		assert.False(t, forged.MatchString(out), "%v: a stored line break starts a line:\n%s", cmd.args, out)
+		assert.NotContains(t, out, "\u202e", "%v: a bidi override is sent", cmd.args)
+	}
+	// An action names the queue it moved the job to, read from the stored job.
+	code, out, errOut := c.run("requeue", "forged-1", "--set", "dead")
+	require.Equal(t, 0, code, errOut)
+	terminalSafe(t, "requeue", out)
+	assert.False(t, forged.MatchString(out), "requeue: %s", out)
+	assert.Contains(t, out, `to queue x\x0aFORGED row\x0d\x1b[2J`)
+}
+
+// deepJob is a job of about 2 KB whose args nest 999 deep.
+func deepJob(jid string) string {
+	return `{"class":"Deep","queue":"deep","jid":"` + jid + `","args":[` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `]}`
+}
+
+// 5. Every output path is bounded: --json of a job nested 999 deep is a small multiple of its
+// stored bytes (indenting every level made ten 2 KB jobs a 20 MB listing), a --json listing
+// prints at most maxListedRaw of each job (exq job --json prints it whole), and a table or a
+// job's page for people is bounded whatever the records hold.
+func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t)
+	ctx := context.Background()
+	stored := 0
+	for i := range 10 {
+		d := deepJob(fmt.Sprintf("deep-%d", i))
+		stored += len(d)
+		require.NoError(t, c.rdb.LPush(ctx, c.ns+":queue:deep", d).Err())
+		for _, s := range []string{"retry", "schedule", "dead"} {
+			require.NoError(t, c.rdb.ZAdd(ctx, c.ns+":"+s, redis.Z{Score: float64(1700000000 + i), Member: d}).Err())
+		}
+	}
+	big := strings.Repeat("\x1b", 1<<20) // 6 bytes each as JSON: the worst a string can grow
+	q, _ := json.Marshal(big)
+	for i := range 5 {
+		require.NoError(t, c.rdb.LPush(ctx, c.ns+":queue:big", fmt.Sprintf(`{"class":%s,"queue":%s,"jid":"big-%d","args":[%s],"error_message":%s}`, q, q, i, q, q)).Err())
+	}
+	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":queues", "deep", "big").Err())
+	require.NoError(t, c.rdb.HSet(ctx, c.ns+":cron_job:deep", "name", "deep", "cron", "* * * * *", "klass", "K", "queue", "deep",
+		"args", "["+string(q)+"]", "status", "enabled", "description", big).Err())
+	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:deep").Err())
+
+	size := func(args ...string) int {
+		t.Helper()
+		code, out, errOut := c.run(args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+		if args[len(args)-1] == "--json" {
+			require.True(t, json.Valid([]byte(out)), "%v is JSON", args)
+		}
+		return len(out)
+	}
+	// Nesting: linear in what is stored (raw as a JSON string, args compact past 4 levels).
+	for _, args := range [][]string{{"jobs", "deep"}, {"retries"}, {"scheduled"}, {"dead"}} {
+		n := size(append(args, "--json")...)
+		assert.Less(t, n, 3*stored+10*1024, "%v --json: %d bytes for %d stored", args, n, stored)
+	}
+	n := size("job", "deep-0", "--json")
+	assert.Less(t, n, 3*len(deepJob("deep-0"))+4096, "job --json")
+
+	// Size: a listing prints at most maxListedRaw (and cut fields) of each job.
+	n = size("jobs", "big", "--json")
+	assert.Less(t, n, 5*(6*maxListedRaw+6*5*maxListedField+4096), "jobs big --json: %d bytes", n)
+	var listed []jobJSON
+	c.json(&listed, "jobs", "big")
+	require.Len(t, listed, 5)
+	assert.Greater(t, listed[0].RawBytes, 4<<20)
+	assert.Contains(t, listed[0].ArgsError, "exq job big-4 --json prints it whole")
+	n = size("cron", "list", "--json")
+	assert.Less(t, n, 6*(1<<20)+4*maxListedRaw, "cron list --json: the args are left out, the description stays")
+
+	// Tables and pages for people: bounded whatever the records hold.
+	for _, args := range [][]string{{"jobs", "deep"}, {"jobs", "big"}, {"dead"}, {"job", "deep-0"}, {"job", "big-0"}, {"cron", "list"}} {
+		n := size(args...)
+		assert.Less(t, n, 256<<10, "%v: %d bytes", args, n)
+	}
+}
+
+// 4. workflow show names each parent once and lists at most maxParentsListed per job, and
+// says so (a 1.9 MB graph whose parent fields repeat one name 3 000 times printed 11.7 MB).
+func TestWorkflowShowNamesEachParentOnceAndIsBounded(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t)
+	ctx := context.Background()
+	cl, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer cl.Close()
+	store := func(parents func(i int) []string) string {
+		jobs := []exq.WorkflowJob{{Name: "j000", Queue: "q", Class: "W"}}
+		for i := 1; i < 300; i++ {
+			jobs = append(jobs, exq.WorkflowJob{Name: fmt.Sprintf("j%03d", i), Queue: "q", Class: "W", DependsOn: []string{"j000"}})
+		}
+		w, err := cl.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, jobs)
+		require.NoError(t, err)
+		var fields []any
+		for i := 1; i < 300; i++ {
+			fields = append(fields, fmt.Sprintf("p:j%03d", i), strings.Join(parents(i), "\n"))
+		}
+		require.NoError(t, c.rdb.HSet(ctx, c.ns+":wf:"+w.ID+":graph", fields...).Err())
+		return w.ID
+	}
+	repeated := store(func(int) []string {
+		p := make([]string, 3000)
+		for k := range p {
+			p[k] = "j000"
+		}
+		return p
+	})
+	dense := store(func(i int) []string {
+		p := make([]string, i)
+		for k := range p {
+			p[k] = fmt.Sprintf("j%03d", k)
+		}
+		return p
+	})
+	const bound = 300 * (maxParentsListed*12 + 400)
+	for _, id := range []string{repeated, dense} {
+		code, out, errOut := c.run("workflow", "show", id, "--json")
+		require.Equal(t, 0, code, errOut)
+		assert.Less(t, len(out), bound, "--json: %d bytes", len(out))
+		code, out, errOut = c.run("workflow", "show", id)
+		require.Equal(t, 0, code, errOut)
+		assert.Less(t, len(out), 300*200, "table: %d bytes", len(out))
+	}
+	var wf workflowJSON
+	c.json(&wf, "workflow", "show", repeated)
+	assert.Equal(t, 299*2999, wf.RepeatedParents)
+	assert.Equal(t, []string{"j000"}, wf.Jobs[299].DependsOn)
+	_, out, _ := c.run("workflow", "show", repeated)
+	assert.Contains(t, out, "(the stored graph names a parent more than once: 896701 repeats, each listed once)")
+
+	c.json(&wf, "workflow", "show", dense)
+	assert.Len(t, wf.Jobs[299].DependsOn, maxParentsListed)
+	assert.Equal(t, 299, wf.Jobs[299].DependsOnTotal)
+	_, out, _ = c.run("workflow", "show", dense)
+	assert.Contains(t, out, "(199 jobs wait for more than 100 parents: --json lists the first 100 and how many there are)")
 }

@@ -171,7 +171,11 @@ func (a *app) showJob(places []place) error {
 		return a.printJSON(map[string]any{"places": places, "job": j})
 	}
 	w := &strings.Builder{}
-	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
+	// One line per field, whatever it holds: a stored line break or escape is shown escaped
+	// (a class or queue could otherwise forge a line of its own).
+	line := func(k string, v any) {
+		fmt.Fprintf(w, "%-10s %s\n", k, textsafe.Terminal(clip(fmt.Sprint(v), maxShownArgs)))
+	}
 	for _, p := range places {
 		in := ""
 		if p.Namespace != "" {
@@ -212,7 +216,11 @@ func (a *app) showJob(places []place) error {
 	}
 	// Pretty-printed within bounds: a document nested 10 000 deep or megabytes long is shown
 	// cut, with where to get it whole.
+	// A document that is no JSON is shown escaped on one line: its line breaks are its own.
 	pretty, truncated := textsafe.Pretty([]byte(rec.Raw), maxPrettyDepth, maxShownRaw)
+	if !textsafe.IsJSON([]byte(rec.Raw)) {
+		pretty = textsafe.Terminal(pretty)
+	}
 	line("RAW", "")
 	fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(pretty, "\n", "\n  "))
 	if truncated {

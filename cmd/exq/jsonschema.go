@@ -45,8 +45,54 @@ type jobJSON struct {
 	RawBase64   string `json:"raw_base64,omitempty"`
 	DecodeError string `json:"decode_error,omitempty"`
 	// ArgsError says why args is null although the job has some: nested deeper than JSON
-	// output allows (raw holds them as they are).
+	// output allows (raw holds them as they are), or, in a listing, a document larger than
+	// maxListedRaw.
 	ArgsError string `json:"args_error,omitempty"`
+	// RawBytes is the stored document's size when a listing cut raw (and its other strings)
+	// to maxListedRaw: exq job JID --json prints it whole.
+	RawBytes int `json:"raw_bytes,omitempty"`
+}
+
+// maxListedRaw bounds each job a --json listing prints (jobs, retries, scheduled, dead,
+// busy): a larger document is listed with raw cut to it, its strings cut to maxListedField,
+// args null and raw_bytes its size; exq job JID --json prints it whole. Ten 8 MB jobs would
+// otherwise make one page of a listing 160 MB.
+const (
+	maxListedRaw   = 64 << 10
+	maxListedField = 4 << 10
+)
+
+// toListedJobJSON is r as a --json listing prints it: as toJobJSON, within maxListedRaw.
+func toListedJobJSON(r exq.JobRecord) jobJSON {
+	out := toJobJSON(r)
+	if len(r.Raw) <= maxListedRaw {
+		return out
+	}
+	out.RawBytes = len(r.Raw)
+	out.Raw = cutBytes(r.Raw, maxListedRaw)
+	if out.RawBase64 != "" {
+		out.RawBase64 = base64.StdEncoding.EncodeToString([]byte(r.Raw[:maxListedRaw]))
+	}
+	if out.DecodeError == "" {
+		out.Args = json.RawMessage("null")
+		out.ArgsError = fmt.Sprintf("the job is %d bytes, more than the %d a listing prints; exq job %s --json prints it whole",
+			len(r.Raw), maxListedRaw, cutBytes(out.JID, maxListedField))
+	}
+	for _, f := range []*string{&out.JID, &out.Class, &out.Queue, &out.ErrorClass, &out.ErrorMessage, &out.DecodeError} {
+		*f = cutBytes(*f, maxListedField)
+	}
+	return out
+}
+
+// cutBytes is s cut to at most n bytes, not inside a UTF-8 sequence.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // maxJSONDepth is how deep a document may nest to be embedded in --json output as JSON:
@@ -187,6 +233,9 @@ type periodicJSON struct {
 
 func toPeriodicJSON(s exq.PeriodicState) periodicJSON {
 	args, why := embeddable(s.Args)
+	if len(s.Args) > maxListedRaw {
+		args, why = json.RawMessage("null"), fmt.Sprintf("are %d bytes, more than the %d --json prints", len(s.Args), maxListedRaw)
+	}
 	if why != "" && s.Problem == "" {
 		s.Problem = "args " + why
 	}
