@@ -72,7 +72,7 @@ func (c *cliEnv) seedFarTimes() farFixture {
 
 	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":cron_job:far", "name", "far", "cron", "* * * * *", "klass", "K", "queue", "default",
 		"args", `[]`, "status", "enabled", "last_enqueue_time", "9999-12-31T23:59:59-23:59").Err())
-	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:far").Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", "cron_job:far").Err())
 	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":cron_job:far:jid_history", `{"jid":"h-good","enqueued":"2024-01-02T03:04:05Z"}`,
 		`{"jid":"h-far","enqueued":"9999-12-31T23:59:59-23:59"}`).Err())
 	return f
@@ -239,7 +239,7 @@ func (c *cliEnv) seedForgeries() (bid, wfID string) {
 	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":processes", id).Err())
 	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":cron_job:far", "name", "far", "cron", "* * * * *", "klass", forge, "queue", forge,
 		"args", `[]`, "status", "enabled", "description", forge).Err())
-	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:far").Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", "cron_job:far").Err())
 	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":cron_job:far:jid_history", fmt.Sprintf(`{"jid":%s,"enqueued":"2024-01-02T03:04:05Z"}`, q)).Err())
 	return bid, w.ID
 }
@@ -298,7 +298,7 @@ func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
 	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":queues", "deep", "big").Err())
 	require.NoError(t, c.rdb.HSet(ctx, c.ns+":cron_job:deep", "name", "deep", "cron", "* * * * *", "klass", "K", "queue", "deep",
 		"args", "["+string(q)+"]", "status", "enabled", "description", big).Err())
-	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:deep").Err())
+	require.NoError(t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", "cron_job:deep").Err())
 
 	size := func(args ...string) int {
 		t.Helper()
@@ -307,6 +307,7 @@ func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
 		if args[len(args)-1] == "--json" {
 			require.True(t, json.Valid([]byte(out)), "%v is JSON", args)
 		}
+		t.Logf("exq %v: %d bytes", args, len(out))
 		return len(out)
 	}
 	// Nesting: linear in what is stored (raw as a JSON string, args compact past 4 levels).
@@ -325,6 +326,7 @@ func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
 	require.Len(t, listed, 5)
 	assert.Greater(t, listed[0].RawBytes, 4<<20)
 	assert.Contains(t, listed[0].ArgsError, "exq job big-4 --json prints it whole")
+
 	n = size("cron", "list", "--json")
 	assert.Less(t, n, 6*(1<<20)+4*maxListedRaw, "cron list --json: the args are left out, the description stays")
 
@@ -377,6 +379,7 @@ func TestWorkflowShowNamesEachParentOnceAndIsBounded(t *testing.T) {
 		code, out, errOut := c.run("workflow", "show", id, "--json")
 		require.Equal(t, 0, code, errOut)
 		assert.Less(t, len(out), bound, "--json: %d bytes", len(out))
+		t.Logf("workflow show %s --json: %d bytes", id, len(out))
 		code, out, errOut = c.run("workflow", "show", id)
 		require.Equal(t, 0, code, errOut)
 		assert.Less(t, len(out), 300*200, "table: %d bytes", len(out))
