@@ -172,3 +172,33 @@ func TestEveryPageIsBoundedWhateverTheRecords(t *testing.T) {
 	assert.LessOrEqual(t, len(body), maxPageBytes)
 	assert.True(t, strings.Contains(body, "This page would be larger than 4 MiB"), "the page says why: %.200s", body)
 }
+
+// 3. Times no calendar writer expects (a stored 1e12 seconds is year 33658, 1e300 overflows
+// int64 seconds) are shown on every page that reads them, and stats.json stays JSON.
+func TestPagesShowTimesPastYear9999(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	bid, _, err := c.NewBatch(ctx, exq.BatchOptions{Description: "far"}, []exq.JobSpec{{Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Batch(bid), "created_at", "1e12", "complete_at", "1e300").Err())
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, []exq.WorkflowJob{{Name: "a", Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Workflow(w.ID), "created_at", "1e12", "finished_at", "-1e12").Err())
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "backlog", "1", "failed", "0", "oldest_at", "1e13", "updated_at", "1e12").Err())
+	far := `{"class":"W","args":[],"queue":"q","jid":"far","created_at":1e12,"enqueued_at":1e300,"failed_at":1e12,"retried_at":1e17}`
+	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Dead(), redis.Z{Score: 1e12, Member: far}).Err())
+	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Retry(), redis.Z{Score: 1e15, Member: far}).Err())
+	f.push("q", far)
+	for _, path := range []string{"/", "/batches", "/batches/" + bid, "/workflows/" + w.ID, "/dead", "/dead/far", "/retries",
+		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/search?jid=far"} {
+		code, body := f.get(path)
+		assert.Equal(t, http.StatusOK, code, "GET %s: %.300s", path, body)
+	}
+	code, body := f.get("/stats.json")
+	assert.Equal(t, http.StatusOK, code)
+	assert.True(t, json.Valid([]byte(body)), body)
+}
