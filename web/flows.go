@@ -103,8 +103,7 @@ const (
 	maxJobRows       = 1000
 	maxParentsListed = 50
 	maxEdgesDrawn    = 2000
-	maxNameShown     = 200  // bytes of a name, jid, queue or state
-	maxTextShown     = 2000 // bytes of a description or reason
+	maxNameShown     = 200 // bytes of a name, jid, queue or state
 )
 
 func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
