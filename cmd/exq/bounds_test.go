@@ -224,7 +224,7 @@ func (c *cliEnv) seedForgeries() (bid, wfID string) {
 	q, _ := json.Marshal(forge)
 	doc := fmt.Sprintf(`{"class":%s,"args":[%s],"queue":%s,"jid":"forged-1","error_class":%s,"error_message":%s,"enqueued_at":1700000000.5}`, q, q, q, q, q)
 	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":queue:default", doc).Err())
-	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", "default").Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", "default", forge).Err())
 	for _, s := range []string{"retry", "schedule", "dead"} {
 		require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":"+s, redis.Z{Score: 1700000000, Member: doc}).Err())
 	}
@@ -260,6 +260,13 @@ func TestNoStoredStringForgesALineOrReachesTheTerminal(t *testing.T) {
 		assert.False(t, forged.MatchString(out), "%v: a stored line break starts a line:\n%s", cmd.args, out)
 		assert.NotContains(t, out, "\u202e", "%v: a bidi override is sent", cmd.args)
 	}
+	// A warning lists the known queues, read from Redis.
+	code, _, warn := c.run("jobs", "no-such-queue")
+	require.Equal(t, 0, code, warn)
+	assert.Contains(t, warn, "known queues:")
+	terminalSafe(t, "warning", warn)
+	assert.False(t, forged.MatchString(warn), "warning: %s", warn)
+
 	// An action names the queue it moved the job to, read from the stored job.
 	code, out, errOut := c.run("requeue", "forged-1", "--set", "dead")
 	require.Equal(t, 0, code, errOut)
