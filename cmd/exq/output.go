@@ -24,7 +24,7 @@ func (a *app) printJSON(v any) error {
 // maxCell bounds what a table (or a line for people) shows of one stored string, in runes:
 // names, descriptions, jids and the like are short, and one of megabytes must not make the
 // output megabytes (--json prints them whole).
-const maxCell = 500
+const maxCell = 2000
 
 // table prints rows under header, each cell cut to maxCell runes and escaped for a terminal
 // (a tab, line break or escape sequence in Redis must not break the table or forge a row).
