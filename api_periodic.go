@@ -9,6 +9,7 @@ import (
 
 	"github.com/exqgo/exq/internal/cronspec"
 	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/textsafe"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -35,6 +36,26 @@ type PeriodicState struct {
 type PeriodicRun struct {
 	JID      string    `json:"jid"`
 	Enqueued time.Time `json:"enqueued"`
+}
+
+// MarshalJSON writes s as its field tags say, with a time RFC 3339 cannot write (a stored year
+// past 9999) as null: time.Time would fail the whole document.
+func (s PeriodicState) MarshalJSON() ([]byte, error) {
+	type plain PeriodicState
+	return json.Marshal(struct {
+		plain
+		LastEnqueued textsafe.Time `json:"last_enqueued"`
+		Next         textsafe.Time `json:"next"`
+	}{plain(s), textsafe.Time{Time: s.LastEnqueued}, textsafe.Time{Time: s.Next}})
+}
+
+// MarshalJSON writes r as its field tags say, with a time RFC 3339 cannot write as null.
+func (r PeriodicRun) MarshalJSON() ([]byte, error) {
+	type plain PeriodicRun
+	return json.Marshal(struct {
+		plain
+		Enqueued textsafe.Time `json:"enqueued"`
+	}{plain(r), textsafe.Time{Time: r.Enqueued}})
 }
 
 // PeriodicJobs lists every periodic job of the namespace, sorted by name.

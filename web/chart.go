@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func lineChart(names, classes []string, values [][]int64, label func(i int) stri
 		c.Series = append(c.Series, se)
 	}
 	for k := 0; k <= 4; k++ {
-		v := top * int64(k) / 4
+		v := top / 4 * int64(k) // top is a multiple of 4; top*k could overflow
 		c.YTicks = append(c.YTicks, tick{Pos: yAt(v), Label: shortNum(v)})
 	}
 	if n > 0 && xTicks > 0 {
@@ -113,21 +114,25 @@ func lineChart(names, classes []string, values [][]int64, label func(i int) stri
 }
 
 // niceCeil rounds a graph's top up to 1, 2 or 5 times a power of ten (at least 4, so that the
-// four grid lines fall on whole numbers).
+// four grid lines fall on whole numbers). The counters are read from Redis: near the int64
+// limit (p*10 overflowed, to 0, and the loop never ended) the top is the largest multiple of 4.
 func niceCeil(v int64) int64 {
 	if v < 4 {
 		return 4
 	}
 	p := int64(1)
-	for p*10 <= v {
+	for p <= v/10 {
 		p *= 10
 	}
 	for _, m := range []int64{1, 2, 4, 5, 10} {
+		if p > math.MaxInt64/m {
+			break
+		}
 		if m*p >= v && (m*p)%4 == 0 {
 			return m * p
 		}
 	}
-	return 10 * p
+	return math.MaxInt64 - math.MaxInt64%4
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // flowsShown bounds the batches and workflows the list page shows.
@@ -78,13 +79,35 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) {
 type workflowData struct {
 	W     exq.WorkflowStatus
 	Graph *graph // nil when the workflow is too large to draw
-	// Results are the starts of the results its jobs stored (at most resultShown bytes
-	// each), by jid.
+	// Jobs are the rows of the table: at most maxJobRows, each with its parents named once
+	// and at most maxParentsListed of them. MoreJobs is how many rows are left out.
+	Jobs     []workflowRow
+	MoreJobs int
+	// Repeats is how many parent names the stored graph repeats (each is drawn and listed
+	// once).
+	Repeats int
+	// Results are the starts of the results the listed jobs stored (at most resultShown
+	// bytes each), by jid.
 	Results map[string]exq.StoredResult
 }
 
-// resultShown bounds what the workflow page shows of each job's result, in bytes.
-const resultShown = 200
+// workflowRow is one job of the workflow's table.
+type workflowRow struct {
+	exq.WorkflowJobStatus
+	Parents     []string // distinct, at most maxParentsListed
+	MoreParents int      // distinct parents left out
+}
+
+// What the workflow page shows at most: rows of its table, parents listed per job, lines
+// (dependencies) in its drawing, bytes of each job's result. The graph is read from Redis: a
+// job's parent field may name one job thousands of times, or thousands of jobs.
+const (
+	maxJobRows       = 1000
+	maxParentsListed = 50
+	maxEdgesDrawn    = 2000
+	maxNameShown     = 200 // bytes of a name, jid, queue or state
+	resultShown      = 200
+)
 
 func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 	id := pathName(r, "id")
@@ -93,16 +116,23 @@ func (h *handler) workflow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	jids := make([]string, len(wf.Jobs))
+	d := workflowData{W: wf, Graph: layoutGraph(wf.Jobs)}
+	var jids []string
 	for i, j := range wf.Jobs {
-		jids[i] = j.JID
+		parents, distinct, repeats := textsafe.Distinct(j.DependsOn, maxParentsListed)
+		d.Repeats += repeats
+		if i >= maxJobRows {
+			d.MoreJobs++
+			continue
+		}
+		d.Jobs = append(d.Jobs, workflowRow{WorkflowJobStatus: j, Parents: parents, MoreParents: distinct - len(parents)})
+		jids = append(jids, j.JID)
 	}
-	results, err := h.api.Results(r.Context(), jids, resultShown)
-	if err != nil {
+	if d.Results, err = h.api.Results(r.Context(), jids, resultShown); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "workflow.html", "workflows", "Workflow "+id, workflowData{W: wf, Graph: layoutGraph(wf.Jobs), Results: results})
+	h.render(w, r, http.StatusOK, "workflow.html", "workflows", "Workflow "+id, d)
 }
 
 // notFoundFlow reports whether err is a batch or workflow that does not exist (any more).
@@ -124,7 +154,10 @@ const (
 type graph struct {
 	W, H  int
 	Nodes []graphNode
-	Edges []graphEdge
+	Edges []graphEdge // at most maxEdgesDrawn
+	// AllEdges is how many dependencies the workflow has (each parent counted once per job):
+	// more than len(Edges) when the drawing leaves some out.
+	AllEdges int
 }
 
 type graphNode struct {
@@ -138,10 +171,17 @@ type graphEdge struct{ X1, Y1, X2, Y2 int }
 
 // layoutGraph places jobs in columns by depth (the longest chain of parents before them) and
 // rows in name order; nil for more than maxDrawn jobs or a graph that is not acyclic (the
-// stored graph is read from Redis, so it is not trusted).
-func layoutGraph(jobs []exq.WorkflowJobStatus) *graph {
-	if len(jobs) == 0 || len(jobs) > maxDrawn {
+// stored graph is read from Redis, so it is not trusted). A parent named more than once is
+// drawn once, and at most maxEdgesDrawn lines are drawn: the drawing's size is bounded
+// whatever the stored graph holds.
+func layoutGraph(all []exq.WorkflowJobStatus) *graph {
+	if len(all) == 0 || len(all) > maxDrawn {
 		return nil
+	}
+	jobs := make([]exq.WorkflowJobStatus, len(all))
+	for i, j := range all {
+		j.DependsOn, _, _ = textsafe.Distinct(j.DependsOn, 0)
+		jobs[i] = j
 	}
 	index := make(map[string]int, len(jobs))
 	for i, j := range jobs {
@@ -189,14 +229,19 @@ func layoutGraph(jobs []exq.WorkflowJobStatus) *graph {
 		if r := []rune(label); len(r) > 20 {
 			label = string(r[:19]) + "…"
 		}
-		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, Label: label, Full: j.Name + ": " + j.State, State: j.State,
+		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, Label: label, Full: truncate(j.Name, maxNameShown) + ": " + truncate(j.State, maxNameShown), State: j.State,
 			Class: "st-" + stateClass(j.State)})
 		g.W = max(g.W, x+boxW+margin)
 		g.H = max(g.H, y+boxH+margin)
 	}
 	for i, j := range jobs {
 		for _, p := range j.DependsOn {
-			if k, ok := index[p]; ok {
+			k, ok := index[p]
+			if !ok {
+				continue
+			}
+			g.AllEdges++
+			if len(g.Edges) < maxEdgesDrawn {
 				g.Edges = append(g.Edges, graphEdge{X1: pos[k][0] + boxW, Y1: pos[k][1] + boxH/2, X2: pos[i][0], Y2: pos[i][1] + boxH/2})
 			}
 		}

@@ -418,10 +418,12 @@ type jobData struct {
 	Job     *exq.Job
 	Bad     string
 	Args    string
-	Fields  []field
-	Trace   []string
-	Back    string
-	Actions bool
+	Fields  []field  // at most maxFieldsShown
+	Trace   []string // at most maxTraceShown lines, each cut to maxFieldShown
+	// MoreFields and MoreTrace are how many fields and backtrace lines are not shown.
+	MoreFields, MoreTrace int
+	Back                  string
+	Actions               bool
 }
 
 type field struct {
@@ -461,19 +463,35 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 				continue // shown above
 			case "error_backtrace":
 				if lines, err := exq.DecodeBacktrace(v); err == nil {
-					d.Trace = lines
 					f.Value = strconv.Itoa(len(lines)) + " line(s), below"
+					if len(lines) > maxTraceShown {
+						lines, d.MoreTrace = lines[:maxTraceShown], len(lines)-maxTraceShown
+					}
+					for _, l := range lines {
+						d.Trace = append(d.Trace, truncate(l, maxFieldShown))
+					}
 				}
 			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
 				if at, ok := exq.ParseJobTime(string(v)); ok { // seconds, or Sidekiq 8's ms
 					f.Time = at
 				}
 			}
+			if len(d.Fields) == maxFieldsShown {
+				d.MoreFields++
+				continue
+			}
 			d.Fields = append(d.Fields, f)
 		}
 	}
 	return d
 }
+
+// What a job's page shows at most of a document's fields and backtrace lines (the raw
+// document, a download, has them all).
+const (
+	maxFieldsShown = 200
+	maxTraceShown  = 500
+)
 
 func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
 	name, jid := pathName(r, "name"), pathName(r, "jid")

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -111,8 +112,14 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, fil
 		}
 	}
 	v.Flash = flash(r.URL.Query())
-	var b bytes.Buffer
-	if err := h.tmpl[file].ExecuteTemplate(&b, "layout", v); err != nil {
+	b := &pageBuffer{}
+	if err := h.tmpl[file].ExecuteTemplate(b, "layout", v); err != nil {
+		if errors.Is(err, errPageTooLarge) && file != "error.html" {
+			h.opts.Logger.Warn("exq web: page too large for the dashboard", "page", file, "path", r.URL.Path, "max_bytes", maxPageBytes)
+			h.errorPage(w, r, http.StatusInternalServerError, fmt.Sprintf("This page would be larger than %d MiB: what it shows from Redis "+
+				"is too large for the dashboard. The exq command shows it (with --json, whole).", maxPageBytes>>20))
+			return
+		}
 		h.opts.Logger.Error("exq web: template failed", "page", file, "err", err)
 		http.Error(w, "template error", http.StatusInternalServerError)
 		return
@@ -120,7 +127,28 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, fil
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b.buf.Bytes())
+}
+
+// maxPageBytes bounds every page the dashboard renders, whatever Redis holds: each page cuts
+// what it shows of each stored string and document, and lists a bounded number of records;
+// this is the bound behind those, so that no combination of records (a job with a million
+// fields, a workflow whose jobs each name thousands of parents) makes a page of tens of
+// megabytes. Rendering stops as soon as a page passes it, so no more is held in memory either.
+const maxPageBytes = 4 << 20
+
+// errPageTooLarge stops a page's rendering at maxPageBytes.
+var errPageTooLarge = errors.New("exq: web: page larger than the dashboard shows")
+
+// pageBuffer is a page being rendered, refusing to grow past maxPageBytes.
+// (A field, not embedded: an embedded bytes.Buffer's WriteString would bypass Write.)
+type pageBuffer struct{ buf bytes.Buffer }
+
+func (b *pageBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > maxPageBytes {
+		return 0, errPageTooLarge
+	}
+	return b.buf.Write(p)
 }
 
 // errorPage shows a message in the layout.

@@ -89,7 +89,7 @@ nothing. A warning on stderr says when no live node subscribes to QUEUE or it is
 			if due.IsZero() {
 				return a.say(map[string]any{"jid": id, "queue": q}, "enqueued %s to %s", id, q)
 			}
-			return a.say(map[string]any{"jid": id, "queue": q, "at": due.UTC()},
+			return a.say(map[string]any{"jid": id, "queue": q, "at": ts(due)},
 				"scheduled %s on %s at %s", id, q, due.UTC().Format(time.RFC3339))
 		},
 	}

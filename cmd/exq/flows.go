@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/exqgo/exq"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // batchJSON is one batch as --json prints it.
@@ -18,10 +19,10 @@ type batchJSON struct {
 	Pending     int               `json:"pending"`
 	Failed      int               `json:"failed"`
 	Dead        int               `json:"dead"`
-	CreatedAt   *time.Time        `json:"created_at,omitempty"`
-	CompletedAt *time.Time        `json:"completed_at,omitempty"`
-	SucceededAt *time.Time        `json:"succeeded_at,omitempty"`
-	DiedAt      *time.Time        `json:"died_at,omitempty"`
+	CreatedAt   *textsafe.Time    `json:"created_at,omitempty"`
+	CompletedAt *textsafe.Time    `json:"completed_at,omitempty"`
+	SucceededAt *textsafe.Time    `json:"succeeded_at,omitempty"`
+	DiedAt      *textsafe.Time    `json:"died_at,omitempty"`
 	Callbacks   map[string]string `json:"callbacks,omitempty"`
 	Open        bool              `json:"open,omitempty"`
 	PendingJIDs []string          `json:"pending_jids,omitempty"`
@@ -45,20 +46,25 @@ type workflowJSON struct {
 	Succeeded   int               `json:"succeeded"`
 	Dead        int               `json:"dead"`
 	Canceled    int               `json:"canceled"`
-	CreatedAt   *time.Time        `json:"created_at,omitempty"`
-	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	CreatedAt   *textsafe.Time    `json:"created_at,omitempty"`
+	FinishedAt  *textsafe.Time    `json:"finished_at,omitempty"`
 	Jobs        []workflowJobJSON `json:"jobs"`
+	// RepeatedParents is how many parent names the stored graph repeats: each job's
+	// depends_on names each parent once.
+	RepeatedParents int `json:"repeated_parents,omitempty"`
 }
 
 type workflowJobJSON struct {
-	Name             string   `json:"name"`
-	JID              string   `json:"jid"`
-	Queue            string   `json:"queue"`
-	State            string   `json:"state"`
-	DependsOn        []string `json:"depends_on,omitempty"`
-	Waiting          int      `json:"waiting"`
-	RunOnParentDeath bool     `json:"run_on_parent_death"`
-	Reason           string   `json:"reason,omitempty"`
+	Name      string   `json:"name"`
+	JID       string   `json:"jid"`
+	Queue     string   `json:"queue"`
+	State     string   `json:"state"`
+	DependsOn []string `json:"depends_on,omitempty"` // distinct, at most maxParentsListed
+	// DependsOnTotal is how many distinct parents the job has, when depends_on lists fewer.
+	DependsOnTotal   int    `json:"depends_on_total,omitempty"`
+	Waiting          int    `json:"waiting"`
+	RunOnParentDeath bool   `json:"run_on_parent_death"`
+	Reason           string `json:"reason,omitempty"`
 	resultJSON
 }
 
@@ -233,14 +239,14 @@ the workflows whose data is kept, newest first, as "workflow list" does: their c
 
 // workflowListJSON is one workflow as workflow list --json prints it: without its jobs.
 type workflowListJSON struct {
-	ID          string     `json:"id"`
-	Description string     `json:"description,omitempty"`
-	Total       int        `json:"total"`
-	Succeeded   int        `json:"succeeded"`
-	Dead        int        `json:"dead"`
-	Canceled    int        `json:"canceled"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	ID          string         `json:"id"`
+	Description string         `json:"description,omitempty"`
+	Total       int            `json:"total"`
+	Succeeded   int            `json:"succeeded"`
+	Dead        int            `json:"dead"`
+	Canceled    int            `json:"canceled"`
+	CreatedAt   *textsafe.Time `json:"created_at,omitempty"`
+	FinishedAt  *textsafe.Time `json:"finished_at,omitempty"`
 }
 
 func (a *app) workflowList(ctx context.Context, limit int) error {
@@ -289,21 +295,39 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// Each job's parents named once and at most maxParentsListed of them: a stored graph whose
+	// parent fields repeat one name 3 000 times made an 11.7 MB --json of a 1.9 MB graph.
+	repeats, cutJobs := 0, 0
+	parents := make([][]string, len(w.Jobs))
+	totals := make([]int, len(w.Jobs))
+	for i, j := range w.Jobs {
+		var r int
+		parents[i], totals[i], r = textsafe.Distinct(j.DependsOn, maxParentsListed)
+		repeats += r
+		if totals[i] > len(parents[i]) {
+			cutJobs++
+		}
+	}
 	if a.json {
 		out := workflowJSON{ID: w.ID, Description: w.Description, Total: w.Total, Succeeded: w.Succeeded, Dead: w.Dead,
-			Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt), Jobs: []workflowJobJSON{}}
-		for _, j := range w.Jobs {
-			out.Jobs = append(out.Jobs, workflowJobJSON{Name: j.Name, JID: j.JID, Queue: j.Queue, State: j.State,
-				DependsOn: j.DependsOn, Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason,
-				resultJSON: toResultJSON(results[j.JID])})
+			Canceled: w.Canceled, CreatedAt: ts(w.CreatedAt), FinishedAt: ts(w.FinishedAt), Jobs: []workflowJobJSON{},
+			RepeatedParents: repeats}
+		for i, j := range w.Jobs {
+			jj := workflowJobJSON{Name: j.Name, JID: j.JID, Queue: j.Queue, State: j.State,
+				DependsOn: parents[i], Waiting: j.Waiting, RunOnParentDeath: j.RunOnParentDeath, Reason: j.Reason,
+				resultJSON: toResultJSON(results[j.JID])}
+			if totals[i] > len(parents[i]) {
+				jj.DependsOnTotal = totals[i]
+			}
+			out.Jobs = append(out.Jobs, jj)
 		}
 		return a.printJSON(out)
 	}
 	rows := make([][]any, len(w.Jobs))
 	for i, j := range w.Jobs {
 		waits := "-"
-		if len(j.DependsOn) > 0 {
-			waits = cut(strings.Join(j.DependsOn, ","), 60)
+		if len(parents[i]) > 0 {
+			waits = cut(strings.Join(parents[i], ","), 60)
 		}
 		state := j.State
 		if j.Reason != "" {
@@ -311,8 +335,23 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 		}
 		rows[i] = []any{j.Name, state, j.Queue, waits, j.JID, resultText(results[j.JID], maxCellResult)}
 	}
-	if _, err := a.stdout.Write([]byte(w.ID + "  " + w.Description + "\n")); err != nil {
+	// The heading is one line: a description's line breaks and escapes are shown escaped (a
+	// description could otherwise forge a row of the table).
+	if _, err := fmt.Fprintf(a.stdout, "%s  %s\n", textsafe.Terminal(clip(w.ID, maxCell)), textsafe.Terminal(clip(w.Description, maxCell))); err != nil {
 		return err
 	}
-	return a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID", "RESULT"}, rows)
+	if err := a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID", "RESULT"}, rows); err != nil {
+		return err
+	}
+	if repeats > 0 {
+		fmt.Fprintf(a.stdout, "(the stored graph names a parent more than once: %d repeats, each listed once)\n", repeats)
+	}
+	if cutJobs > 0 {
+		fmt.Fprintf(a.stdout, "(%d jobs wait for more than %d parents: --json lists the first %d and how many there are)\n", cutJobs, maxParentsListed, maxParentsListed)
+	}
+	return nil
 }
+
+// maxParentsListed bounds the parents workflow show lists per job (--json says how many
+// there are when it lists fewer).
+const maxParentsListed = 100

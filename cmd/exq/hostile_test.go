@@ -41,7 +41,7 @@ func (c *cliEnv) seedHostile() {
 	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":processes", id).Err())
 	require.NoError(c.t, c.rdb.HSet(ctx, c.ns+":cron_job:evil", "name", "evil", "cron", "* * * * *", "klass", "K\x1b[2J", "queue", "default",
 		"args", `["\u001b]0;x\u0007"]`, "status", "enabled", "description", "d\x1b]52;c;eA==\x07").Err())
-	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", c.ns+":cron_job:evil").Err())
+	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":cron_jobs", "cron_job:evil").Err())
 }
 
 // terminalSafe fails when out holds a byte a terminal acts on: C0 controls but for line

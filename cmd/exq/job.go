@@ -16,12 +16,12 @@ import (
 
 // place is where one copy of a job is: a queue, a set, or running on a node.
 type place struct {
-	State     string     `json:"state"` // "enqueued", "retry", "scheduled", "dead", "running" or "finished"
-	Queue     string     `json:"queue,omitempty"`
-	At        *time.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
-	Node      string     `json:"node,omitempty"`
-	Runtime   string     `json:"runtime,omitempty"` // of the node: exq, Exq or Sidekiq
-	Namespace string     `json:"namespace,omitempty"`
+	State     string         `json:"state"` // "enqueued", "retry", "scheduled", "dead", "running" or "finished"
+	Queue     string         `json:"queue,omitempty"`
+	At        *textsafe.Time `json:"at,omitempty"` // due (retry, scheduled), died (dead), started (running)
+	Node      string         `json:"node,omitempty"`
+	Runtime   string         `json:"runtime,omitempty"` // of the node: exq, Exq or Sidekiq
+	Namespace string         `json:"namespace,omitempty"`
 
 	rec exq.JobRecord
 }
@@ -190,7 +190,11 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult) error
 		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result)})
 	}
 	w := &strings.Builder{}
-	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
+	// One line per field, whatever it holds: a stored line break or escape is shown escaped
+	// (a class or queue could otherwise forge a line of its own).
+	line := func(k string, v any) {
+		fmt.Fprintf(w, "%-10s %s\n", k, textsafe.Terminal(clip(fmt.Sprint(v), maxShownArgs)))
+	}
 	for _, p := range places {
 		in := ""
 		if p.Namespace != "" {
@@ -232,7 +236,11 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult) error
 	}
 	// Pretty-printed within bounds: a document nested 10 000 deep or megabytes long is shown
 	// cut, with where to get it whole.
+	// A document that is no JSON is shown escaped on one line: its line breaks are its own.
 	pretty, truncated := textsafe.Pretty([]byte(rec.Raw), maxPrettyDepth, maxShownRaw)
+	if !textsafe.IsJSON([]byte(rec.Raw)) {
+		pretty = textsafe.Terminal(pretty)
+	}
 	line("RAW", "")
 	fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(pretty, "\n", "\n  "))
 	if truncated {

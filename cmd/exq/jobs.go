@@ -137,7 +137,7 @@ func (a *app) records(recs []exq.JobRecord, withAt bool) error {
 	if a.json {
 		out := make([]jobJSON, len(recs))
 		for i, r := range recs {
-			out[i] = toJobJSON(r)
+			out[i] = toListedJobJSON(r)
 		}
 		return a.printJSON(out)
 	}

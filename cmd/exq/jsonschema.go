@@ -15,17 +15,12 @@ import (
 // when unknown), durations as milliseconds. Every command prints one of these, a list of
 // them, or a small object saying what it did.
 
-// ts is t for JSON: nil (left out) when zero, else in UTC.
-func ts(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
+// ts is t for JSON: nil (left out) when zero, else in UTC; null when RFC 3339 cannot write it
+// (a year past 9999 or before 0: one stored 1e12 must not empty the whole output).
+func ts(t time.Time) *textsafe.Time { return textsafe.TimeOf(t) }
 
 // ms is d as (fractional) milliseconds.
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func ms(d time.Duration) textsafe.Float { return textsafe.Float(float64(d.Microseconds()) / 1000) }
 
 // jobJSON is one job, wherever it is.
 type jobJSON struct {
@@ -38,20 +33,66 @@ type jobJSON struct {
 	ErrorClass   string          `json:"error_class,omitempty"`
 	ErrorMessage string          `json:"error_message,omitempty"`
 	Backtrace    []string        `json:"error_backtrace,omitempty"` // exq job only
-	EnqueuedAt   *time.Time      `json:"enqueued_at,omitempty"`
-	CreatedAt    *time.Time      `json:"created_at,omitempty"`
-	FailedAt     *time.Time      `json:"failed_at,omitempty"`
-	RetriedAt    *time.Time      `json:"retried_at,omitempty"`
+	EnqueuedAt   *textsafe.Time  `json:"enqueued_at,omitempty"`
+	CreatedAt    *textsafe.Time  `json:"created_at,omitempty"`
+	FailedAt     *textsafe.Time  `json:"failed_at,omitempty"`
+	RetriedAt    *textsafe.Time  `json:"retried_at,omitempty"`
 	// At is the job's time in a set: due (retry, schedule) or died (dead).
-	At  *time.Time `json:"at,omitempty"`
-	Raw string     `json:"raw"`
+	At  *textsafe.Time `json:"at,omitempty"`
+	Raw string         `json:"raw"`
 	// RawBase64 is the stored document byte for byte when it is not valid UTF-8 (which JSON
 	// strings cannot hold: raw then has U+FFFD in place of each bad byte).
 	RawBase64   string `json:"raw_base64,omitempty"`
 	DecodeError string `json:"decode_error,omitempty"`
 	// ArgsError says why args is null although the job has some: nested deeper than JSON
-	// output allows (raw holds them as they are).
+	// output allows (raw holds them as they are), or, in a listing, a document larger than
+	// maxListedRaw.
 	ArgsError string `json:"args_error,omitempty"`
+	// RawBytes is the stored document's size when a listing cut raw (and its other strings)
+	// to maxListedRaw: exq job JID --json prints it whole.
+	RawBytes int `json:"raw_bytes,omitempty"`
+}
+
+// maxListedRaw bounds each job a --json listing prints (jobs, retries, scheduled, dead,
+// busy): a larger document is listed with raw cut to it, its strings cut to maxListedField,
+// args null and raw_bytes its size; exq job JID --json prints it whole. Ten 8 MB jobs would
+// otherwise make one page of a listing 160 MB.
+const (
+	maxListedRaw   = 64 << 10
+	maxListedField = 4 << 10
+)
+
+// toListedJobJSON is r as a --json listing prints it: as toJobJSON, within maxListedRaw.
+func toListedJobJSON(r exq.JobRecord) jobJSON {
+	out := toJobJSON(r)
+	if len(r.Raw) <= maxListedRaw {
+		return out
+	}
+	out.RawBytes = len(r.Raw)
+	out.Raw = cutBytes(r.Raw, maxListedRaw)
+	if out.RawBase64 != "" {
+		out.RawBase64 = base64.StdEncoding.EncodeToString([]byte(r.Raw[:maxListedRaw]))
+	}
+	if out.DecodeError == "" {
+		out.Args = json.RawMessage("null")
+		out.ArgsError = fmt.Sprintf("the job is %d bytes, more than the %d a listing prints; exq job %s --json prints it whole",
+			len(r.Raw), maxListedRaw, cutBytes(out.JID, maxListedField))
+	}
+	for _, f := range []*string{&out.JID, &out.Class, &out.Queue, &out.ErrorClass, &out.ErrorMessage, &out.DecodeError} {
+		*f = cutBytes(*f, maxListedField)
+	}
+	return out
+}
+
+// cutBytes is s cut to at most n bytes, not inside a UTF-8 sequence.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // maxJSONDepth is how deep a document may nest to be embedded in --json output as JSON:
@@ -104,18 +145,18 @@ func backtrace(raw string) []string {
 
 // processJSON is one live node.
 type processJSON struct {
-	Identity    string     `json:"identity"`
-	Runtime     string     `json:"runtime"`
-	Hostname    string     `json:"hostname"`
-	PID         int        `json:"pid"`
-	Queues      []string   `json:"queues"`
-	Concurrency int        `json:"concurrency"`
-	Busy        int        `json:"busy"`
-	Quiet       bool       `json:"quiet"`
-	StartedAt   *time.Time `json:"started_at,omitempty"`
-	Beat        *time.Time `json:"beat,omitempty"`
-	RTTMS       float64    `json:"rtt_ms"`
-	RSSKB       int64      `json:"rss_kb"`
+	Identity    string         `json:"identity"`
+	Runtime     string         `json:"runtime"`
+	Hostname    string         `json:"hostname"`
+	PID         int            `json:"pid"`
+	Queues      []string       `json:"queues"`
+	Concurrency int            `json:"concurrency"`
+	Busy        int            `json:"busy"`
+	Quiet       bool           `json:"quiet"`
+	StartedAt   *textsafe.Time `json:"started_at,omitempty"`
+	Beat        *textsafe.Time `json:"beat,omitempty"`
+	RTTMS       textsafe.Float `json:"rtt_ms"`
+	RSSKB       int64          `json:"rss_kb"`
 }
 
 func toProcessJSON(p exq.Process) processJSON {
@@ -130,10 +171,10 @@ func toProcessJSON(p exq.Process) processJSON {
 
 // busyJSON is one running job.
 type busyJSON struct {
-	Node  string     `json:"node"`
-	RunID string     `json:"run_id"`
-	Queue string     `json:"queue"`
-	RunAt *time.Time `json:"run_at,omitempty"`
+	Node  string         `json:"node"`
+	RunID string         `json:"run_id"`
+	Queue string         `json:"queue"`
+	RunAt *textsafe.Time `json:"run_at,omitempty"`
 	// Progress is what the job last reported (exq.SetProgress); absent when none.
 	Progress *progressJSON `json:"progress,omitempty"`
 	Job      jobJSON       `json:"job"`
@@ -141,15 +182,15 @@ type busyJSON struct {
 
 // progressJSON is a running job's progress: the fraction done (0 to 1) and its message.
 type progressJSON struct {
-	Fraction float64 `json:"fraction"`
-	Message  string  `json:"message"`
+	Fraction textsafe.Float `json:"fraction"`
+	Message  string         `json:"message"`
 }
 
 func toProgressJSON(p *exq.Progress) *progressJSON {
 	if p == nil {
 		return nil
 	}
-	return &progressJSON{Fraction: p.Fraction, Message: p.Message}
+	return &progressJSON{Fraction: textsafe.Float(p.Fraction), Message: p.Message}
 }
 
 // statsJSON is the overview.
@@ -185,13 +226,16 @@ type periodicJSON struct {
 	Args         json.RawMessage `json:"args"`
 	Description  string          `json:"description,omitempty"`
 	Enabled      bool            `json:"enabled"`
-	LastEnqueued *time.Time      `json:"last_enqueued,omitempty"`
-	Next         *time.Time      `json:"next,omitempty"`
+	LastEnqueued *textsafe.Time  `json:"last_enqueued,omitempty"`
+	Next         *textsafe.Time  `json:"next,omitempty"`
 	Problem      string          `json:"problem,omitempty"`
 }
 
 func toPeriodicJSON(s exq.PeriodicState) periodicJSON {
 	args, why := embeddable(s.Args)
+	if len(s.Args) > maxListedRaw {
+		args, why = json.RawMessage("null"), fmt.Sprintf("are %d bytes, more than the %d --json prints", len(s.Args), maxListedRaw)
+	}
 	if why != "" && s.Problem == "" {
 		s.Problem = "args " + why
 	}
@@ -201,20 +245,20 @@ func toPeriodicJSON(s exq.PeriodicState) periodicJSON {
 
 // runJSON is one enqueue of a periodic job.
 type runJSON struct {
-	JID      string     `json:"jid"`
-	Enqueued *time.Time `json:"enqueued_at,omitempty"`
+	JID      string         `json:"jid"`
+	Enqueued *textsafe.Time `json:"enqueued_at,omitempty"`
 }
 
 // outboxJSON is `exq outbox status --json`: what the outbox relays (module exqpg) last
 // reported. The age is the oldest row's at the report: both times are on the Redis clock.
 type outboxJSON struct {
-	Reported    bool       `json:"reported"`
-	Backlog     int64      `json:"backlog"`
-	Failed      int64      `json:"failed"`
-	OldestAt    *time.Time `json:"oldest_at,omitempty"`
-	OldestAgeMS float64    `json:"oldest_age_ms"`
-	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-	Stale       bool       `json:"stale"`
+	Reported    bool           `json:"reported"`
+	Backlog     int64          `json:"backlog"`
+	Failed      int64          `json:"failed"`
+	OldestAt    *textsafe.Time `json:"oldest_at,omitempty"`
+	OldestAgeMS textsafe.Float `json:"oldest_age_ms"`
+	UpdatedAt   *textsafe.Time `json:"updated_at,omitempty"`
+	Stale       bool           `json:"stale"`
 }
 
 func toOutboxJSON(s exq.OutboxStatus, stale bool) outboxJSON {

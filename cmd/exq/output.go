@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -11,20 +10,31 @@ import (
 	"github.com/exqgo/exq/internal/textsafe"
 )
 
+// printJSON prints v as --json output: indented for JSONIndentDepth levels, deeper values
+// (a job's args) on one line, so the output stays linear in what was read (textsafe.MarshalJSON).
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	b, err := textsafe.MarshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("exq: json output: %w", err)
+	}
+	_, err = a.stdout.Write(b)
+	return err
 }
 
+// maxCell bounds what a table (or a line for people) shows of one stored string, in runes:
+// names, descriptions, jids and the like are short, and one of megabytes must not make the
+// output megabytes (--json prints them whole).
+const maxCell = 2000
+
+// table prints rows under header, each cell cut to maxCell runes and escaped for a terminal
+// (a tab, line break or escape sequence in Redis must not break the table or forge a row).
 func (a *app) table(header []string, rows [][]any) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
 		cells := make([]string, len(r))
 		for i, v := range r {
-			cells[i] = textsafe.Terminal(fmt.Sprint(v)) // a tab or line break in Redis must not break the table
+			cells[i] = textsafe.Terminal(clip(fmt.Sprint(v), maxCell))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -43,12 +53,21 @@ func (a *app) shown(offset, n int, total int64) {
 	fmt.Fprintf(a.stdout, "%d of %d (rows %d-%d; see --limit and --offset)\n", n, total, offset+1, offset+n)
 }
 
-// say reports what a command did: v as JSON, or the sentence for people.
+// say reports what a command did: v as JSON, or the sentence for people, one line: each
+// string in args (a name given, or read from Redis such as a job's queue) is shown escaped
+// and cut to maxCell.
 func (a *app) say(v any, format string, args ...any) error {
 	if a.json {
 		return a.printJSON(v)
 	}
-	_, err := fmt.Fprintf(a.stdout, format+"\n", args...)
+	safe := make([]any, len(args))
+	for i, arg := range args {
+		if s, ok := arg.(string); ok {
+			arg = textsafe.Terminal(clip(s, maxCell))
+		}
+		safe[i] = arg
+	}
+	_, err := fmt.Fprintf(a.stdout, format+"\n", safe...)
 	return err
 }
 
@@ -77,19 +96,22 @@ func ago(t time.Time) string {
 
 // cut keeps the first n runes of s on one line, with "…" when it cut; it reads no further
 // than it keeps (a job may be megabytes).
-func cut(s string, n int) string {
+func cut(s string, n int) string { return strings.ReplaceAll(clip(s, n), "\n", " ") }
+
+// clip keeps the first n runes of s, with "…" when it cut, reading no further than it keeps.
+func clip(s string, n int) string {
 	i := 0
 	for k := 0; i < len(s); k++ {
 		if k == n-1 {
 			if len(s)-i > utf8.UTFMax || utf8.RuneCountInString(s[i:]) > 1 {
-				return strings.ReplaceAll(s[:i], "\n", " ") + "…"
+				return s[:i] + "…"
 			}
 			break
 		}
 		_, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 	}
-	return strings.ReplaceAll(s, "\n", " ")
+	return s
 }
 
 // count is n with one or many, whichever fits ("1 job", "2 jobs").

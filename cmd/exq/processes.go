@@ -75,7 +75,7 @@ func (a *app) busyCmd() *cobra.Command {
 				out := make([]busyJSON, len(busy))
 				for i, b := range busy {
 					out[i] = busyJSON{Node: b.Node, RunID: b.RunID, Queue: b.Queue, RunAt: ts(b.RunAt), Progress: toProgressJSON(b.Progress),
-						Job: toJobJSON(b.JobRecord)}
+						Job: toListedJobJSON(b.JobRecord)}
 				}
 				return a.printJSON(out)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/exqgo/exq"
 	"github.com/exqgo/exq/internal/redact"
+	"github.com/exqgo/exq/internal/textsafe"
 )
 
 // defaultRedisURL is the Redis used without --redis-url and $EXQ_REDIS_URL (exq's default).
@@ -300,10 +301,14 @@ func (a *app) warnIfEmpty(ctx context.Context) error {
 	return nil
 }
 
-// warnf writes one warning line on stderr.
+// warnf writes one warning line on stderr: what it names from Redis (queue names) cannot
+// break the line, and the line stops at maxWarning characters.
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "exq: warning: "+format+"\n", args...)
+	fmt.Fprintf(a.stderr, "exq: warning: %s\n", textsafe.Terminal(clip(fmt.Sprintf(format, args...), maxWarning)))
 }
+
+// maxWarning bounds a warning line, in characters (one lists the known queues).
+const maxWarning = 2000
 
 // where names the shard something was found in: "" for a single namespace, else
 // " (namespace NS)"; it adds "namespace" to v for JSON.

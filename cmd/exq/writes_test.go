@@ -148,7 +148,7 @@ func TestEveryCommandIsAWriteOrARead(t *testing.T) {
 	others := []string{"exq", "exq stats", "exq queues", "exq jobs", "exq retries", "exq scheduled", "exq dead", "exq job",
 		"exq processes", "exq busy", "exq cron", "exq cron list", "exq cron history", "exq batch", "exq batch list",
 		"exq batch show", "exq workflow", "exq workflow list", "exq workflow show", "exq web", "exq outbox",
-		"exq outbox status", "exq outbox relay", "exq completion"}
+		"exq outbox status", "exq outbox relay", "exq completion", "exq metrics"}
 	a := &app{env: env{getenv: func(string) string { return "" }}}
 	root := a.rootCmd()
 	var all []string

@@ -12,7 +12,7 @@ import (
 // maxBytes with "…" (truncated reports it). A document that is not JSON is returned as it is,
 // cut to maxBytes. The work is linear in the size of raw.
 func Pretty(raw []byte, maxDepth, maxBytes int) (out string, truncated bool) {
-	if !json.Valid(raw) && !deepValid(raw) {
+	if !IsJSON(raw) {
 		if len(raw) > maxBytes {
 			return string(cutUTF8(raw, maxBytes)) + "…", true
 		}
@@ -82,6 +82,10 @@ func Pretty(raw []byte, maxDepth, maxBytes int) (out string, truncated bool) {
 	}
 	return b.String(), false
 }
+
+// IsJSON reports whether raw is JSON, however deep it nests (json.Valid refuses more than
+// 10 000 levels): what Pretty lays out, where anything else is returned as it is.
+func IsJSON(raw []byte) bool { return json.Valid(raw) || deepValid(raw) }
 
 func nextNonSpace(raw []byte, i int) int {
 	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {

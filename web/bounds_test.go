@@ -1,0 +1,204 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq"
+)
+
+// getWithin fetches path, failing (not hanging) when the handler takes longer than limit.
+func (f *fixture) getWithin(path string, limit time.Duration) (int, string) {
+	f.t.Helper()
+	type res struct {
+		code int
+		body string
+	}
+	done := make(chan res, 1)
+	go func() {
+		code, body := f.get(path)
+		done <- res{code, body}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.body
+	case <-time.After(limit):
+		f.t.Fatalf("GET %s did not answer within %s", path, limit)
+		return 0, ""
+	}
+}
+
+// Counters near the int64 limit (written by anything) draw a graph: the graph's top was
+// computed by multiplying by ten until it passed the counter, which overflowed to 0 and never
+// ended, so the dashboard and stats.json spun for ever.
+func TestCountersNearTheInt64LimitStillDrawTheGraphs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	now := time.Now()
+	const huge = math.MaxInt64
+	require.NoError(t, f.rdb.MSet(context.Background(), f.keys.Stat("processed"), huge,
+		f.keys.StatDay("processed", now), huge, f.keys.StatDay("failed", now.AddDate(0, 0, -1)), huge,
+		f.keys.StatSecond("processed", now.Add(-3*time.Second)), huge, f.keys.StatSecond("failed", now.Add(-4*time.Second)), huge).Err())
+	code, body := f.getWithin("/stats.json", 20*time.Second)
+	require.Equal(t, http.StatusOK, code, body)
+	var stats struct {
+		Live chartJSON `json:"live"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &stats), body)
+	for _, s := range stats.Live.Series {
+		for _, d := range s.Dots {
+			assert.True(t, d.Y >= 0 && d.Y <= chartH, "a dot inside the graph: %v", d)
+		}
+	}
+	for _, tk := range stats.Live.YTicks {
+		assert.True(t, tk.Pos >= 0 && tk.Pos <= chartH, "a tick inside the graph: %v", tk)
+	}
+	code, body = f.getWithin("/", 20*time.Second)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "<svg")
+}
+
+// storeWorkflow enqueues a workflow of n jobs ("j000" first, every other job waiting for it)
+// and then rewrites each waiting job's stored parents with parents(i): the graph is read
+// from Redis, and anything may have written it.
+func (f *fixture) storeWorkflow(n int, parents func(i int) []string) string {
+	f.t.Helper()
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(f.t, err)
+	defer c.Close()
+	jobs := []exq.WorkflowJob{{Name: "j000", Queue: "q", Class: "W"}}
+	for i := 1; i < n; i++ {
+		jobs = append(jobs, exq.WorkflowJob{Name: fmt.Sprintf("j%03d", i), Queue: "q", Class: "W", DependsOn: []string{"j000"}})
+	}
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{Description: "big"}, jobs)
+	require.NoError(f.t, err)
+	fields := []any{}
+	for i := 1; i < n; i++ {
+		fields = append(fields, fmt.Sprintf("p:j%03d", i), strings.Join(parents(i), "\n"))
+	}
+	require.NoError(f.t, f.rdb.HSet(ctx, f.keys.WorkflowGraph(w.ID), fields...).Err())
+	return w.ID
+}
+
+// 4. A workflow's page is bounded whatever its stored graph holds: a parent named 3 000 times
+// is drawn and listed once (a 1.9 MB graph made a 54 MB page), a graph of 44 850 distinct
+// dependencies draws maxEdgesDrawn of them, and each says so on the page.
+func TestWorkflowPageIsBoundedWhateverTheGraphHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	repeated := f.storeWorkflow(300, func(int) []string {
+		p := make([]string, 3000)
+		for k := range p {
+			p[k] = "j000"
+		}
+		return p
+	})
+	dense := f.storeWorkflow(300, func(i int) []string {
+		p := make([]string, i)
+		for k := range p {
+			p[k] = fmt.Sprintf("j%03d", k)
+		}
+		return p
+	})
+	// What a page of 300 jobs may take: the drawing's boxes and maxEdgesDrawn lines, and the
+	// table's rows with maxParentsListed names each.
+	const bound = 300*(400+maxParentsListed*8) + maxEdgesDrawn*80 + 64<<10
+
+	body := f.page("/workflows/" + repeated)
+	t.Logf("repeated: %d bytes", len(body))
+	assert.Less(t, len(body), bound)
+	assert.Equal(t, 299, strings.Count(body, "<line "), "one line per distinct dependency")
+	assert.True(t, strings.Contains(body, "names a parent more than once (896,701 repeats)"), "the page says it listed each parent once")
+
+	body = f.page("/workflows/" + dense)
+	t.Logf("dense: %d bytes", len(body))
+	assert.Less(t, len(body), bound)
+	assert.Equal(t, maxEdgesDrawn, strings.Count(body, "<line "))
+	assert.True(t, strings.Contains(body, "The drawing shows 2,000 of the 44,850 dependencies."), "the page says it drew some")
+	assert.True(t, strings.Contains(body, "and 249 more"), "the last job lists maxParentsListed of its 299 parents")
+}
+
+// 5. Every page is bounded whatever Redis holds: a job of 100 000 fields and a 10 000-line
+// backtrace shows maxFieldsShown fields and maxTraceShown lines, saying so; and a page that
+// would still pass maxPageBytes (a search finding 20 000 copies of one jid) stops at it with
+// a page that says why, instead of tens of megabytes.
+func TestEveryPageIsBoundedWhateverTheRecords(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	var doc strings.Builder
+	doc.WriteString(`{"class":"W","args":[],"queue":"default","jid":"wide","error_message":"` + strings.Repeat("m", 1<<20) + `"`)
+	for i := range 100_000 {
+		fmt.Fprintf(&doc, `,"f%06d":%d`, i, i)
+	}
+	lines := make([]string, 10_000)
+	for i := range lines {
+		lines[i] = strings.Repeat("x", 1000)
+	}
+	trace, err := json.Marshal(lines)
+	require.NoError(t, err)
+	doc.WriteString(`,"error_backtrace":` + string(trace) + `}`)
+	f.zadd(f.keys.Dead(), time.Now(), doc.String())
+	body := f.page("/dead/wide")
+	assert.Less(t, len(body), 2<<20, "a %d-byte job", doc.Len())
+	assert.True(t, strings.Contains(body, "99,805 more field(s) are not shown"), "says how many fields it left out")
+	assert.True(t, strings.Contains(body, "9,500 more line(s)"), "says how many lines it left out")
+
+	members := make([]any, 0, 20_000)
+	for i := range 20_000 {
+		members = append(members, redis.Z{Score: float64(i), Member: fmt.Sprintf(`{"class":"%s","args":[%d],"queue":"q","jid":"dup"}`, strings.Repeat("C", 200), i)})
+	}
+	for len(members) > 0 {
+		k := min(len(members), 1000)
+		zs := make([]redis.Z, k)
+		for i := range zs {
+			zs[i] = members[i].(redis.Z)
+		}
+		require.NoError(t, f.rdb.ZAdd(context.Background(), f.keys.Retry(), zs...).Err())
+		members = members[k:]
+	}
+	code, body := f.get("/search?jid=dup")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.LessOrEqual(t, len(body), maxPageBytes)
+	assert.True(t, strings.Contains(body, "This page would be larger than 4 MiB"), "the page says why: %.200s", body)
+}
+
+// 3. Times no calendar writer expects (a stored 1e12 seconds is year 33658, 1e300 overflows
+// int64 seconds) are shown on every page that reads them, and stats.json stays JSON.
+func TestPagesShowTimesPastYear9999(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	c, err := exq.NewClient(ctx, exq.ClientOptions{Redis: f.client, Namespace: f.ns, Logger: quiet})
+	require.NoError(t, err)
+	defer c.Close()
+	bid, _, err := c.NewBatch(ctx, exq.BatchOptions{Description: "far"}, []exq.JobSpec{{Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Batch(bid), "created_at", "1e12", "complete_at", "1e300").Err())
+	w, err := c.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, []exq.WorkflowJob{{Name: "a", Queue: "q", Class: "W"}})
+	require.NoError(t, err)
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Workflow(w.ID), "created_at", "1e12", "finished_at", "-1e12").Err())
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "backlog", "1", "failed", "0", "oldest_at", "1e13", "updated_at", "1e12").Err())
+	far := `{"class":"W","args":[],"queue":"q","jid":"far","created_at":1e12,"enqueued_at":1e300,"failed_at":1e12,"retried_at":1e17}`
+	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Dead(), redis.Z{Score: 1e12, Member: far}).Err())
+	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Retry(), redis.Z{Score: 1e15, Member: far}).Err())
+	f.push("q", far)
+	for _, path := range []string{"/", "/batches", "/batches/" + bid, "/workflows/" + w.ID, "/dead", "/dead/far", "/retries",
+		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/search?jid=far"} {
+		code, body := f.get(path)
+		assert.Equal(t, http.StatusOK, code, "GET %s: %.300s", path, body)
+	}
+	code, body := f.get("/stats.json")
+	assert.Equal(t, http.StatusOK, code)
+	assert.True(t, json.Valid([]byte(body)), body)
+}
