@@ -139,13 +139,6 @@ func AddToBatch(ctx context.Context, env Env, bid, adder string, specs []Spec) (
 	if err != nil {
 		return nil, err
 	}
-	for i, j := range jobs {
-		if j.JID == store.OpenMember {
-			err := badBatch(op, "job %d: jid %q is reserved", i, j.JID)
-			finish(jobs, err)
-			return nil, err
-		}
-	}
 	status, _, err := env.Store.BatchWrite(ctx, bid, "add", adder, "", "", now, BatchExpiry, nil, jobs)
 	switch {
 	case failed(err):

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/exqgo/exq/internal/store"
@@ -85,12 +86,24 @@ func build(ctx context.Context, now time.Time, op string, specs []Spec, flow fun
 			return fail(err)
 		}
 		out = append(out, j)
+		if ReservedJID(j.JID) {
+			return fail(bad(op, "job %d: jid %q is reserved: a jid of a job of a batch or workflow must not begin with %q, "+
+				"the prefix of the batch layout's own members (a child batch, an open batch's mark)", i, j.JID, ReservedPrefix))
+		}
 		if unique {
 			return fail(bad(op, "job %d is unique: a unique lock would decide alone whether it runs", i))
 		}
 	}
 	return out, nil
 }
+
+// ReservedPrefix begins the members of a batch's pending hash and jobs set that are not jobs:
+// "batch:<bid>" for a child batch (batch_add.lua) and store.OpenMember ("batch::open") for an
+// open batch. No jid of a job of a batch or workflow may begin with it.
+const ReservedPrefix = "batch:"
+
+// ReservedJID reports whether jid begins with ReservedPrefix.
+func ReservedJID(jid string) bool { return strings.HasPrefix(jid, ReservedPrefix) }
 
 // finish tells the EnqueueHooks of jobs how their write went: written (err nil, or a
 // shortfall of replicas), or not.
