@@ -15,10 +15,10 @@ import (
 // Default lifetimes of a batch's data (BatchOptions.TTL and Expiry).
 const (
 	// DefaultBatchTTL is how long a batch's data stays once it has succeeded.
-	DefaultBatchTTL = flows.BatchTTL
+	DefaultBatchTTL = 24 * time.Hour
 	// DefaultBatchExpiry is how long a batch's data stays while it has not succeeded, counted
 	// from its creation or its last add (Sidekiq Pro keeps such a batch 30 days).
-	DefaultBatchExpiry = flows.BatchExpiry
+	DefaultBatchExpiry = 30 * 24 * time.Hour
 )
 
 // BatchOptions describe a batch (Sidekiq Pro's model): a set of jobs with callbacks, each an

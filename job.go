@@ -69,7 +69,7 @@ func (j *Job) Raw() string { return j.raw }
 //
 // Pointers to the common built-in types (ints, uints, floats, string, bool, []string,
 // json.RawMessage, json.Number, and any for a scalar) decode without reflection, with
-// exactly encoding/json's results; see bind.go.
+// exactly encoding/json's results.
 func (j *Job) Bind(dst ...any) error {
 	return bind.Args(j.Class, j.Args, dst) // internal/bind
 }

@@ -13,10 +13,10 @@ import (
 // Default lifetimes of a workflow's data (WorkflowOptions.TTL and Expiry).
 const (
 	// DefaultWorkflowTTL is how long a workflow's data stays once every job of it has ended.
-	DefaultWorkflowTTL = flows.WorkflowTTL
+	DefaultWorkflowTTL = 24 * time.Hour
 	// DefaultWorkflowExpiry is how long a workflow's data stays, from its creation, while some
 	// job of it has not ended.
-	DefaultWorkflowExpiry = flows.WorkflowExpiry
+	DefaultWorkflowExpiry = 30 * 24 * time.Hour
 )
 
 // ParentDeathPolicy says what a job of a workflow does when a job it depends on dies (or is
