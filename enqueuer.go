@@ -233,7 +233,7 @@ type built struct {
 	jid, doc, token string
 	// queue and class are the job's (a typed JobSpec's, filled in).
 	queue, class string
-	lock            *store.Lock
+	lock         *store.Lock
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
