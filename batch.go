@@ -123,6 +123,12 @@ func AddToBatch(ctx context.Context, jobs []JobSpec) ([]string, error) {
 	if job == nil || job.bid == "" || job.node == nil {
 		return nil, ErrNotInBatch
 	}
+	if flows.ReservedJID(job.JID) {
+		// Written by another producer: as the adder it would stand for a member of the
+		// batch's layout (an open batch's mark lets anyone add).
+		return nil, fmt.Errorf("exq: add to batch %s: the running job's jid %q is reserved (it begins with %q): %w",
+			job.bid, job.JID, flows.ReservedPrefix, ErrInvalidBatch)
+	}
 	return flows.AddToBatch(ctx, job.node.enq.flowEnv(), job.bid, job.JID, job.node.enq.flowSpecs("add to batch", jobs, nil))
 }
 
@@ -189,6 +195,10 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, open bool, spe
 		}
 	}
 	if job := JobFromContext(ctx); job != nil && o.Parent != "" && job.bid == o.Parent {
+		if flows.ReservedJID(job.JID) {
+			return "", nil, fmt.Errorf("exq: %s: child of %s: the running job's jid %q is reserved (it begins with %q): %w",
+				op, o.Parent, job.JID, flows.ReservedPrefix, ErrInvalidBatch)
+		}
 		b.Adder = job.JID // a child created by a running job of its parent
 	}
 	return flows.NewBatch(ctx, en.flowEnv(), b, en.flowSpecs(op, specs, nil))

@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,4 +134,49 @@ func TestEnqueueWorkflowRefusesTwoJobsWithOneJID(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidWorkflow)
 	assert.Contains(t, err.Error(), `jobs "a" and "b" have the same jid "same"`)
 	assert.Empty(t, testutil.Snapshot(t, v.rdb, v.ns))
+}
+
+// TestAJobWithAReservedJIDWrittenByAnotherProducerCannotActAsTheBatchsOwnMember: a job that
+// reached a batch's queue with the jid "batch::open" (pushed by another producer, or an older
+// one) neither adds to the open batch as if it were a client, nor creates a child there, nor
+// closes the batch by succeeding.
+func TestAJobWithAReservedJIDWrittenByAnotherProducerCannotActAsTheBatchsOwnMember(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	b, err := flowClient(t, v).OpenBatch(ctx, BatchOptions{ID: "ob"})
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	done := make(chan struct{})
+	o := flowOptions()
+	o.Listeners = []Listener{func(ev Event) {
+		if ev.Kind == JobSucceeded && ev.JID == "batch::open" {
+			close(done)
+		}
+	}}
+	e := v.start(o)
+	require.NoError(t, e.Register("Adder", WorkerFunc(func(ctx context.Context, job *Job) error {
+		_, err := AddToBatch(ctx, batchSpecs(1, "Work"))
+		errs <- err
+		_, _, err = e.NewBatch(ctx, BatchOptions{ID: "child", Parent: "ob"}, batchSpecs(1, "Work"))
+		errs <- err
+		return nil
+	})))
+	v.push("q", `{"class":"Adder","args":[],"queue":"q","jid":"batch::open","bid":"ob","retry":0}`)
+	for range 2 {
+		err := <-errs
+		require.ErrorIs(t, err, ErrInvalidBatch)
+		assert.Contains(t, err.Error(), `the running job's jid "batch::open" is reserved`)
+	}
+	select {
+	case <-done:
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the job did not succeed")
+	}
+	st, err := e.API().Batch(ctx, b.ID())
+	require.NoError(t, err)
+	assert.True(t, st.Open, "still open: the job's success is not the close")
+	assert.Zero(t, st.Total, "nothing added")
+	_, err = e.API().Batch(ctx, "child")
+	assert.ErrorIs(t, err, ErrBatchNotFound)
 }
