@@ -402,9 +402,9 @@ func (s JobSpec) resolved() (JobSpec, error) {
 		case err != nil:
 			return s, err
 		case class == "":
-			return s, fmt.Errorf("Args is a %T, whose Class() is empty", a)
+			return s, fmt.Errorf("the args are a %T, whose Class() is empty", a)
 		case s.Class != "" && s.Class != class:
-			return s, fmt.Errorf("Class is %q, but Args is a %T, whose Class() is %q: leave Class empty", s.Class, a, class)
+			return s, fmt.Errorf("class %q, but the args are a %T, whose Class() is %q: leave Class empty", s.Class, a, class)
 		}
 		s.Class, s.Args = class, []any{a}
 		if q, ok := a.(interface{ Queue() string }); ok && s.Queue == "" {

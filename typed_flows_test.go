@@ -144,8 +144,8 @@ func TestATypedSpecThatCannotNameItsClassIsRefusedNamingTheJob(t *testing.T) {
 		spec JobSpec
 		text string
 	}{
-		{"another Class", JobSpec{Class: "Other", Args: thumbnail{}}, `Class is "Other", but Args is a exq.thumbnail, whose Class() is "App.Thumbnail"`},
-		{"an empty Class()", JobSpec{Args: noClass{}}, "Args is a exq.noClass, whose Class() is empty"},
+		{"another Class", JobSpec{Class: "Other", Args: thumbnail{}}, `class "Other", but the args are a exq.thumbnail, whose Class() is "App.Thumbnail": leave Class empty`},
+		{"an empty Class()", JobSpec{Args: noClass{}}, "the args are a exq.noClass, whose Class() is empty"},
 		{"a Class() that panics", JobSpec{Args: (*ptrArgs)(nil)}, "*exq.ptrArgs.Class() panicked"},
 	} {
 		for _, p := range []struct {
