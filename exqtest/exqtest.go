@@ -277,7 +277,8 @@ func (in *Inline) run(ctx context.Context, job *exq.Job) (_ string, err error) {
 			in.releaseAfter(job, false)
 			panic(p)
 		}
-		in.releaseAfter(job, err == nil)
+		// Args that do not decode send the job to the dead set at once, whatever its retries.
+		in.releaseAfter(job, err == nil || errors.Is(err, exq.ErrArgsDecode))
 	}()
 	class := job.Class
 	if i := strings.IndexByte(class, '/'); i >= 0 {
@@ -296,7 +297,8 @@ func (in *Inline) run(ctx context.Context, job *exq.Job) (_ string, err error) {
 	return job.JID, err
 }
 
-// releaseAfter releases an UntilSuccess lock once the job succeeded or would die.
+// releaseAfter releases an UntilSuccess lock once the job succeeded or would die (ok: it
+// succeeded, or its failure sends it to the dead set at once).
 func (in *Inline) releaseAfter(job *exq.Job, ok bool) {
 	if !ok && job.MaxRetries > 0 {
 		return // it would wait in the retry set, holding its lock

@@ -3,6 +3,7 @@ package exqtest_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,4 +47,21 @@ func TestDoublesTakeTypedSpecsAndRefuseWhatEnqueueRefuses(t *testing.T) {
 			assert.EqualError(t, err, want.Error())
 		}
 	}
+}
+
+// TestInlineReleasesTheLockOfAJobWhoseArgsDoNotDecode: such a job goes to the dead set at once
+// on a node, whatever its retries, so its UntilSuccess lock is released and the job can be
+// enqueued again, fixed.
+func TestInlineReleasesTheLockOfAJobWhoseArgsDoNotDecode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inline := exqtest.NewInline(nil)
+	ran := 0
+	require.NoError(t, exq.AddWorker(inline, func(context.Context, *exq.Job, resize) error { ran++; return nil }))
+	unique := exq.Unique(exq.UniqueOpts{Until: exq.UntilSuccess, For: time.Hour, Token: "resize"})
+	_, err := inline.Enqueue(ctx, "default", "App.Resize", []any{1, 2}, unique)
+	require.ErrorIs(t, err, exq.ErrArgsDecode)
+	_, err = exq.EnqueueArgs(ctx, inline, resize{W: 64}, unique)
+	require.NoError(t, err, "the lock was released")
+	assert.Equal(t, 1, ran)
 }
