@@ -120,12 +120,24 @@ type Registrar interface {
 //
 //	exq.AddWorker(e, mailer.Signup) // func (m *Mailer) Signup(ctx context.Context, job *exq.Job, a Signup) error
 func AddWorker[A JobArgs](r Registrar, fn func(ctx context.Context, job *Job, args A) error) error {
+	return addWorker[A](r, fn == nil, func() Worker { return Typed(fn) })
+}
+
+// AddWorkerResult is AddWorker for a function that returns a result, stored as TypedResult
+// stores it (see WorkerForResult, its form for Options.Register).
+func AddWorkerResult[A JobArgs, R any](r Registrar, fn func(ctx context.Context, job *Job, args A) (R, error)) error {
+	return addWorker[A](r, fn == nil, func() Worker { return TypedResult(fn) })
+}
+
+// addWorker registers the worker w builds for A's class on r (nilFunc: the function given is
+// nil).
+func addWorker[A JobArgs](r Registrar, nilFunc bool, w func() Worker) error {
 	var zero A
 	class, err := classOf(zero)
 	if err != nil {
 		return fmt.Errorf("exq: add worker: %w", err)
 	}
-	if fn == nil {
+	if nilFunc {
 		return fmt.Errorf("exq: add worker %q: func is nil", class)
 	}
 	if class == "" {
@@ -134,5 +146,5 @@ func AddWorker[A JobArgs](r Registrar, fn func(ctx context.Context, job *Job, ar
 	if r == nil {
 		return fmt.Errorf("exq: add worker %q: registrar is nil", class)
 	}
-	return r.Register(class, Typed(fn))
+	return r.Register(class, w())
 }

@@ -15,10 +15,10 @@ import (
 // Default lifetimes of a batch's data (BatchOptions.TTL and Expiry).
 const (
 	// DefaultBatchTTL is how long a batch's data stays once it has succeeded.
-	DefaultBatchTTL = flows.BatchTTL
+	DefaultBatchTTL = 24 * time.Hour
 	// DefaultBatchExpiry is how long a batch's data stays while it has not succeeded, counted
 	// from its creation or its last add (Sidekiq Pro keeps such a batch 30 days).
-	DefaultBatchExpiry = flows.BatchExpiry
+	DefaultBatchExpiry = 30 * 24 * time.Hour
 )
 
 // BatchOptions describe a batch (Sidekiq Pro's model): a set of jobs with callbacks, each an
@@ -29,7 +29,9 @@ type BatchOptions struct {
 	ID string
 	// Description is shown by the dashboard and the exq command.
 	Description string
-	// OnSuccess is enqueued once every job of the batch has succeeded.
+	// OnSuccess is enqueued once every job of the batch has succeeded. A callback is a
+	// JobSpec like the batch's jobs (&exq.JobSpec{Args: Notify{…}} for a typed one; Queue
+	// "default" when empty); At, In and Unique are refused.
 	OnSuccess *JobSpec
 	// OnComplete is enqueued once every job of the batch has run at least once, whether it
 	// succeeded or failed (a failed job may still be retrying).
@@ -121,6 +123,12 @@ func AddToBatch(ctx context.Context, jobs []JobSpec) ([]string, error) {
 	if job == nil || job.bid == "" || job.node == nil {
 		return nil, ErrNotInBatch
 	}
+	if flows.ReservedJID(job.JID) {
+		// Written by another producer: as the adder it would stand for a member of the
+		// batch's layout (an open batch's mark lets anyone add).
+		return nil, fmt.Errorf("exq: add to batch %s: the running job's jid %q is reserved (it begins with %q): %w",
+			job.bid, job.JID, flows.ReservedPrefix, ErrInvalidBatch)
+	}
 	return flows.AddToBatch(ctx, job.node.enq.flowEnv(), job.bid, job.JID, job.node.enq.flowSpecs("add to batch", jobs, nil))
 }
 
@@ -137,24 +145,45 @@ func (en *enqueuer) flowEnv() flows.Env {
 		Enqueued: func(q, class, jid string) { en.enqueued(q, class, jid, time.Time{}) }}
 }
 
-// flowSpecs hands specs over to internal/flows, each rendered by buildAt when the batch or
-// workflow is written (a refusal names the job by its index, and by names[i] when given).
+// flowSpecs hands specs over to internal/flows, each resolved (JobSpec.resolved) and rendered
+// by buildAt when the batch or workflow is written (a refusal names the job by its index, and
+// by names[i] when given).
 func (en *enqueuer) flowSpecs(op string, specs []JobSpec, names []string) []flows.Spec {
 	out := make([]flows.Spec, len(specs))
 	for i, s := range specs {
-		out[i] = flows.Spec{Queue: s.Queue, Scheduled: !s.At.IsZero() || s.In != 0,
-			Build: func(ctx context.Context, now time.Time, f *wire.NewJob) (store.FlowJob, bool, error) {
-				// The option that gives the job its flow fields is not one a caller can pass.
-				opts := append(slices.Clip(s.Options), optionFunc{"inFlow", func(c *enqueueConfig) error { c.flow = f; return nil }})
-				b, err := en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, time.Time{}, opts)
-				var bad *invalidJobError
-				if err = inBatch(err, i); names != nil && errors.As(err, &bad) {
-					err = fmt.Errorf("%w (workflow job %q)", err, names[i])
-				}
-				return store.FlowJob{JID: b.jid, Queue: s.Queue, Class: s.Class, Doc: b.doc, Done: b.done}, b.lock != nil, err
-			}}
+		name := func(err error) error {
+			var bad *invalidJobError
+			if err = inBatch(err, i); names != nil && errors.As(err, &bad) {
+				err = fmt.Errorf("%w (workflow job %q)", err, names[i])
+			}
+			return err
+		}
+		out[i] = en.flowSpec(op, s, name)
 	}
 	return out
+}
+
+// callbackSpec is flowSpecs for the callback of a batch held by field (BatchOptions.OnSuccess,
+// OnComplete, OnDeath): op names it already.
+func (en *enqueuer) callbackSpec(op string, s JobSpec) *flows.Spec {
+	sp := en.flowSpec(op, s, func(err error) error { return err })
+	sp.Label = "the job"
+	return &sp
+}
+
+// flowSpec is one job of flowSpecs; name names it in a refusal.
+func (en *enqueuer) flowSpec(op string, s JobSpec, name func(error) error) flows.Spec {
+	s, resolveErr := s.resolved()
+	return flows.Spec{Queue: s.Queue, Scheduled: !s.At.IsZero() || s.In != 0,
+		Build: func(ctx context.Context, now time.Time, f *wire.NewJob) (store.FlowJob, bool, error) {
+			if resolveErr != nil {
+				return store.FlowJob{}, false, name(&invalidJobError{op: op, msg: resolveErr.Error()})
+			}
+			// The option that gives the job its flow fields is not one a caller can pass.
+			opts := append(slices.Clip(s.Options), optionFunc{"inFlow", func(c *enqueueConfig) error { c.flow = f; return nil }})
+			b, err := en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, time.Time{}, opts)
+			return store.FlowJob{JID: b.jid, Queue: s.Queue, Class: s.Class, Doc: b.doc, Done: b.done}, b.lock != nil, name(err)
+		}}
 }
 
 func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, open bool, specs []JobSpec) (string, []string, error) {
@@ -162,10 +191,14 @@ func (en *enqueuer) newBatch(ctx context.Context, o BatchOptions, open bool, spe
 	b := flows.Batch{ID: o.ID, Description: o.Description, Parent: o.Parent, TTL: o.TTL, Expiry: o.Expiry, Open: open}
 	for i, cb := range []*JobSpec{o.OnSuccess, o.OnComplete, o.OnDeath} {
 		if cb != nil {
-			b.Callbacks[i] = &en.flowSpecs(op+": callback "+flows.Events[i], []JobSpec{*cb}, nil)[0]
+			b.Callbacks[i] = en.callbackSpec(op+": "+flows.CallbackFields[i]+" callback", *cb)
 		}
 	}
 	if job := JobFromContext(ctx); job != nil && o.Parent != "" && job.bid == o.Parent {
+		if flows.ReservedJID(job.JID) {
+			return "", nil, fmt.Errorf("exq: %s: child of %s: the running job's jid %q is reserved (it begins with %q): %w",
+				op, o.Parent, job.JID, flows.ReservedPrefix, ErrInvalidBatch)
+		}
 		b.Adder = job.JID // a child created by a running job of its parent
 	}
 	return flows.NewBatch(ctx, en.flowEnv(), b, en.flowSpecs(op, specs, nil))

@@ -286,13 +286,18 @@ func TestNewBatchRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"a scheduled job", BatchOptions{}, []JobSpec{{Queue: "q", Class: "X", In: time.Hour}}, ErrInvalidBatch, "scheduled"},
 		{"a unique job", BatchOptions{}, unique, ErrInvalidBatch, "unique"},
 		{"a bad job", BatchOptions{}, []JobSpec{{Queue: "q"}}, ErrInvalidJob, "class is empty"},
-		{"a bad callback", BatchOptions{OnSuccess: &JobSpec{Queue: "bad::q", Class: "X"}}, batchSpecs(1, "X"), ErrInvalidJob, "callback success"},
+		{"a bad callback", BatchOptions{OnSuccess: &JobSpec{Queue: "bad::q", Class: "X"}}, batchSpecs(1, "X"), ErrInvalidJob, "exq: new batch: OnSuccess callback: queue"},
+		{"a callback with no class", BatchOptions{OnComplete: &JobSpec{}}, batchSpecs(1, "X"), ErrInvalidJob, "exq: new batch: OnComplete callback: class is empty"},
+		{"a scheduled callback", BatchOptions{OnDeath: &JobSpec{Class: "X", In: time.Hour}}, batchSpecs(1, "X"), ErrInvalidBatch, "exq: new batch: OnDeath callback: the job is scheduled"},
 		{"a bad id", BatchOptions{ID: "a:b"}, batchSpecs(1, "X"), ErrInvalidBatch, "ID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := c.NewBatch(ctx, tc.o, tc.specs)
 			require.ErrorIs(t, err, tc.want)
 			assert.Contains(t, err.Error(), tc.text)
+			if tc.o.OnSuccess != nil || tc.o.OnComplete != nil || tc.o.OnDeath != nil {
+				assert.NotContains(t, err.Error(), "job 0", "a callback is named by its field, not as a job of the batch")
+			}
 			keys, err := v.rdb.Keys(ctx, v.ns+":*").Result()
 			require.NoError(t, err)
 			assert.Empty(t, keys, "Redis unchanged")

@@ -82,8 +82,9 @@ func (c *Client) Close() error {
 
 // PrepareJob validates a job and returns it as an enqueue at time now would write it (with
 // the node defaults: MaxRetries 25), without touching Redis: spec.At or spec.In make it a
-// scheduled job, as EnqueueAt and EnqueueIn do. Its Raw() is the exact JSON document, unique
-// fields included.
+// scheduled job, as EnqueueAt and EnqueueIn do; a typed spec (Args a JobArgs) gets its class
+// and queue as EnqueueAll gives them. Its Raw() is the exact JSON document, unique fields
+// included.
 //
 // It is for test doubles and tools, not for enqueueing: package exqtest uses it so that its
 // doubles accept and refuse exactly what a real enqueue does, and the exq command checks a job
@@ -105,7 +106,7 @@ func PrepareJob(now time.Time, spec JobSpec) (*Job, error) {
 	if err != nil {
 		return nil, err // cannot happen: build writes valid documents
 	}
-	return newJob(h, b.doc, spec.Queue, DefaultMaxRetries), nil
+	return newJob(h, b.doc, b.queue, DefaultMaxRetries), nil
 }
 
 // WithJob returns a context that carries job, so that JobFromContext works in code that runs

@@ -151,11 +151,21 @@ func DefaultUniqueToken(queue, class string, args json.RawMessage) (string, erro
 	return base64.StdEncoding.EncodeToString(sum[:]), nil
 }
 
-// JobSpec is one job of an EnqueueAll batch. With neither At nor In set, it is enqueued now.
+// JobSpec is one job of EnqueueAll, of a batch (NewBatch, BatchWriter.Add, AddToBatch) or a
+// batch's callback. With neither At nor In set, it is enqueued now. Typed, it names no class:
+// Args is a value of a JobArgs type, as EnqueueArgs takes it,
+//
+//	exq.JobSpec{Args: Thumbnail{N: 1}} // class Thumbnail{}.Class(), args [{"n":1}]
 type JobSpec struct {
-	// Queue and Class are as for Enqueue.
-	Queue, Class string
-	// Args must encode to a JSON array (nil is the empty list).
+	// Queue is the queue the job goes to; empty means the Queue method of Args when Args is a
+	// JobArgs that has one, else "default".
+	Queue string
+	// Class is the job's class, as for Enqueue. Empty when Args is a JobArgs: its Class. (Set
+	// both, and they must agree.)
+	Class string
+	// Args is a value of a JobArgs type, which is the job's one arg (on the wire [<its
+	// JSON>], as EnqueueArgs writes it and Typed, WorkerFor and AddWorker decode it), or
+	// anything that encodes to a JSON array (nil is the empty list): the job's args.
 	Args any
 	// At runs the job at this time (as EnqueueAt: an instant on the Redis server's clock). A
 	// time that has passed, before 1970 too, enqueues the job now.
@@ -221,7 +231,9 @@ func (en *enqueuer) enqueued(queue, class, jid string, at time.Time) {
 // built is a validated job, ready to write.
 type built struct {
 	jid, doc, token string
-	lock            *store.Lock
+	// queue and class are the job's (a typed JobSpec's, filled in).
+	queue, class string
+	lock         *store.Lock
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
@@ -309,7 +321,7 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	if f := cfg.flow; f != nil {
 		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
 	}
-	b := built{jid: j.JID, at: at}
+	b := built{jid: j.JID, queue: queue, class: class, at: at}
 	if u := cfg.unique; u != nil {
 		token := u.Token
 		if token == "" {
@@ -367,6 +379,10 @@ func inBatch(err error, i int) error {
 
 // buildSpec is buildAt for a JobSpec: At, or In from now, or neither for now.
 func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s JobSpec) (built, error) {
+	s, err := s.resolved()
+	if err != nil {
+		return built{}, &invalidJobError{op: op, msg: err.Error()}
+	}
 	if !s.At.IsZero() && s.In != 0 {
 		return built{}, &invalidJobError{op: op, msg: "both At and In are set"}
 	}
@@ -375,6 +391,30 @@ func (en *enqueuer) buildSpec(ctx context.Context, now time.Time, op string, s J
 		at = now.Add(s.In)
 	}
 	return en.buildAt(ctx, now, op, s.Queue, s.Class, s.Args, at, s.Options)
+}
+
+// resolved is s with what a typed spec leaves out filled in: Class and the one-element args
+// list from Args when it is a JobArgs, and Queue from its Queue method, else DefaultQueue.
+func (s JobSpec) resolved() (JobSpec, error) {
+	if a, ok := s.Args.(JobArgs); ok {
+		class, err := classOf(a)
+		switch {
+		case err != nil:
+			return s, err
+		case class == "":
+			return s, fmt.Errorf("the args are a %T, whose Class() is empty", a)
+		case s.Class != "" && s.Class != class:
+			return s, fmt.Errorf("class %q, but the args are a %T, whose Class() is %q: leave Class empty", s.Class, a, class)
+		}
+		s.Class, s.Args = class, []any{a}
+		if q, ok := a.(interface{ Queue() string }); ok && s.Queue == "" {
+			s.Queue = q.Queue()
+		}
+	}
+	if s.Queue == "" {
+		s.Queue = DefaultQueue
+	}
+	return s, nil
 }
 
 func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, opts []EnqueueOption) (string, error) {
@@ -459,7 +499,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			}
 			return nil, err
 		}
-		items[i] = store.BatchItem{Queue: s.Queue, At: b.at, Job: b.doc, Lock: b.lock}
+		items[i] = store.BatchItem{Queue: b.queue, At: b.at, Job: b.doc, Lock: b.lock}
 		bs[i] = b
 	}
 	jids := make([]string, len(bs))
@@ -486,7 +526,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			results[i] = EnqueueResult{JID: h, Err: &UniqueConflictError{JID: h, Token: bs[i].token}}
 		} else {
 			results[i] = EnqueueResult{JID: bs[i].jid}
-			en.enqueued(specs[i].Queue, specs[i].Class, bs[i].jid, items[i].At)
+			en.enqueued(bs[i].queue, bs[i].class, bs[i].jid, items[i].At)
 		}
 		bs[i].finish(results[i].JID, results[i].Err)
 	}

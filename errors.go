@@ -71,8 +71,9 @@ var (
 	// program).
 	ErrUndecodableJob = errors.New("exq: stored document is not a job")
 	// ErrInvalidBatch is wrapped by NewBatch and AddToBatch when the batch or one of its jobs
-	// is not acceptable (no jobs, a scheduled or unique job, a bad callback); the message says
-	// which. Nothing is written to Redis.
+	// is not acceptable (no jobs, a scheduled or unique job, a bad callback, a jid beginning
+	// with "batch:", which the batch layout keeps for its own members); the message says which.
+	// Nothing is written to Redis.
 	ErrInvalidBatch = flows.ErrInvalidBatch
 	// ErrBatchNotFound is returned when no batch has the id (never created, or its data has
 	// expired), and by AddToBatch when the running job's batch is gone.
@@ -84,8 +85,9 @@ var (
 	// ErrBatchClosed is returned by BatchWriter.Add when the batch is no longer open.
 	ErrBatchClosed = flows.ErrBatchClosed
 	// ErrInvalidWorkflow is wrapped by EnqueueWorkflow when the workflow is not acceptable: a
-	// cycle, a dependency on an unknown name, a name used twice, a scheduled or unique job.
-	// The message names the job. Nothing is written to Redis.
+	// cycle, a dependency on an unknown name, a name or a jid used twice, a scheduled or unique
+	// job, a jid beginning with "batch:". The message names the job. Nothing is written to
+	// Redis.
 	ErrInvalidWorkflow = flows.ErrInvalidWorkflow
 	// ErrWorkflowNotFound is returned when no workflow has the id (never created, or its data
 	// has expired).

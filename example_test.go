@@ -43,7 +43,7 @@ func ExampleStart() {
 				var userID int
 				var template string
 				if err := job.Bind(&userID, &template); err != nil {
-					return err // a failure: retried with backoff
+					return err // args that never decode: dead at once (exq.ArgsDecodeError)
 				}
 				done <- fmt.Sprintf("sent %q to user %d", template, userID)
 				return nil

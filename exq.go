@@ -252,14 +252,24 @@ func (e *Exq) stopWhenDone(ctx context.Context) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			e.log.Info("exq: the context given to Start ended; stopping the workers (enqueueing works until Stop)", "node", e.opts.NodeID, "cause", context.Cause(ctx))
-			// Without ctx's end, or the stop would skip the grace period at once.
-			if err := e.stopWorkers(context.WithoutCancel(ctx)); err != nil {
-				e.log.Error("exq: stop", "error", err)
-			}
+			e.startCtxEnded(ctx)
 		case <-e.stopDone:
 		}
 	}()
+}
+
+// startCtxEnded stops the workers because ctx, Start's, has ended. It says so only when that
+// is what stops the node, before the stop's own lines: when a Stop came first (and its end
+// raced ctx's in stopWhenDone's select), the node has logged "exq: stopped" already and this
+// logs nothing.
+func (e *Exq) startCtxEnded(ctx context.Context) {
+	why := func() {
+		e.log.Info("exq: the context given to Start ended; stopping the workers (enqueueing works until Stop)", "node", e.opts.NodeID, "cause", context.Cause(ctx))
+	}
+	// Without ctx's end, or the stop would skip the grace period at once.
+	if err := e.stopWorkersFor(context.WithoutCancel(ctx), why); err != nil {
+		e.log.Error("exq: stop", "error", err)
+	}
 }
 
 // recoverOwnBackups puts back every job this NodeID left in its backup lists (a previous
@@ -414,7 +424,11 @@ func (e *Exq) Stop(ctx context.Context) error {
 // stopWorkers stops everything but the enqueue side: fetching, jobs, the background parts,
 // and the node's registration in Redis. The end of Start's ctx calls it; Stop calls it and
 // then closes the client.
-func (e *Exq) stopWorkers(ctx context.Context) error {
+func (e *Exq) stopWorkers(ctx context.Context) error { return e.stopWorkersFor(ctx, nil) }
+
+// stopWorkersFor is stopWorkers; why, when not nil, logs the reason for the stop if this call
+// is the one that stops the node.
+func (e *Exq) stopWorkersFor(ctx context.Context, why func()) error {
 	if !e.stopping.CompareAndSwap(false, true) {
 		// A later call waits for what the first one started, and for workers it gave up on.
 		for _, ch := range []chan struct{}{e.stopDone, e.jobsDone} {
@@ -426,6 +440,9 @@ func (e *Exq) stopWorkers(ctx context.Context) error {
 		}
 		e.mgr.stopWorkers()
 		return nil
+	}
+	if why != nil {
+		why()
 	}
 	defer close(e.stopDone)
 	e.requestStop()

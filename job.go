@@ -67,11 +67,17 @@ func (j *Job) Raw() string { return j.raw }
 // Float64 or String method, or bind into a typed destination (int64, float64, a struct),
 // which decodes as usual.
 //
+// Its error is an *ArgsDecodeError: a worker that returns it (wrapped or not) sends the job to
+// the dead set at once, since its args will never decode.
+//
 // Pointers to the common built-in types (ints, uints, floats, string, bool, []string,
 // json.RawMessage, json.Number, and any for a scalar) decode without reflection, with
-// exactly encoding/json's results; see bind.go.
+// exactly encoding/json's results.
 func (j *Job) Bind(dst ...any) error {
-	return bind.Args(j.Class, j.Args, dst) // internal/bind
+	if err := bind.Args(j.Class, j.Args, dst); err != nil {
+		return &ArgsDecodeError{Class: j.Class, err: err}
+	}
+	return nil
 }
 
 // newJob builds the worker's view of a decoded document.

@@ -15,11 +15,11 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// PeriodicJob is a cronspec.Schedule: a job of Class with Args goes to Queue at every tick of Spec,
+// PeriodicJob is a schedule: a job of Class with Args goes to Queue at every tick of Spec,
 // exactly once per tick however many nodes run (docs/queues.md, "Periodic jobs"). Schedules live in
 // Redis in sidekiq-cron 1.x's layout, so Sidekiq processes running sidekiq-cron share them.
 type PeriodicJob struct {
-	// Name identifies the cronspec.Schedule in the namespace. It may not contain "/" or "$" (Sidekiq
+	// Name identifies the schedule in the namespace. It may not contain "/" or "$" (Sidekiq
 	// Web could not reach it) nor end in ":enqueued" or ":jid_history".
 	Name string `json:"name"`
 	// Spec is when it runs: a cron line of 5 fields (minute hour day month weekday) or 6 with
@@ -39,8 +39,8 @@ type PeriodicJob struct {
 	Timezone string `json:"timezone,omitempty"`
 	// Description is shown by Sidekiq Web's Cron tab.
 	Description string `json:"description,omitempty"`
-	// Disabled creates the cronspec.Schedule disabled. It applies only when the cronspec.Schedule is new: an
-	// existing cronspec.Schedule keeps the status it has in Redis (enable and disable it with the API,
+	// Disabled creates the schedule disabled. It applies only when the schedule is new: an
+	// existing schedule keeps the status it has in Redis (enable and disable it with the API,
 	// the CLI or Sidekiq Web).
 	Disabled bool `json:"disabled,omitempty"`
 
@@ -56,7 +56,7 @@ type PeriodicJob struct {
 //	nightly.Timezone = "Europe/Paris"
 //	exq.Options{Periodic: []exq.PeriodicJob{nightly}}
 //
-// A Class method that panics makes the cronspec.Schedule fail its checks (ErrInvalidPeriodic naming
+// A Class method that panics makes the schedule fail its checks (ErrInvalidPeriodic naming
 // Class) where it is used.
 func PeriodicArgs[A JobArgs](name, spec string, args A) PeriodicJob {
 	queue, class, list, _, err := argsJob("periodic", args, nil)
@@ -85,7 +85,7 @@ func (p PeriodicJob) storedSpec() (string, error) {
 	return line, nil
 }
 
-// check validates p and returns its stored spec and parsed cronspec.Schedule. Errors name the field.
+// check validates p and returns its stored spec and parsed schedule. Errors name the field.
 func (p PeriodicJob) check() (string, cronspec.Schedule, error) {
 	bad := func(field, format string, a ...any) (string, cronspec.Schedule, error) {
 		return "", cronspec.Schedule{}, fmt.Errorf("%w %q: %s: %s", ErrInvalidPeriodic, p.Name, field, fmt.Sprintf(format, a...))
@@ -96,7 +96,7 @@ func (p PeriodicJob) check() (string, cronspec.Schedule, error) {
 	case strings.ContainsAny(p.Name, "/$"):
 		return bad("Name", `must not contain "/" or "$" (Sidekiq Web could not reach it)`)
 	case strings.HasSuffix(p.Name, ":enqueued") || strings.HasSuffix(p.Name, ":jid_history"):
-		return bad("Name", "must not end in :enqueued or :jid_history (the keys of another cronspec.Schedule)")
+		return bad("Name", "must not end in :enqueued or :jid_history (the keys of another schedule)")
 	case p.classErr != nil:
 		return bad("Class", "%v", p.classErr)
 	case p.Class == "":
@@ -143,7 +143,7 @@ func newPeriodicRunner(en *enqueuer, grace, timeout time.Duration, now func() ti
 		Enqueued: func(queue, class, jid string) { en.enqueued(queue, class, jid, time.Time{}) }})
 }
 
-// stored is p as the store saves it at now: line is its stored spec, s its cronspec.Schedule. The
+// stored is p as the store saves it at now: line is its stored spec, s its schedule. The
 // ticks before now as exq sees them, and as sidekiq-cron does (the latest at or before the
 // second before now), are passed along: a poll of either in this second must not fire a tick
 // from before.

@@ -29,11 +29,11 @@ const registerWait = time.Second
 //
 // The ways to register a worker, one per case (docs/jobs.md, "Registering workers"):
 //   - at start, for an args type with Class(): Options.Register with WorkerFor(fn), the
-//     recommended way;
+//     recommended way (WorkerForResult(fn) for a function that returns a result);
 //   - at start, for a class string chosen elsewhere or any Worker: Options.Register with a
 //     Registration literal (Typed(fn) for typed args; Options.Workers, a map, does the same);
-//   - while the node runs: AddWorker(e, fn) for an args type with Class(), e.Register(class, w)
-//     for any other Worker;
+//   - while the node runs: AddWorker(e, fn) (AddWorkerResult) for an args type with Class(),
+//     e.Register(class, w) for any other Worker;
 //   - in a test: AddWorker (or Register) on an exqtest double.
 type Registration struct {
 	// Class is the job class the worker runs ("MyApp.Signup", "Billing::Invoice").
@@ -59,19 +59,35 @@ type Registration struct {
 // A func that is nil or an A whose Class is empty (or panics) makes Start fail with
 // ErrInvalidOptions naming the entry.
 func WorkerFor[A JobArgs](fn func(ctx context.Context, job *Job, args A) error) Registration {
+	return registration[A](fn == nil, func() Worker { return Typed(fn) })
+}
+
+// WorkerForResult is WorkerFor for a function that returns a result, stored as TypedResult
+// stores it: a workflow's step, whose dependents read the result with ParentResult, or a job
+// a client waits for with WaitResult. Neither side writes the class string:
+//
+//	exq.WorkerForResult(func(ctx context.Context, job *exq.Job, a Resize) (Image, error) { … })
+//	exq.WorkflowJob{Name: "resize", Args: Resize{Path: "p.png"}}
+func WorkerForResult[A JobArgs, R any](fn func(ctx context.Context, job *Job, args A) (R, error)) Registration {
+	return registration[A](fn == nil, func() Worker { return TypedResult(fn) })
+}
+
+// registration is the Registration of A's class with the worker w builds, or the reason it
+// cannot be made (nilFunc: the function given is nil).
+func registration[A JobArgs](nilFunc bool, w func() Worker) Registration {
 	var zero A
 	class, err := classOf(zero)
 	switch {
 	case err != nil:
 	case class == "":
 		err = fmt.Errorf("%T.Class() is empty", zero)
-	case fn == nil:
+	case nilFunc:
 		err = fmt.Errorf("the func for %q is nil", class)
 	}
 	if err != nil {
 		return Registration{Class: class, err: err}
 	}
-	return Registration{Class: class, Worker: Typed(fn)}
+	return Registration{Class: class, Worker: w()}
 }
 
 // check reports what makes r unusable.

@@ -11,7 +11,7 @@ import (
 )
 
 // MaxProgressMessage is the longest message SetProgress accepts, in bytes.
-const MaxProgressMessage = wire.MaxProgressMessage
+const MaxProgressMessage = 200
 
 // Progress is what a running job last reported with SetProgress, as the busy list shows it.
 type Progress struct {

@@ -79,7 +79,7 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 	job.writeMeta(obj)
 	doc := failedDoc(obj, r.queue, count, errorMessage(cause), class, cause, now, e.enq.unit)
 	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
-	if count <= job.MaxRetries {
+	if count <= job.MaxRetries && !permanent(cause) {
 		job.RetryCount = count
 		at := now.Add(e.backoff(count, job))
 		e.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
@@ -90,7 +90,11 @@ func (e *Exq) fail(r *run, job *Job, cause error) outcome {
 		out.name, out.at = "retry", at
 		return out.storedIf(ok, before)
 	}
-	e.log.Log(context.Background(), deadLevel(job), "exq: job failed with no retries left; moved to the dead set", "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
+	msg := "exq: job failed with no retries left; moved to the dead set"
+	if count <= job.MaxRetries {
+		msg = "exq: job's args do not decode, which no retry can mend; moved to the dead set"
+	}
+	e.log.Log(context.Background(), deadLevel(job), msg, "class", job.Class, "jid", job.JID, "retry_count", count, "error", cause)
 	return out.storedIf(e.deadLetter(r, job, doc, now), before)
 }
 

@@ -99,7 +99,7 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 			return nil, err
 		}
 		builts[i] = b
-		k := s.place(sp.Queue, b)
+		k := s.place(b.queue, b)
 		parts[k] = append(parts[k], i)
 	}
 	results := make([]EnqueueResult, len(specs))
@@ -110,7 +110,7 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 		}
 		items := make([]store.BatchItem, len(idx))
 		for j, i := range idx {
-			items[j] = store.BatchItem{Queue: specs[i].Queue, At: builts[i].at, Job: builts[i].doc, Lock: builts[i].lock}
+			items[j] = store.BatchItem{Queue: builts[i].queue, At: builts[i].at, Job: builts[i].doc, Lock: builts[i].lock}
 		}
 		ns := s.ens[k].jq.Namespace()
 		holders, err := s.ens[k].jq.EnqueueAll(ctx, items)

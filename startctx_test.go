@@ -2,6 +2,8 @@ package exq
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,4 +112,34 @@ func TestStopBeforeTheStartContextEndsLeavesNothingWaitingOnIt(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	cancel() // the node is stopped already: nothing happens (goleak in TestMain checks the goroutine ended)
 	require.NoError(t, e.Stop(context.Background()))
+}
+
+// TestTheStartContextsEndIsLoggedBeforeTheStopOrNotAtAll: "exq: stopped" is the node's last
+// line. When Start's ctx ends first, its line comes before the stop's; when Stop came first
+// (a deferred cancel after Stop, the two ends racing in the node's select), the late end of
+// ctx logs nothing.
+func TestTheStartContextsEndIsLoggedBeforeTheStopOrNotAtAll(t *testing.T) {
+	t.Parallel()
+	const ended, stopped = "the context given to Start ended", `msg="exq: stopped"`
+	for _, stopFirst := range []bool{false, true} {
+		v := newEnv(t)
+		var logs testutil.LogBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		e, err := Start(ctx, Options{Redis: v.rdb, Namespace: v.ns, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.NoError(t, err)
+		if stopFirst {
+			require.NoError(t, e.Stop(context.Background()))
+			cancel()
+			e.startCtxEnded(ctx) // what the node's watcher does when its select picks ctx's end
+			assert.True(t, logs.Contains(stopped))
+			assert.False(t, logs.Contains(ended), "a stop already made is not announced again:\n%s", logs.String())
+			continue
+		}
+		cancel()
+		testutil.WaitFor(t, "the node stopped", func() bool { return logs.Contains(stopped) })
+		require.NoError(t, e.Stop(context.Background()))
+		out := logs.String()
+		require.Contains(t, out, ended)
+		assert.Less(t, strings.Index(out, ended), strings.Index(out, stopped))
+	}
 }

@@ -165,9 +165,9 @@ func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
 		args string
 		want string
 	}{
-		{`[]`, "exq: Signup: a Typed worker takes exactly one arg (the JSON of a exq.signupArgs), the job has 0"},
+		{`[]`, "Signup: a Typed worker takes exactly one arg (the JSON of a exq.signupArgs), the job has 0"},
 		{`[{"user_id":1},{"user_id":2}]`, "the job has 2"},
-		{`["not an object"]`, `exq: Signup: arg "not an object" is not a exq.signupArgs`},
+		{`["not an object"]`, `Signup: arg "not an object" is not a exq.signupArgs`},
 		{`[{"user_id":"forty-two"}]`, `is not a exq.signupArgs`},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
@@ -176,10 +176,10 @@ func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
 			w := Typed(func(context.Context, *Job, signupArgs) error { called = true; return nil })
 			v.start(Options{Workers: map[string]Worker{"Signup": w}})
 			v.push("default", `{"class":"Signup","args":`+tc.args+`,"queue":"default","jid":"bad","retry":1}`)
-			testutil.WaitFor(t, "the job failed into retry", func() bool { return v.zcard(v.keys.Retry()) == 1 })
-			m := decode(t, v.zset(v.keys.Retry())[0].Member.(string))
+			testutil.WaitFor(t, "the job went to the dead set", func() bool { return v.zcard(v.keys.Dead()) == 1 })
+			m := decode(t, v.zset(v.keys.Dead())[0].Member.(string))
 			assert.Contains(t, m["error_message"], tc.want)
-			assert.NotEqual(t, "panic", m["error_class"])
+			assert.Equal(t, "exq.ArgsDecodeError", m["error_class"])
 			assert.False(t, called)
 		})
 	}

@@ -13,10 +13,10 @@ import (
 // Default lifetimes of a workflow's data (WorkflowOptions.TTL and Expiry).
 const (
 	// DefaultWorkflowTTL is how long a workflow's data stays once every job of it has ended.
-	DefaultWorkflowTTL = flows.WorkflowTTL
+	DefaultWorkflowTTL = 24 * time.Hour
 	// DefaultWorkflowExpiry is how long a workflow's data stays, from its creation, while some
 	// job of it has not ended.
-	DefaultWorkflowExpiry = flows.WorkflowExpiry
+	DefaultWorkflowExpiry = 30 * 24 * time.Hour
 )
 
 // ParentDeathPolicy says what a job of a workflow does when a job it depends on dies (or is
@@ -32,11 +32,16 @@ const (
 )
 
 // WorkflowJob is one job of a workflow: an ordinary job with a name unique in the workflow and
-// the names of the jobs it waits for.
+// the names of the jobs it waits for. Typed, it names no class: Args is a value of a JobArgs
+// type, as in a JobSpec,
+//
+//	exq.WorkflowJob{Name: "resize", Args: Resize{Path: "p.png"}, DependsOn: []string{"fetch"}}
 type WorkflowJob struct {
 	// Name names the job in the workflow: not empty, at most 200 bytes, no control characters.
 	Name string
-	// Queue, Class, Args and Options are as for Enqueue (Unique is refused).
+	// Queue, Class, Args and Options are as in a JobSpec: Args a JobArgs value (its Class and
+	// Queue method fill in Class and an empty Queue) or a list; Queue "default" when empty and
+	// not given by Args. Unique is refused.
 	Queue, Class string
 	Args         any
 	Options      []EnqueueOption

@@ -69,11 +69,17 @@ func (f *Fake) add(spec exq.JobSpec) (string, error) {
 
 // Enqueue records a job to run now.
 func (f *Fake) Enqueue(_ context.Context, queue, class string, args any, opts ...exq.EnqueueOption) (string, error) {
+	if err := named("enqueue", queue, class); err != nil {
+		return "", err
+	}
 	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, Options: opts})
 }
 
 // EnqueueIn records a job due after d (its EnqueuedAt is the due time, as exq writes it).
 func (f *Fake) EnqueueIn(_ context.Context, queue, class string, d time.Duration, args any, opts ...exq.EnqueueOption) (string, error) {
+	if err := named("enqueue in", queue, class); err != nil {
+		return "", err
+	}
 	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, In: d, Options: opts})
 }
 
@@ -81,6 +87,9 @@ func (f *Fake) EnqueueIn(_ context.Context, queue, class string, d time.Duration
 func (f *Fake) EnqueueAt(_ context.Context, queue, class string, t time.Time, args any, opts ...exq.EnqueueOption) (string, error) {
 	if t.IsZero() {
 		return "", fmt.Errorf("exq: enqueue at: time is zero: %w", exq.ErrInvalidJob)
+	}
+	if err := named("enqueue at", queue, class); err != nil {
+		return "", err
 	}
 	return f.add(exq.JobSpec{Queue: queue, Class: class, Args: args, At: t, Options: opts})
 }
@@ -102,6 +111,26 @@ func (f *Fake) EnqueueAll(_ context.Context, specs []exq.JobSpec) ([]exq.Enqueue
 	}
 	return res, nil
 }
+
+// named refuses, in a real enqueue's words, the empty class or queue of Enqueue, EnqueueIn or
+// EnqueueAt, which exq.PrepareJob would fill in as a JobSpec's (from a JobArgs Args, and
+// "default").
+func named(op, queue, class string) error {
+	switch {
+	case class == "":
+		return invalid("exq: " + op + ": class is empty")
+	case queue == "":
+		return invalid("exq: " + op + ": queue name is empty")
+	}
+	return nil
+}
+
+// invalid is a refusal that matches exq.ErrInvalidJob, worded as exq words it.
+type invalid string
+
+func (e invalid) Error() string { return string(e) }
+
+func (e invalid) Is(target error) bool { return target == exq.ErrInvalidJob }
 
 func prepareAll(now time.Time, specs []exq.JobSpec) ([]*exq.Job, error) {
 	jobs := make([]*exq.Job, len(specs))
@@ -248,7 +277,8 @@ func (in *Inline) run(ctx context.Context, job *exq.Job) (_ string, err error) {
 			in.releaseAfter(job, false)
 			panic(p)
 		}
-		in.releaseAfter(job, err == nil)
+		// Args that do not decode send the job to the dead set at once, whatever its retries.
+		in.releaseAfter(job, err == nil || errors.Is(err, exq.ErrArgsDecode))
 	}()
 	class := job.Class
 	if i := strings.IndexByte(class, '/'); i >= 0 {
@@ -267,7 +297,8 @@ func (in *Inline) run(ctx context.Context, job *exq.Job) (_ string, err error) {
 	return job.JID, err
 }
 
-// releaseAfter releases an UntilSuccess lock once the job succeeded or would die.
+// releaseAfter releases an UntilSuccess lock once the job succeeded or would die (ok: it
+// succeeded, or its failure sends it to the dead set at once).
 func (in *Inline) releaseAfter(job *exq.Job, ok bool) {
 	if !ok && job.MaxRetries > 0 {
 		return // it would wait in the retry set, holding its lock
@@ -279,6 +310,9 @@ func (in *Inline) releaseAfter(job *exq.Job, ok bool) {
 
 // Enqueue runs the job now.
 func (in *Inline) Enqueue(ctx context.Context, queue, class string, args any, opts ...exq.EnqueueOption) (string, error) {
+	if err := named("enqueue", queue, class); err != nil {
+		return "", err
+	}
 	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, Options: opts})
 	if err != nil {
 		return "", err
@@ -288,6 +322,9 @@ func (in *Inline) Enqueue(ctx context.Context, queue, class string, args any, op
 
 // EnqueueIn runs the job now, without waiting for d.
 func (in *Inline) EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...exq.EnqueueOption) (string, error) {
+	if err := named("enqueue in", queue, class); err != nil {
+		return "", err
+	}
 	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, In: d, Options: opts})
 	if err != nil {
 		return "", err
@@ -299,6 +336,9 @@ func (in *Inline) EnqueueIn(ctx context.Context, queue, class string, d time.Dur
 func (in *Inline) EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...exq.EnqueueOption) (string, error) {
 	if t.IsZero() {
 		return "", fmt.Errorf("exq: enqueue at: time is zero: %w", exq.ErrInvalidJob)
+	}
+	if err := named("enqueue at", queue, class); err != nil {
+		return "", err
 	}
 	job, err := in.prepare(exq.JobSpec{Queue: queue, Class: class, Args: args, At: t, Options: opts})
 	if err != nil {

@@ -16,6 +16,10 @@ import (
 // Events are a batch's callbacks' names, as stored and as BatchStatus reports their times.
 var Events = [...]string{"success", "complete", "death"}
 
+// CallbackFields are the fields of the root's BatchOptions that hold the callbacks of Events,
+// by which errors name them.
+var CallbackFields = [...]string{"OnSuccess", "OnComplete", "OnDeath"}
+
 // Batch is a batch to create (the root's BatchOptions, checked here).
 type Batch struct {
 	ID, Description, Parent string
@@ -67,7 +71,7 @@ func NewBatch(ctx context.Context, env Env, b Batch, specs []Spec) (string, []st
 			continue
 		}
 		name := Events[i]
-		built, err := build(ctx, now, op+": callback "+name, []Spec{*cb},
+		built, err := build(ctx, now, op+": "+CallbackFields[i]+" callback", []Spec{*cb},
 			func(int) *wire.NewJob { return &wire.NewJob{CallbackOf: bid} }, badBatch)
 		if err != nil {
 			finish(callbacks, err)
@@ -138,13 +142,6 @@ func AddToBatch(ctx context.Context, env Env, bid, adder string, specs []Spec) (
 	jobs, err := build(ctx, now, op, specs, func(int) *wire.NewJob { return &wire.NewJob{Bid: bid} }, badBatch)
 	if err != nil {
 		return nil, err
-	}
-	for i, j := range jobs {
-		if j.JID == store.OpenMember {
-			err := badBatch(op, "job %d: jid %q is reserved", i, j.JID)
-			finish(jobs, err)
-			return nil, err
-		}
 	}
 	status, _, err := env.Store.BatchWrite(ctx, bid, "add", adder, "", "", now, BatchExpiry, nil, jobs)
 	switch {

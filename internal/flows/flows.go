@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/exqgo/exq/internal/store"
@@ -50,6 +51,8 @@ type Env struct {
 // Spec is one job of a batch or workflow as the root package hands it over.
 type Spec struct {
 	Queue string
+	// Label is how a refusal names the job ("job 3" when empty).
+	Label string
 	// Scheduled is true for a job given At or In, which a batch or workflow refuses.
 	Scheduled bool
 	// Build renders the job with the flow fields f; unique reports that it took a unique
@@ -77,20 +80,36 @@ func build(ctx context.Context, now time.Time, op string, specs []Spec, flow fun
 		return nil, err
 	}
 	for i, s := range specs {
+		label := s.Label
+		if label == "" {
+			label = fmt.Sprintf("job %d", i)
+		}
 		if s.Scheduled {
-			return fail(bad(op, "job %d is scheduled (At or In): jobs of a batch or workflow are enqueued now", i))
+			return fail(bad(op, "%s is scheduled (At or In): jobs of a batch or workflow are enqueued now", label))
 		}
 		j, unique, err := s.Build(ctx, now, flow(i))
 		if err != nil {
 			return fail(err)
 		}
 		out = append(out, j)
+		if ReservedJID(j.JID) {
+			return fail(bad(op, "%s: jid %q is reserved: a jid of a job of a batch or workflow must not begin with %q, "+
+				"the prefix of the batch layout's own members (a child batch, an open batch's mark)", label, j.JID, ReservedPrefix))
+		}
 		if unique {
-			return fail(bad(op, "job %d is unique: a unique lock would decide alone whether it runs", i))
+			return fail(bad(op, "%s is unique: a unique lock would decide alone whether it runs", label))
 		}
 	}
 	return out, nil
 }
+
+// ReservedPrefix begins the members of a batch's pending hash and jobs set that are not jobs:
+// "batch:<bid>" for a child batch (batch_add.lua) and store.OpenMember ("batch::open") for an
+// open batch. No jid of a job of a batch or workflow may begin with it.
+const ReservedPrefix = "batch:"
+
+// ReservedJID reports whether jid begins with ReservedPrefix.
+func ReservedJID(jid string) bool { return strings.HasPrefix(jid, ReservedPrefix) }
 
 // finish tells the EnqueueHooks of jobs how their write went: written (err nil, or a
 // shortfall of replicas), or not.

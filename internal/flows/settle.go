@@ -9,9 +9,9 @@ import (
 
 // Items are the outcomes to record for a run of job jid (of batch bid and of workflow wf as
 // job name; "" where none) that ended with out (store.RunSucceeded, RunFailed or RunDied):
-// none for a job of neither, and none for a workflow's failure, which is not an end. The node
-// records them (Store.Settle) before it writes the run's ordinary outcome (the
-// acknowledgement, the retry or the death).
+// none for a job of neither, none for a workflow's failure, which is not an end, and none in
+// a batch for a reserved jid (ReservedJID). The node records them (Store.Settle) before it
+// writes the run's ordinary outcome (the acknowledgement, the retry or the death).
 //
 // Why this order, and why it is exactly once:
 //   - Each transition is one Lua script, idempotent by jid (batch_settle.lua: the jid's entry
@@ -29,7 +29,9 @@ import (
 //     ended, so its dependents are released once.
 func Items(bid, wf, name, jid, out string) []store.SettleItem {
 	var items []store.SettleItem
-	if bid != "" {
+	// A jid the batch layout keeps for its own members (no exq path writes such a job into a
+	// batch; another producer might) is not recorded: its success would stand for theirs.
+	if bid != "" && !ReservedJID(jid) {
 		items = append(items, store.SettleItem{Batch: bid, Runs: [][2]string{{jid, out}}})
 	}
 	if wf != "" && out != store.RunFailed {

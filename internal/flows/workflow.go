@@ -156,6 +156,13 @@ func EnqueueWorkflow(ctx context.Context, env Env, w Workflow, jobs []Job) (stri
 	if err != nil {
 		return "", nil, err
 	}
+	byJID := make(map[string]string, len(jobs))
+	for _, j := range jobs {
+		if other, dup := byJID[j.JID]; dup {
+			return "", nil, badWorkflow(op, "jobs %q and %q have the same jid %q", other, j.Name, j.JID)
+		}
+		byJID[j.JID] = j.Name
+	}
 	now, err := env.Now(ctx, op)
 	if err != nil {
 		return "", nil, err
