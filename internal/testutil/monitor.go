@@ -26,7 +26,7 @@ type WriteWatch struct {
 	writes map[string]bool // command names flagged "write"
 
 	mu    sync.Mutex
-	seen  []string          // the write commands of the namespace seen so far
+	seen  []string // the write commands of the namespace seen so far
 	marks map[string]chan struct{}
 }
 
