@@ -18,16 +18,25 @@ import (
 // design, each with what bounds it, as docs/wire.md's table of keys says. Every other key exq
 // writes has a TTL: a new key without an owner fails TestAMixedWorkloadLeavesOnlyKeysWithAnOwner.
 var longLived = []string{
-	"queues", "queue:*", // the queues: a list is gone once empty
-	"schedule", "retry", "dead", // jobs waiting; dead is trimmed at every add
-	"stat:processed", "stat:failed", // all-time counters (Exq's and Sidekiq's)
-	"processes",                                                                  // pruned by every node's ping
-	"heartbeats", "heartbeat_deadlines", "heartbeat_epochs", "heartbeat_resumed", // one entry per live node; burial, clean stop, sweep
-	"backup_queues:*",                                    // a node's: burial, clean stop, sweep
-	"batches", "workflows",                               // trimmed by the nodes (IndexTrim)
-	"paused", "limits", "outbox",                         // one field or member per queue or relay
-	"cron_jobs", "cron_job:*", "cron_job:*:jid_history", // a periodic job's, until it is deleted; history capped at 10
-	"cron_job:*:enqueued", // trimmed to a day at every claim
+	// The queues: a list is gone once empty.
+	"queues", "queue:*",
+	// Jobs waiting; dead is trimmed at every add.
+	"schedule", "retry", "dead",
+	// All-time counters (Exq's and Sidekiq's).
+	"stat:processed", "stat:failed",
+	// Pruned by every node's ping.
+	"processes",
+	// One entry per live node: removed by a burial, a clean stop, a sweep.
+	"heartbeats", "heartbeat_deadlines", "heartbeat_epochs", "heartbeat_resumed",
+	// A node's: removed by a burial, a clean stop, a sweep.
+	"backup_queues:*",
+	// Trimmed by the nodes (IndexTrim).
+	"batches", "workflows",
+	// One field or member per queue or relay.
+	"paused", "limits", "outbox",
+	// A periodic job's, until it is deleted; the history capped at 10, the ticks trimmed to a
+	// day at every claim.
+	"cron_jobs", "cron_job:*", "cron_job:*:jid_history", "cron_job:*:enqueued",
 }
 
 func isLongLived(key string) bool {
