@@ -190,3 +190,41 @@ func TestClaimIndexTrimGoesToOneNodeAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// GoneNodes lists the nodes of heartbeat_epochs in no heartbeat; SweepNode forgets such a
+// node's token and set of backup queues only while it is in no heartbeat and its backup lists
+// are empty, and touches nothing of any other node.
+func TestSweepNodeForgetsOnlyAGoneNodeWithEmptyBackupLists(t *testing.T) {
+	v := newEnv(t)
+	jq := v.store("me")
+	for _, n := range []string{"live", "gone", "gone-with-jobs"} {
+		require.NoError(t, v.rdb.HSet(ctx(t), v.p("heartbeat_epochs"), n, "tok-"+n).Err())
+		require.NoError(t, v.rdb.SAdd(ctx(t), v.p("backup_queues:"+n), "q").Err())
+	}
+	require.NoError(t, v.rdb.ZAdd(ctx(t), v.p("heartbeats"), redis.Z{Score: 1, Member: "live"}).Err())
+	require.NoError(t, v.rdb.RPush(ctx(t), v.p("queue:backup::gone-with-jobs::q"), job("q", "j1")).Err())
+
+	gone, next, err := jq.GoneNodes(ctx(t), 0, 100)
+	require.NoError(t, err)
+	assert.Zero(t, next)
+	assert.ElementsMatch(t, []string{"gone", "gone-with-jobs"}, gone)
+
+	for _, tc := range []struct {
+		node string
+		want int
+	}{{"live", SweepAlive}, {"gone-with-jobs", SweepJobsLeft}, {"gone", SweepDone}, {"gone", SweepDone}} {
+		r, err := jq.SweepNode(ctx(t), tc.node)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, r, tc.node)
+	}
+	assert.Equal(t, map[string]string{"live": "tok-live", "gone-with-jobs": "tok-gone-with-jobs"}, v.hash(v.p("heartbeat_epochs")))
+	assert.Equal(t, map[string]string{"backup_queues:live": "set", "backup_queues:gone-with-jobs": "set",
+		"heartbeats": "zset", "heartbeat_epochs": "hash", "queue:backup::gone-with-jobs::q": "list"}, v.layout())
+
+	// A queue added to the set after the caller read it: the script refuses, as bury.lua does.
+	require.NoError(t, v.rdb.HSet(ctx(t), v.p("heartbeat_epochs"), "late", "tok").Err())
+	require.NoError(t, v.rdb.SAdd(ctx(t), v.p("backup_queues:late"), "q2").Err())
+	r, err := scripts.SweepNode.Run(ctx(t), v.rdb, []string{v.p("heartbeats"), v.p("heartbeat_epochs"), v.p("backup_queues:late")}, "late").Int()
+	require.NoError(t, err)
+	assert.Equal(t, SweepJobsLeft, r)
+}
