@@ -3,7 +3,10 @@ package exq
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,33 +17,44 @@ import (
 	"github.com/exqgo/exq/internal/testutil"
 )
 
-// longLived are the keys (without the namespace, path.Match patterns) that live for good by
-// design, each with what bounds it, as docs/wire.md's table of keys says. Every other key exq
-// writes has a TTL: a new key without an owner fails TestAMixedWorkloadLeavesOnlyKeysWithAnOwner.
-var longLived = []string{
-	// The queues: a list is gone once empty.
-	"queues", "queue:*",
-	// Jobs waiting; dead is trimmed at every add.
-	"schedule", "retry", "dead",
-	// All-time counters (Exq's and Sidekiq's).
-	"stat:processed", "stat:failed",
-	// Pruned by every node's ping.
-	"processes",
-	// One entry per live node: removed by a burial, a clean stop, a sweep.
-	"heartbeats", "heartbeat_deadlines", "heartbeat_epochs", "heartbeat_resumed",
-	// A node's: removed by a burial, a clean stop, a sweep.
-	"backup_queues:*",
-	// Trimmed by the nodes (IndexTrim).
-	"batches", "workflows",
-	// One field or member per queue or relay.
-	"paused", "limits", "outbox",
-	// A periodic job's, until it is deleted; the history capped at 10, the ticks trimmed to a
-	// day at every claim.
-	"cron_jobs", "cron_job:*", "cron_job:*:jid_history", "cron_job:*:enqueued",
+// longLived reads docs/wire.md's table of every key ("Every key: who writes it, what removes
+// it") and returns, as path.Match patterns without the namespace, the keys whose TTL column
+// says "none": the keys that live for good by design, each with what bounds it.
+func longLived(t *testing.T) []string {
+	t.Helper()
+	doc, err := os.ReadFile("docs/wire.md")
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(doc), "## Every key: who writes it, what removes it")
+	require.True(t, ok, "docs/wire.md has the table of every key")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var out []string
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `P ") {
+			continue
+		}
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "\x00"), "|")
+		require.Len(t, cells, 6, line) // "", key, written by, removed by, TTL, ""
+		if strings.TrimSpace(cells[4]) != "none" {
+			continue
+		}
+		for _, part := range strings.Split(cells[1], "`") {
+			name, ok := strings.CutPrefix(part, "P ")
+			if !ok {
+				continue
+			}
+			name = strings.ReplaceAll(name, "\x00", "|")
+			out = append(out, placeholder.ReplaceAllString(name, "*"))
+		}
+	}
+	require.Contains(t, out, "batches", "the table was read")
+	return out
 }
 
-func isLongLived(key string) bool {
-	for _, p := range longLived {
+// placeholder is a part of a key name that docs/wire.md writes as <name>.
+var placeholder = regexp.MustCompile(`<[^>]*>`)
+
+func matchesAny(patterns []string, key string) bool {
+	for _, p := range patterns {
 		if ok, _ := path.Match(p, key); ok {
 			return true
 		}
@@ -51,7 +65,8 @@ func isLongLived(key string) bool {
 // After a mixed workload (batches that succeed, have a dead job, or a job that fails and then
 // dies; workflows that finish and that cancel after a death; unique, scheduled, failing, dying
 // jobs; results, progress; a periodic job) and a clean stop, every key of the namespace is
-// either one that lives for good by design (longLived) or has a TTL.
+// either one that lives for good by design (docs/wire.md's table says so, with what bounds it)
+// or has a TTL.
 func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
@@ -161,12 +176,13 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 	defer cancel()
 	require.NoError(t, e.Stop(stopCtx))
 
+	long := longLived(t)
 	keys, err := v.rdb.Keys(ctx, v.ns+":*").Result()
 	require.NoError(t, err)
 	kinds := map[string]bool{}
 	for _, key := range keys {
 		name := key[len(v.ns)+1:]
-		if isLongLived(name) {
+		if matchesAny(long, name) {
 			continue
 		}
 		ttl, err := v.rdb.PTTL(ctx, key).Result()
@@ -174,7 +190,7 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 		if ttl == -2 {
 			continue // expired meanwhile
 		}
-		assert.Positive(t, ttl, "%s lives for good: it needs a TTL, or an owner that removes it (and a line in longLived and docs/wire.md)", name)
+		assert.Positive(t, ttl, "%s lives for good: it needs a TTL, or an owner that removes it and a row in docs/wire.md's table of every key", name)
 		if ok, _ := path.Match("batch:*:dead", name); ok {
 			kinds["batch dead set"] = true
 		}
