@@ -84,6 +84,18 @@ func (jq *Store) ClaimIndexTrim(ctx context.Context, d time.Duration) (bool, err
 	return ok, err
 }
 
+// RenewIndexTrim extends this node's claim on the pass it is on to d from now, so that no other
+// node starts a pass beside it while it goes on (SET XX PX: a claim that lapsed is not taken
+// back; passes are idempotent, so two at once cost work, never data). It reports whether the
+// claim was still there.
+func (jq *Store) RenewIndexTrim(ctx context.Context, d time.Duration) (bool, error) {
+	ok, err := jq.rdb.SetXX(ctx, jq.keys.IndexTrim(), jq.node, max(d, time.Millisecond)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return ok, err
+}
+
 // Replies of sweep_node.lua.
 const (
 	SweepAlive    = 0
