@@ -252,6 +252,8 @@ func (k Keys) BatchForeign(bid string) string { return k.Prefix + "batch:" + bid
 func (k Keys) WorkflowForeign(id string) string { return k.Prefix + "wf:" + id + ":foreign" }
 
 // Workflows is exq's own sorted set of workflow ids scored by their creation time (seconds).
+// A member whose Workflow hash has expired is skipped by readers and trimmed by the nodes
+// (IndexTrim).
 func (k Keys) Workflows() string { return k.Prefix + "workflows" }
 
 // Workflow is exq's own hash describing workflow id: created_at, total, the counts of its
