@@ -233,7 +233,7 @@ func (a *API) Batches(ctx context.Context, o ListOptions) ([]BatchStatus, error)
 	if err != nil {
 		return nil, err
 	}
-	list, err := flows.ListBatches(ctx, a.jq, start, stop-start+1, a.log.Warn)
+	list, err := flows.ListBatches(ctx, a.jq, start, stop-start+1)
 	out := make([]BatchStatus, len(list))
 	for i, st := range list {
 		out[i] = BatchStatus(st)

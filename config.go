@@ -405,6 +405,9 @@ type testHooks struct {
 	// pingInterval and statsInterval pace the node ping (5 s, as Exq and Sidekiq) and the
 	// stats flush (1 s).
 	pingInterval, statsInterval time.Duration
+	// indexTrimEvery is how often a node of the namespace starts a pass over the batch and
+	// workflow listings to trim expired ids (flows.DefaultTrimEvery, a minute).
+	indexTrimEvery time.Duration
 }
 
 func (h testHooks) withDefaults() testHooks {

@@ -47,6 +47,7 @@ package exq
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -171,9 +172,9 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		now: o.now, log: e.log}, o.Queues)
 	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
 		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
-		PingEvery: o.pingInterval, Now: o.now, Log: e.log, OnPing: (&flows.ForeignWatch{Store: e.jq, Log: e.log, Report: func(r flows.ForeignRun) {
+		PingEvery: o.pingInterval, Now: o.now, Log: e.log, OnPing: onPing((&flows.ForeignWatch{Store: e.jq, Log: e.log, Report: func(r flows.ForeignRun) {
 			e.events.emit(Event{Kind: ForeignRun, Queue: r.Queue, Class: r.Class, JID: r.JID, Flow: cmp.Or(r.Batch, r.Workflow), From: r.Node})
-		}}).Check})
+		}}).Check, &flows.IndexTrim{Store: e.jq, Every: o.indexTrimEvery})})
 
 	e.publishLimits(ctx)
 	if err := e.savePeriodic(ctx); err != nil {
@@ -241,6 +242,15 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		e.events.emit(Event{Kind: NodeStarted})
 	}
 	return e, nil
+}
+
+// onPing is what a node does after each ping: the foreign-run watch, then a step of the trim
+// of the batch and workflow listings (readers leave expired ids to the nodes).
+func onPing(watch func(context.Context, []string) error, trim *flows.IndexTrim) func(context.Context, []string) error {
+	return func(ctx context.Context, nodes []string) error {
+		_, terr := trim.Step(ctx)
+		return errors.Join(watch(ctx, nodes), terr)
+	}
 }
 
 // stopWhenDone stops the node, as Stop does, once ctx (Start's) ends. Its goroutine ends when

@@ -172,7 +172,7 @@ func (a *API) Workflows(ctx context.Context, o ListOptions) ([]WorkflowStatus, e
 	if err != nil {
 		return nil, err
 	}
-	list, err := flows.ListWorkflows(ctx, a.jq, start, stop-start+1, a.log.Warn)
+	list, err := flows.ListWorkflows(ctx, a.jq, start, stop-start+1)
 	out := make([]WorkflowStatus, len(list))
 	for i, st := range list {
 		out[i] = workflowStatus(st)

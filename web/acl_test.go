@@ -76,9 +76,10 @@ func TestWakeUpsWithoutChannelPermissionNeverTurnADoneWriteIntoAnError(t *testin
 	assert.EqualValues(t, 2, srv.Admin.LLen(ctx, keys.Queue("reports")).Val(), "pushed once per enqueue")
 }
 
-// Listing processes, busy jobs and the overview only reads: a read-only Redis user sees every
-// page, and a stale process (one that died without signing off) stays listed in Redis for the
-// nodes to prune; it is not shown.
+// Listing processes, busy jobs, the overview, batches and workflows only reads: a read-only
+// Redis user sees every page, a stale process (one that died without signing off) stays listed
+// in Redis for the nodes to prune, and so do the ids of a batch and a workflow whose data
+// expired; none is shown, and the server runs no write (MONITOR).
 func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 	t.Parallel()
 	ns := testutil.Namespace(t)
@@ -102,7 +103,17 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 	require.NoError(t, err)
 	bid, _, err := cl.NewBatch(ctx, exq.BatchOptions{}, []exq.JobSpec{{Queue: "default", Class: "W"}})
 	require.NoError(t, err)
+	gone, _, err := cl.NewBatch(ctx, exq.BatchOptions{Description: "expired"}, []exq.JobSpec{{Queue: "default", Class: "W"}})
+	require.NoError(t, err)
+	wf, err := cl.EnqueueWorkflow(ctx, exq.WorkflowOptions{}, []exq.WorkflowJob{{Name: "a", Queue: "default", Class: "W"}})
+	require.NoError(t, err)
+	wfGone, err := cl.EnqueueWorkflow(ctx, exq.WorkflowOptions{Description: "expired"}, []exq.WorkflowJob{{Name: "a", Queue: "default", Class: "W"}})
+	require.NoError(t, err)
 	require.NoError(t, cl.Close())
+	// Their data expires; the ids stay in the listings' indexes.
+	require.NoError(t, admin.Del(ctx, keys.Batch(gone), keys.BatchJobs(gone), keys.BatchPending(gone),
+		keys.Workflow(wfGone.ID), keys.WorkflowGraph(wfGone.ID), keys.WorkflowJobs(wfGone.ID)).Err())
+	watch := testutil.WatchWrites(t, srv.Addr(), ns)
 
 	for _, user := range []string{"readonly", "default"} {
 		var api *exq.API
@@ -128,11 +139,22 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 		require.NoError(t, err, user)
 		assert.Equal(t, 1, o.Processes, user)
 		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/retries", "/dead", "/periodic",
-			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1", "/workflows", "/metrics", "/metrics?hours=8&class=W"} {
+			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1", "/batches/" + gone, "/workflows", "/workflows/" + wf.ID, "/workflows/" + wfGone.ID,
+			"/metrics", "/metrics?hours=8&class=W"} {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			res, body := f.do(req)
-			assert.Equal(t, http.StatusOK, res.StatusCode, "%s GET %s: %s", user, path, body)
+			if strings.Contains(path, gone) || strings.Contains(path, wfGone.ID) {
+				assert.Equal(t, http.StatusNotFound, res.StatusCode, "%s GET %s: %s", user, path, body)
+			} else {
+				assert.Equal(t, http.StatusOK, res.StatusCode, "%s GET %s: %s", user, path, body)
+				assert.NotContains(t, body, gone, "%s GET %s: the expired batch is not listed", user, path)
+				assert.NotContains(t, body, wfGone.ID, "%s GET %s: the expired workflow is not listed", user, path)
+			}
 			assert.NotContains(t, body, "ghost-1", "%s GET %s", user, path)
+			assert.Empty(t, watch.Writes(), "%s GET %s wrote", user, path)
+		}
+		for _, k := range []string{keys.Batches(), keys.Workflows()} {
+			assert.EqualValues(t, 2, admin.ZCard(ctx, k).Val(), "%s: %s keeps the expired id for the nodes to trim", user, k)
 		}
 		assert.True(t, admin.SIsMember(ctx, keys.Processes(), stale).Val(), "%s: the stale member is left for the nodes to prune", user)
 		assert.EqualValues(t, 1, admin.Exists(ctx, keys.Workers(stale)).Val(), "%s: its workers key too", user)

@@ -238,28 +238,23 @@ func batchStatusOf(bid string, st store.BatchState) BatchStatus {
 	return s
 }
 
-// ListBatches lists up to count batches from offset, newest first, and drops the ids of
-// expired ones from the listing (warn hears a failure to).
-func ListBatches(ctx context.Context, st *store.Store, offset, count int64, warn func(msg string, args ...any)) ([]BatchStatus, error) {
+// ListBatches lists up to count batches from offset, newest first. It only reads: the ids of
+// expired batches are skipped, and left for the nodes to trim (TrimIndexes).
+func ListBatches(ctx context.Context, st *store.Store, offset, count int64) ([]BatchStatus, error) {
 	ids, err := st.BatchIDs(ctx, offset, count)
 	if err != nil {
 		return nil, fmt.Errorf("exq: api: batches: %w", err)
 	}
 	out := make([]BatchStatus, 0, len(ids))
-	var gone []string
 	for _, id := range ids {
 		s, err := st.BatchRead(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("exq: api: batches: %w", err)
 		}
 		if len(s.Fields) == 0 {
-			gone = append(gone, id)
-			continue
+			continue // expired
 		}
 		out = append(out, batchStatusOf(id, s))
-	}
-	if err := st.ForgetBatches(ctx, gone...); err != nil {
-		warn("exq: api: could not trim expired batches from the listing", "error", err)
 	}
 	return out, nil
 }

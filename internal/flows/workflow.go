@@ -307,28 +307,24 @@ func workflowStatusOf(id string, meta map[string]string) WorkflowStatus {
 		CreatedAt: store.SecondsField(meta, "created_at"), FinishedAt: store.SecondsField(meta, "finished_at")}
 }
 
-// ListWorkflows lists up to count workflows from offset, newest first, without their jobs, and
-// drops the ids of expired ones from the listing (warn hears a failure to).
-func ListWorkflows(ctx context.Context, st *store.Store, offset, count int64, warn func(msg string, args ...any)) ([]WorkflowStatus, error) {
+// ListWorkflows lists up to count workflows from offset, newest first, without their jobs. It
+// only reads: the ids of expired workflows are skipped, and left for the nodes to trim
+// (TrimIndexes).
+func ListWorkflows(ctx context.Context, st *store.Store, offset, count int64) ([]WorkflowStatus, error) {
 	ids, err := st.WorkflowIDs(ctx, offset, count)
 	if err != nil {
 		return nil, fmt.Errorf("exq: api: workflows: %w", err)
 	}
 	out := make([]WorkflowStatus, 0, len(ids))
-	var gone []string
 	for _, id := range ids {
 		meta, err := st.WorkflowMeta(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("exq: api: workflows: %w", err)
 		}
 		if len(meta) == 0 {
-			gone = append(gone, id)
-			continue
+			continue // expired
 		}
 		out = append(out, workflowStatusOf(id, meta))
-	}
-	if err := st.ForgetWorkflows(ctx, gone...); err != nil {
-		warn("exq: api: could not trim expired workflows from the listing", "error", err)
 	}
 	return out, nil
 }

@@ -24,6 +24,10 @@ type Heartbeat struct {
 	// back (see RescueDead).
 	callMu   sync.Mutex
 	lastCall float64
+	// sweepCursor is where the next sweep goes on in heartbeat_epochs; warned the gone nodes
+	// whose jobs left behind were reported.
+	sweepCursor uint64
+	warned      map[string]bool
 }
 
 // Parts are what a heartbeat is built from.
@@ -63,15 +67,65 @@ func (h *Heartbeat) window() time.Duration { return h.Interval * time.Duration(h
 // Run beats every interval and looks for dead nodes twice as often, so a dead node is rescued
 // within its window plus half of this node's interval. Beats and checks run on goroutines of
 // their own: a check held up (Redis stalled) must not keep this node's beat from waiting in
-// the server, where it runs as soon as the server is free (see RescueDead).
+// the server, where it runs as soon as the server is free (see RescueDead). Every SweepEvery
+// intervals it sweeps what burials by earlier releases left (SweepGone).
 func (h *Heartbeat) Run(ctx context.Context) {
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		h.every(ctx, h.Interval, "beat", h.beat)
 	}()
+	go func() {
+		defer wg.Done()
+		h.every(ctx, SweepEvery*h.Interval, "sweep of buried nodes' records", h.SweepGone)
+	}()
 	h.every(ctx, h.Interval/2, "rescue of dead nodes", h.RescueDead)
-	<-done
+	wg.Wait()
+}
+
+// SweepEvery is how many heartbeat intervals pass between two sweeps (SweepGone).
+const SweepEvery = 10
+
+// sweepPage is how many nodes of heartbeat_epochs a sweep looks at (HSCAN COUNT).
+const sweepPage = 100
+
+// SweepGone forgets the incarnation token and the set of backup queues of nodes that are in no
+// heartbeat: a node of an earlier release buries a node of this one without removing them
+// (its bury.lua predates both), and no later burial sees the node again. A page of
+// heartbeat_epochs per call, going on where the previous call stopped; a node whose backup
+// lists still hold jobs keeps both (sweep_node.lua), and is reported once.
+func (h *Heartbeat) SweepGone(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	gone, next, err := h.Store.GoneNodes(cctx, h.sweepCursor, sweepPage)
+	cancel()
+	if err != nil {
+		return err
+	}
+	h.sweepCursor = next
+	for _, n := range gone {
+		if n == h.Store.Node() {
+			continue // this node, buried and not yet joined again: its beat sees to it
+		}
+		cctx, cancel := context.WithTimeout(ctx, h.Timeout)
+		res, err := h.Store.SweepNode(cctx, n)
+		cancel()
+		if err != nil {
+			return err
+		}
+		switch {
+		case res == store.SweepDone:
+			h.Log.Info("exq: forgot the incarnation and backup-queue set a buried node left (buried by a node of an earlier release)", "node", n)
+		case res == store.SweepJobsLeft && !h.warned[n]:
+			if h.warned == nil || len(h.warned) >= 1000 {
+				h.warned = map[string]bool{}
+			}
+			h.warned[n] = true
+			h.Log.Warn("exq: a node buried by a node of an earlier release left jobs in its backup lists (queue:backup::<node>::<queue>), "+
+				"which no rescue moves any more; its records stay until the lists are empty", "node", n)
+		}
+	}
+	return nil
 }
 
 // every calls f every period until ctx ends, logging its failures once per spell.

@@ -81,8 +81,9 @@ type Parts struct {
 	PingEvery     time.Duration    // how often everything is written and dead nodes pruned (5 s)
 	Now           func() time.Time
 	Log           *slog.Logger
-	// OnPing, when set, runs after each ping (flows.ForeignWatch.Check) with the nodes left in
-	// the processes set after the ping's prune; its error is logged at debug level.
+	// OnPing, when set, runs after each ping (flows.ForeignWatch.Check, flows.IndexTrim.Step)
+	// with the nodes left in the processes set after the ping's prune; its error is logged at
+	// debug level.
 	OnPing func(ctx context.Context, nodes []string) error
 }
 
@@ -128,7 +129,7 @@ func (p *Pinger) Run(ctx context.Context) {
 			}
 			if p.OnPing != nil && err == nil {
 				if werr := p.OnPing(ctx, nodes); werr != nil && ctx.Err() == nil {
-					p.Log.Debug("exq: looking for jobs of batches and workflows on other nodes failed", "error", werr)
+					p.Log.Debug("exq: the work after a ping (runs of batch and workflow jobs on other nodes, the trim of their listings) failed", "error", werr)
 				}
 			}
 		case now.Sub(lastRefresh) >= refresh-step/2:

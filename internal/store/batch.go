@@ -212,18 +212,6 @@ func (jq *Store) BatchIDs(ctx context.Context, offset, count int64) ([]string, e
 	return jq.rdb.ZRevRange(ctx, jq.keys.Batches(), offset, offset+count-1).Result()
 }
 
-// ForgetBatches removes ids whose data has expired from the listing.
-func (jq *Store) ForgetBatches(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	m := make([]any, len(ids))
-	for i, id := range ids {
-		m[i] = id
-	}
-	return jq.rdb.ZRem(ctx, jq.keys.Batches(), m...).Err()
-}
-
 // BatchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
 func (jq *Store) BatchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
 	key := jq.keys.BatchJobs(bid)

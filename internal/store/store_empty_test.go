@@ -36,8 +36,8 @@ func TestEmptyInputsWriteNothing(t *testing.T) {
 		"StaleNodes":      func() (any, error) { s, _, err := jq.StaleNodes(c, time.Minute, time.Minute, 0); return s, err },
 		"FlushStats":      func() (any, error) { return nil, jq.FlushStats(c, "b", time.Minute, nil, nil, now) },
 		"StopWaiting":     func() (any, error) { return nil, jq.StopWaiting(c, nil) },
-		"ForgetBatches":   func() (any, error) { return nil, jq.ForgetBatches(c) },
-		"ForgetWorkflows": func() (any, error) { return nil, jq.ForgetWorkflows(c) },
+		"TrimIndex":       func() (any, error) { _, n, err := jq.TrimIndex(c, BatchIndex, 0, 10); return n, err },
+		"GoneNodes":       func() (any, error) { g, _, err := jq.GoneNodes(c, 0, 10); return g, err },
 	} {
 		out, err := call()
 		assert.NoError(t, err, name)

@@ -108,15 +108,3 @@ func (jq *Store) WorkflowIDs(ctx context.Context, offset, count int64) ([]string
 func (jq *Store) WorkflowMeta(ctx context.Context, id string) (map[string]string, error) {
 	return jq.rdb.HGetAll(ctx, jq.keys.Workflow(id)).Result()
 }
-
-// ForgetWorkflows removes ids whose data has expired from the listing.
-func (jq *Store) ForgetWorkflows(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	m := make([]any, len(ids))
-	for i, id := range ids {
-		m[i] = id
-	}
-	return jq.rdb.ZRem(ctx, jq.keys.Workflows(), m...).Err()
-}

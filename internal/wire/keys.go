@@ -216,8 +216,14 @@ func (k Keys) StatSecond(kind string, t time.Time) string {
 }
 
 // Batches is exq's own sorted set of batch ids scored by their creation time (seconds), for
-// listings. A member whose Batch hash has expired is skipped by readers and trimmed by them.
+// listings. A member whose Batch hash has expired is skipped by readers and trimmed by the
+// nodes (IndexTrim).
 func (k Keys) Batches() string { return k.Prefix + "batches" }
+
+// IndexTrim is exq's own string that the node passing over the listing indexes (Batches,
+// Workflows) to trim the ids of expired data holds: its node identity, PX the time until the
+// next pass, so that one node of a namespace passes at a time.
+func (k Keys) IndexTrim() string { return k.Prefix + "index_trim" }
 
 // Batch is exq's own hash describing batch bid: created_at, description, the callbacks' job
 // documents and the times each fired, and the TTL its data keeps once the batch has ended.
@@ -246,6 +252,8 @@ func (k Keys) BatchForeign(bid string) string { return k.Prefix + "batch:" + bid
 func (k Keys) WorkflowForeign(id string) string { return k.Prefix + "wf:" + id + ":foreign" }
 
 // Workflows is exq's own sorted set of workflow ids scored by their creation time (seconds).
+// A member whose Workflow hash has expired is skipped by readers and trimmed by the nodes
+// (IndexTrim).
 func (k Keys) Workflows() string { return k.Prefix + "workflows" }
 
 // Workflow is exq's own hash describing workflow id: created_at, total, the counts of its

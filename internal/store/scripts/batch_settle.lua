@@ -21,7 +21,10 @@
 -- Returns {changed (how many jobs of the batch changed state), fired callbacks…}, or
 -- {-1, queues, parents} (nothing written) when ARGV[3] or ARGV[4] is not what the batch holds:
 -- the caller declares those keys and calls again.
--- Success: the jid leaves pending; success fires when pending is empty. Failure or death: a
+-- Success: the jid leaves pending; success fires when pending is empty, and every key of the
+-- batch then expires after its "ttl"; until then each key this script creates or re-creates
+-- (dead at the first death; pending, when a failure empties it and writes it again) gets the
+-- batch hash's remaining TTL, so every key of a batch expires with it. Failure or death: a
 -- jid still pending at "0" turns "1" (it has run) and "fresh" drops; a death also adds the jid
 -- to dead, and the death callback fires at the first. Complete fires when "fresh" reaches 0:
 -- every job has run at least once. A callback fires once: its "<name>_at" field is set with
@@ -116,6 +119,15 @@ local function settle(k0, runs)
     fire('success')
     local ttl = tonumber(redis.call('HGET', B, 'ttl') or '86400')
     for k = 0, 3 do redis.call('EXPIRE', KEYS[k0 + k], ttl) end
+  else
+    -- A key this call created (the dead set's first member; the pending hash written again
+    -- after a failure emptied it) expires with the batch: no key of a batch outlives its hash.
+    local ttl = redis.call('PTTL', B)
+    if ttl > 0 then
+      for _, key in ipairs({P, X}) do
+        if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
+      end
+    end
   end
   return changed, fired
 end

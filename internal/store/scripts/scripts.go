@@ -83,6 +83,10 @@ var (
 	rescueSrc string
 	//go:embed bury.lua
 	burySrc string
+	//go:embed sweep_node.lua
+	sweepNodeSrc string
+	//go:embed trim_index.lua
+	trimIndexSrc string
 	//go:embed signals_done.lua
 	signalsDoneSrc string
 	//go:embed stats_flush.lua
@@ -135,6 +139,10 @@ var (
 	Stale  = redis.NewScript(staleSrc)
 	Rescue = redis.NewScript(rescueSrc)
 	Bury   = redis.NewScript(burySrc)
+	// SweepNode forgets the incarnation and backup-queue set a gone node's burial left.
+	SweepNode = redis.NewScript(sweepNodeSrc)
+	// TrimIndex removes the ids of expired batches or workflows from their listing index.
+	TrimIndex = redis.NewScript(trimIndexSrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.

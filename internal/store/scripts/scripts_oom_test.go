@@ -187,6 +187,16 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string {
 				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
 			}, args: []any{node, 5}},
+		{name: "sweep a gone node", file: "sweep_node.lua", script: SweepNode, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.HSet(ctx, k.HeartbeatEpochs(), node, "tok")
+				c.SAdd(ctx, k.BackupQueues(node), "q")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node), backup(k)}
+			}, args: []any{node, "q"}},
+		{name: "trim an index", file: "trim_index.lua", script: TrimIndex, runs: true, setup: zadd(wire.Keys.Batches, 5, "b1"),
+			keys: func(k wire.Keys) []string { return []string{k.Batches(), k.Batch("b1")} }, args: []any{"b1"}},
 		// Its previous call long ago: it sees a stall, whose record Redis refuses, and judges by it.
 		{name: "stale", file: "stale.lua", script: Stale, runs: true, setup: zadd(wire.Keys.HeartbeatDeadlines, 5, node),
 			keys: func(k wire.Keys) []string {
