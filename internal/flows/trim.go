@@ -38,6 +38,12 @@ const (
 func (t *IndexTrim) Step(ctx context.Context) (int, error) {
 	every := cmp.Or(t.Every, DefaultTrimEvery)
 	if !t.passing {
+		if has, err := t.Store.HasFlowIndexes(ctx); err != nil || !has {
+			if err != nil {
+				return 0, fmt.Errorf("exq: trim of the batch and workflow listings: %w", err)
+			}
+			return 0, nil // nothing to trim: no claim written
+		}
 		ok, err := t.Store.ClaimIndexTrim(ctx, every)
 		if err != nil {
 			return 0, fmt.Errorf("exq: trim of the batch and workflow listings: %w", err)

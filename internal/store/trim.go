@@ -73,6 +73,19 @@ func (jq *Store) TrimIndex(ctx context.Context, idx FlowIndex, cursor uint64, co
 	return next, removed, err
 }
 
+// HasFlowIndexes reports whether the namespace holds a listing index of batches or workflows
+// at all (EXISTS, a read): a namespace without one is not written to by the trim (no claim
+// key in a Redis that only Sidekiq or Exq nodes and plain jobs use).
+func (jq *Store) HasFlowIndexes(ctx context.Context) (bool, error) {
+	for _, k := range []string{jq.keys.Batches(), jq.keys.Workflows()} { // one key a call: a cluster may hold them in two slots
+		n, err := jq.rdb.Exists(ctx, k).Result()
+		if err != nil || n > 0 {
+			return n > 0, err
+		}
+	}
+	return false, nil
+}
+
 // ClaimIndexTrim claims the next pass over the listing indexes for this node for d, by the
 // Redis server's clock (SET NX PX of exq's own key index_trim): of the nodes of a namespace,
 // one passes at a time, and none more often than every d. It reports whether this node got it.
