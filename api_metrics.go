@@ -28,7 +28,7 @@ var ErrInvalidMetricsOptions = errors.New("exq: invalid metrics options")
 const (
 	// MetricsMaxWindow is the longest window API.Metrics reads: how long the per-minute keys
 	// live (Sidekiq's 8 hours).
-	MetricsMaxWindow = wire.MetricsTTL
+	MetricsMaxWindow = 8 * time.Hour
 	// MetricsDefaultWindow is the window of a MetricsOptions without one.
 	MetricsDefaultWindow = time.Hour
 	// MetricsDefaultTop and MetricsMaxTop bound the classes API.Metrics returns.

@@ -31,4 +31,5 @@ func TestThePublicLimitsAreTheOnesTheInternalsApply(t *testing.T) {
 	assert.Equal(t, flows.WorkflowTTL, DefaultWorkflowTTL)
 	assert.Equal(t, flows.WorkflowExpiry, DefaultWorkflowExpiry)
 	assert.Equal(t, wire.MaxProgressMessage, MaxProgressMessage)
+	assert.Equal(t, wire.MetricsTTL, MetricsMaxWindow)
 }
