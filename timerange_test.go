@@ -30,7 +30,10 @@ func TestDueTimesAfterYear9999AreRefusedNeverWrapped(t *testing.T) {
 			_, err := c.EnqueueAll(ctx, []JobSpec{{Queue: "q", Class: "W", At: at}})
 			return err
 		}},
-		{"PrepareJob", func(at time.Time) error { _, err := PrepareJob(time.Now(), JobSpec{Queue: "q", Class: "W", At: at}); return err }},
+		{"PrepareJob", func(at time.Time) error {
+			_, err := PrepareJob(time.Now(), JobSpec{Queue: "q", Class: "W", At: at})
+			return err
+		}},
 		{"PushRelayed", func(at time.Time) error {
 			j, err := PrepareJob(time.Now(), JobSpec{Queue: "q", Class: "W"})
 			require.NoError(t, err)
