@@ -162,3 +162,26 @@ func TestEnqueueAtRefusesATimeAfterYear9999(t *testing.T) {
 	}
 	assert.Zero(t, rows(t, pool, schema))
 }
+
+// A round stops taking documents past maxRoundBytes (its first row always goes): the rows
+// after wait, locked only until the round commits, for the next round. 20 documents of about
+// 1 MB: 17 in the first round (16 MiB is crossed by the 17th), 3 in the second.
+func TestARoundTakesDocumentsUpToItsByteBound(t *testing.T) {
+	pool, schema := pgPool(t)
+	rdb, ns := redisNS(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `INSERT INTO "`+schema+`".exq_outbox (jid, queue, job)
+		SELECT 'j' || i, 'q', ('{"class":"W","args":["' || repeat('x', 1000000) || '"],"queue":"q","jid":"j' || i || '"}')::json
+		FROM generate_series(1, 20) AS i`)
+	require.NoError(t, err)
+	r, err := NewRelay(pool, client(t, rdb, ns), RelayOptions{Schema: schema, Logger: quietLogger()})
+	require.NoError(t, err)
+	n, err := r.Round(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 17, n)
+	assert.Equal(t, 3, rows(t, pool, schema))
+	n, err = r.Round(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, int64(20), rdb.LLen(ctx, ns+":queue:q").Val())
+}

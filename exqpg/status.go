@@ -12,10 +12,12 @@ type Status struct {
 	// Backlog is how many committed jobs wait for a relay.
 	Backlog int64
 	// OldestAge is how long the oldest waiting row has waited, on Postgres's clock; 0 when
-	// none waits.
+	// none waits. Rows with an infinite created_at are left out; an age past 292 years is
+	// clamped to the largest Duration.
 	OldestAge time.Duration
-	// Failed is how many rows a relay refused (documents that are not jobs, written to the
-	// table by hand); each keeps its error in the error column.
+	// Failed is how many rows a relay set aside (rows it could not read, decode or push,
+	// written to the table by hand or by another tool); each keeps its error in the error
+	// column.
 	Failed int64
 }
 
