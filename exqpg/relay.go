@@ -23,7 +23,8 @@ type Pusher interface {
 // may run on one table: each round takes a batch of rows with FOR UPDATE SKIP LOCKED, pushes
 // it with exq's idempotent push, deletes the rows and commits. A relay that dies anywhere in
 // a round leaves its rows locked only until Postgres ends its session; the next relay pushes
-// them again, which writes nothing (the jids are marked in Redis) and deletes them.
+// them again, which writes nothing (the jids are marked in Redis for MarkTTL) and deletes them.
+// A row it cannot read, decode or push is set aside alone (failed_at and error set).
 type Relay struct {
 	pool *pgxpool.Pool
 	push Pusher
