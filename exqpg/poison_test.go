@@ -185,3 +185,46 @@ func TestARoundTakesDocumentsUpToItsByteBound(t *testing.T) {
 	assert.Equal(t, 3, n)
 	assert.Equal(t, int64(20), rdb.LLen(ctx, ns+":queue:q").Val())
 }
+
+// A row whose Redis key another program wrote with another type (its queue a hash here) makes
+// Redis refuse the whole push (WRONGTYPE, nothing written): the relay then pushes the round's
+// rows one by one and sets that row aside alone. When every row of a round is refused so (all
+// go to that queue), no row is at fault: they wait, and go once the key is fixed.
+func TestARowWhoseRedisKeyHasAnotherTypeIsSetAsideAlone(t *testing.T) {
+	pool, schema := pgPool(t)
+	rdb, ns := redisNS(t)
+	ob, _ := New(schema)
+	ctx := context.Background()
+	require.NoError(t, rdb.HSet(ctx, ns+":queue:bad", "not", "a list").Err())
+	enqueue := func(queue string) string {
+		var jid string
+		require.NoError(t, inTx(t, pool, func(tx Tx) (err error) { jid, err = ob.Enqueue(ctx, tx, queue, "W", nil); return err }))
+		return jid
+	}
+	before, _, after := enqueue("q"), enqueue("bad"), enqueue("q")
+	r, err := NewRelay(pool, client(t, rdb, ns), RelayOptions{Schema: schema, Logger: quietLogger()})
+	require.NoError(t, err)
+	n, err := r.Round(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.ElementsMatch(t, []string{before, after}, jidsOf(t, rdb.LRange(ctx, ns+":queue:q", 0, -1).Val()))
+	var msg string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT error FROM "`+schema+`".exq_outbox WHERE queue = 'bad' AND failed_at IS NOT NULL`).Scan(&msg))
+	assert.Contains(t, msg, "WRONGTYPE")
+
+	_, err = pool.Exec(ctx, `DELETE FROM "`+schema+`".exq_outbox`)
+	require.NoError(t, err)
+	enqueue("bad")
+	enqueue("bad")
+	_, err = r.Round(ctx)
+	require.ErrorContains(t, err, "WRONGTYPE")
+	s, err := r.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s.Backlog, "no row set aside")
+	assert.Zero(t, s.Failed)
+	require.NoError(t, rdb.Del(ctx, ns+":queue:bad").Err())
+	n, err = r.Round(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, int64(2), rdb.LLen(ctx, ns+":queue:bad").Val())
+}

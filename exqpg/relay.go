@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq"
 )
@@ -202,7 +204,7 @@ func (r *Relay) round(ctx context.Context) (roundResult, error) {
 	}
 	done := make([]int64, 0, len(ids))
 	if len(jobs) > 0 {
-		res, err := r.push.PushRelayed(ctx, r.o.MarkTTL, jobs)
+		res, err := r.pushIsolating(ctx, jobs)
 		if err != nil && !errors.Is(err, exq.ErrNotReplicated) {
 			return out, fmt.Errorf("exqpg: relay: push %d jobs: %w", len(jobs), err)
 		}
@@ -248,6 +250,54 @@ func (r *Relay) round(ctx context.Context) (roundResult, error) {
 		return out, fmt.Errorf("exqpg: relay: commit: %w", err)
 	}
 	return out, nil
+}
+
+// pushIsolating pushes jobs in one call. When Redis refuses that call for the type of a key
+// (WRONGTYPE: the script checks every key before it writes anything, so nothing was written),
+// one row's key may be the cause, a queue or a unique lock another program wrote with another
+// type: each job is then pushed alone, and a job refused alone with WRONGTYPE gets that error
+// as its result, to be set aside, unless every job is refused with one error, which is then no
+// row's (the schedule set, say) but the round's.
+func (r *Relay) pushIsolating(ctx context.Context, jobs []exq.RelayedJob) ([]exq.RelayResult, error) {
+	res, err := r.push.PushRelayed(ctx, r.o.MarkTTL, jobs)
+	if err == nil || len(jobs) == 1 || !wrongType(err) {
+		return res, err
+	}
+	r.o.Logger.Warn("exqpg: relay: Redis refused a push for a key's type; pushing its rows one by one", "rows", len(jobs), "err", err)
+	out := make([]exq.RelayResult, len(jobs))
+	var notReplicated error
+	refused, first := 0, ""
+	for i, j := range jobs {
+		one, err := r.push.PushRelayed(ctx, r.o.MarkTTL, []exq.RelayedJob{j})
+		switch {
+		case err != nil && wrongType(err):
+			out[i] = exq.RelayResult{Err: err}
+			if refused++; refused == 1 {
+				first = err.Error()
+			} else if first != err.Error() {
+				first = "" // refusals of more than one kind
+			}
+			continue
+		case errors.Is(err, exq.ErrNotReplicated):
+			notReplicated = err
+		case err != nil:
+			return nil, err
+		}
+		if len(one) != 1 {
+			return nil, fmt.Errorf("exqpg: relay: push 1 job: %d results", len(one))
+		}
+		out[i] = one[0]
+	}
+	if refused == len(jobs) && first != "" {
+		return nil, err // the same refusal for every row: not a row's doing
+	}
+	return out, notReplicated
+}
+
+// wrongType says whether err is Redis refusing a key for its type.
+func wrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // listen holds a connection of its own that LISTENs on the outbox's channel and signals wake
