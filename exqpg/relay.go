@@ -76,8 +76,8 @@ func NewRelay(pool *pgxpool.Pool, push Pusher, o RelayOptions) (*Relay, error) {
 // nothing is lost, and the relay goes on by itself when the server is back.
 //
 // The relay reports the outbox's status (see Reporter) every StatusInterval, soon after a round
-// that drained the rows it could see or set rows aside, and once more as it returns, so that
-// what tools show is never a backlog the relay has since drained.
+// that drained the rows it could see or set rows aside, and once more as it returns (waiting
+// at most 5 s for it), so that what tools show is never a backlog the relay has since drained.
 func (r *Relay) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	kick := make(chan struct{}, 1)
