@@ -311,6 +311,9 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	if !at.After(now) {
 		at = time.Time{}
 	}
+	if at.After(wire.LatestTime) {
+		return bad("time %s is after year 9999, the latest exq schedules", at.UTC().Format(time.RFC3339))
+	}
 	if !at.IsZero() {
 		j.EnqueuedAt = at // Exq: a scheduled job's enqueued_at is its due time
 	}

@@ -28,3 +28,18 @@ go get "github.com/exqgo/exq@$head" "github.com/exqgo/exq/exqprom@$head" "github
 go mod tidy
 go vet .
 go run .
+
+# Adding any module keeps a user's go line at the supported minimum (the README's "exq needs
+# Go X.Y or newer"): a module whose go.mod, or a dependency's, asks for more would raise it.
+min=$(sed -nE 's/^exq needs Go ([0-9]+\.[0-9]+) or newer\..*/\1/p' "$root/README.md")
+[ -n "$min" ] || { echo "README.md states no \"exq needs Go X.Y or newer.\""; exit 1; }
+for mod in "" /exqpg /exqprom /exqotel; do
+  dir=$(mktemp -d -p "$user")
+  (cd "$dir" && go mod init example.com/golines >/dev/null 2>&1 && go mod edit -go="$min.0" \
+    && go get "github.com/exqgo/exq$mod@$head" >/dev/null 2>&1 \
+    && got=$(go mod edit -json | sed -nE 's/^[[:space:]]*"Go": "([^"]+)".*/\1/p') \
+    && if [ "$got" != "$min.0" ]; then
+         echo "go get github.com/exqgo/exq$mod raised a go $min.0 module's go line to $got"; exit 1
+       fi) || { echo "go line check of github.com/exqgo/exq$mod failed"; exit 1; }
+  echo "github.com/exqgo/exq$mod: go get keeps a user's go $min.0"
+done

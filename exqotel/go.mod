@@ -1,6 +1,6 @@
 module github.com/exqgo/exq/exqotel
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

@@ -77,7 +77,11 @@ func (o *Outbox) write(ctx context.Context, tx Tx, op string, jobs []exq.JobSpec
 			return nil, err // exq's own error names the call and what was wrong
 		}
 		var runAt *time.Time
-		if at := dueTime(now, spec); at.After(now) {
+		if at := dueTime(now, spec); at.After(latestRunAt) {
+			// Refused here too, whatever the core's version: such a row would be set aside.
+			return nil, fmt.Errorf("exqpg: %s %s to %s: %w: time %s is after year 9999, the latest exq schedules",
+				op, spec.Class, spec.Queue, exq.ErrInvalidJob, at.UTC().Format(time.RFC3339))
+		} else if at.After(now) {
 			runAt = &at
 		}
 		jids[i] = j.JID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,4 +311,36 @@ func TestDatabaseSQLTransactions(t *testing.T) {
 	_, err := ob.Enqueue(ctx, SQLTx(nil), "q", "W", nil)
 	require.Error(t, err)
 	var _ *sql.Tx
+}
+
+// Every valid schema name has a NOTIFY channel Postgres takes (at most 63 bytes): a schema of
+// 53 to 63 characters once passed Migrate and then failed every enqueue ("channel name too
+// long"). Names of up to 52 characters keep the channel earlier releases used.
+func TestEverySchemaNameHasAChannelPostgresTakes(t *testing.T) {
+	long := "s" + strings.Repeat("x", 62)
+	other := long[:50] + strings.Repeat("y", 13)
+	assert.Equal(t, "exq_outbox_public", channel("public"), "the channel of earlier releases")
+	assert.Equal(t, "exq_outbox_"+long[:52], channel(long[:52]))
+	for _, s := range []string{long[:53], long, other} {
+		assert.LessOrEqual(t, len(channel(s)), maxChannel, s)
+	}
+	assert.NotEqual(t, channel(long), channel(other), "two names with one prefix")
+
+	// A 63-character schema works end to end, woken by the notification alone.
+	pool, _ := pgPool(t)
+	rdb, ns := redisNS(t)
+	ctx := context.Background()
+	schema := "t" + randomName() + strings.Repeat("x", 50)
+	require.Len(t, schema, 63)
+	require.NoError(t, Migrate(ctx, pool, schema))
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`) })
+	ob, err := New(schema)
+	require.NoError(t, err)
+	runRelay(t, pool, client(t, rdb, ns), RelayOptions{Schema: schema, PollInterval: time.Hour})
+	var jid string
+	require.NoError(t, inTx(t, pool, func(tx Tx) (err error) { jid, err = ob.Enqueue(ctx, tx, "q", "W", nil); return err }))
+	eventually(t, 10*time.Second, "the job relayed on its notification", func() bool {
+		return rdb.LLen(ctx, ns+":queue:q").Val() == 1
+	})
+	assert.Equal(t, []string{jid}, jidsOf(t, rdb.LRange(ctx, ns+":queue:q", 0, -1).Val()))
 }

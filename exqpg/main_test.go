@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -54,11 +55,13 @@ func TestMain(m *testing.M) {
 	if base == "" {
 		base = defaultPG
 	}
-	name, drop, err := createTestDB(base)
-	if err != nil {
+	var drop func() error
+	if fuzzing() {
+		pgProblem = "a fuzzing run makes no test database" // FuzzReadRow needs none
+	} else if name, d, err := createTestDB(base); err != nil {
 		pgProblem = fmt.Sprintf("needs Postgres at %s (%s): %v", base, pgURLEnv, err)
 	} else {
-		testDBURL = withDB(base, name)
+		testDBURL, drop = withDB(base, name), d
 	}
 	code := m.Run()
 	if drop != nil {
@@ -78,6 +81,17 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// fuzzing is true in a fuzzing run's coordinator and workers (go test -fuzz).
+func fuzzing() bool {
+	flag.Parse()
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 func randomName() string {

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 
@@ -35,8 +36,23 @@ func checkSchema(schema string) (string, error) {
 	return schema, nil
 }
 
-// channel is the NOTIFY channel of the outbox in schema.
-func channel(schema string) string { return "exq_outbox_" + schema }
+// maxChannel is the longest NOTIFY channel name Postgres takes (NAMEDATALEN - 1 bytes):
+// pg_notify refuses a longer one, which would fail every enqueue's transaction.
+const maxChannel = 63
+
+// channel is the NOTIFY channel of the outbox in schema: exq_outbox_<schema> when that fits
+// (every schema of up to 52 characters, the name earlier releases used), else the schema's
+// first 43 characters, "_" and 8 hex digits of its FNV-1a hash, 63 in all, so that every valid
+// schema name has a channel of its own that Postgres takes.
+func channel(schema string) string {
+	const prefix = "exq_outbox_"
+	if len(prefix)+len(schema) <= maxChannel {
+		return prefix + schema
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(schema))
+	return fmt.Sprintf("%s%s_%08x", prefix, schema[:maxChannel-len(prefix)-9], h.Sum32())
+}
 
 // MigrationSQL returns the SQL that creates the outbox table in schema ("" for DefaultSchema),
 // for applications that run their migrations with a tool of their own. Running it again

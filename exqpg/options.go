@@ -23,8 +23,10 @@ type RelayOptions struct {
 	// safety net for a notification lost while its LISTEN connection was down. Default 1s.
 	PollInterval time.Duration
 	// MarkTTL is how long Redis remembers a pushed jid (see exq.Client.PushRelayed); it must
-	// be far longer than a dead relay's rows can stay locked. Default exq.DefaultRelayMarkTTL
-	// (24 h).
+	// be far longer than a dead relay's rows can stay locked. A relay that dies between its
+	// push and its delete leaves rows that a relay taking them over within MarkTTL deletes as
+	// duplicates; after it, they are pushed again (docs/outbox.md, "The push and the delete").
+	// Default exq.DefaultRelayMarkTTL (24 h).
 	MarkTTL time.Duration
 	// MaxBackoff caps the wait between attempts while Redis or Postgres fails; the wait starts
 	// at 100 ms and doubles. Default 10s.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/exqgo/exq"
 )
@@ -22,7 +25,8 @@ type Pusher interface {
 // may run on one table: each round takes a batch of rows with FOR UPDATE SKIP LOCKED, pushes
 // it with exq's idempotent push, deletes the rows and commits. A relay that dies anywhere in
 // a round leaves its rows locked only until Postgres ends its session; the next relay pushes
-// them again, which writes nothing (the jids are marked in Redis) and deletes them.
+// them again, which writes nothing (the jids are marked in Redis for MarkTTL) and deletes them.
+// A row it cannot read, decode or push is set aside alone (failed_at and error set).
 type Relay struct {
 	pool *pgxpool.Pool
 	push Pusher
@@ -31,6 +35,9 @@ type Relay struct {
 	// afterPush, when set (tests), runs between a round's push and its delete: the window in
 	// which a killed relay leaves pushed rows behind.
 	afterPush func()
+	// reported is the backlog of the relay's last report to Redis (-1 before the first): a
+	// round that drains a reported backlog asks for a report at once.
+	reported atomic.Int64
 }
 
 type relaySQL struct {
@@ -51,32 +58,46 @@ func NewRelay(pool *pgxpool.Pool, push Pusher, o RelayOptions) (*Relay, error) {
 		return nil, err
 	}
 	t := `"` + o.Schema + `".exq_outbox`
-	return &Relay{pool: pool, push: push, o: o, sql: relaySQL{
-		take: `SELECT id, job::text, run_at FROM ` + t + ` WHERE failed_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1`,
+	r := &Relay{pool: pool, push: push, o: o, sql: relaySQL{
+		take: `SELECT ` + takeColumns + ` FROM ` + t + ` WHERE failed_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1`,
 		del:  `DELETE FROM ` + t + ` WHERE id = ANY($1)`,
 		fail: `UPDATE ` + t + ` SET failed_at = now(), error = $2 WHERE id = $1`,
 		status: `SELECT count(*) FILTER (WHERE failed_at IS NULL),
-			coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE failed_at IS NULL)), 0)::float8,
+			coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE failed_at IS NULL AND isfinite(created_at))), 0)::float8,
 			count(*) FILTER (WHERE failed_at IS NOT NULL) FROM ` + t,
 		listen: `LISTEN "` + channel(o.Schema) + `"`,
-	}}, nil
+	}}
+	r.reported.Store(-1)
+	return r, nil
 }
 
 // Run relays until ctx ends, then returns nil once its goroutines are done. Failures of Redis
 // or Postgres are logged and retried with a capped exponential backoff: rows wait in the table,
 // nothing is lost, and the relay goes on by itself when the server is back.
+//
+// The relay reports the outbox's status (see Reporter) every StatusInterval, soon after a round
+// that drained the rows it could see or set rows aside, and once more as it returns (waiting
+// at most 5 s for it), so that what tools show is never a backlog the relay has since drained.
 func (r *Relay) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
+	kick := make(chan struct{}, 1)
+	rep, _ := r.push.(Reporter)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.listen(ctx, wake) }()
-	go func() { defer wg.Done(); r.report(ctx) }()
-	defer wg.Wait()
+	go func() { defer wg.Done(); r.report(ctx, rep, kick) }()
+	defer func() {
+		wg.Wait()
+		// The last word: the table as this relay leaves it (bounded: the caller is stopping).
+		fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalReportTimeout)
+		defer cancel()
+		r.reportOnce(fin, rep)
+	}()
 	poll := time.NewTimer(r.o.PollInterval)
 	defer poll.Stop()
 	var b backoff
 	for ctx.Err() == nil {
-		n, err := r.Round(ctx)
+		res, err := r.round(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -87,7 +108,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		}
 		b.reset()
-		if n == r.o.BatchSize {
+		if res.failed > 0 || (!res.more && r.reported.Load() > 0) {
+			notify(kick) // rows set aside, or a reported backlog drained: say so soon
+		}
+		if res.more {
 			continue // more rows are likely waiting
 		}
 		poll.Reset(r.o.PollInterval)
@@ -100,84 +124,180 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
+// finalReportTimeout bounds the report a relay writes as Run returns.
+const finalReportTimeout = 5 * time.Second
+
 // Round runs one round: it takes up to BatchSize rows, pushes them, deletes them and commits,
 // and returns how many rows it took. Run calls it in a loop; it is exported for tools and tests
-// that relay on demand.
+// that relay on demand. A row it cannot read or push is set aside alone (failed_at and error
+// set, see readRow) and the others go on: one row never holds back the rows behind it.
 func (r *Relay) Round(ctx context.Context) (int, error) {
+	res, err := r.round(ctx)
+	return res.taken, err
+}
+
+// roundResult is what one round did: rows taken (pushed, deleted or set aside), rows set
+// aside, and whether more rows are likely waiting (a full batch, or rows left over the byte
+// bound).
+type roundResult struct {
+	taken, failed int
+	more          bool
+}
+
+// maxRoundBytes bounds the documents one round pushes in its script call (a round always takes
+// its first row): 1 000 rows of 1 MiB would be a gigabyte in the relay and in Redis at once.
+// Rows past the bound stay in the table for the next round.
+const maxRoundBytes = 16 << 20
+
+func (r *Relay) round(ctx context.Context) (roundResult, error) {
+	var out roundResult
 	tx, err := r.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("exqpg: relay: begin: %w", err)
+		return out, fmt.Errorf("exqpg: relay: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, r.sql.take, r.o.BatchSize)
+	rows, err := tx.Query(ctx, r.sql.take, r.o.BatchSize, exq.MaxJobBytes)
 	if err != nil {
-		return 0, fmt.Errorf("exqpg: relay: take rows: %w", err)
+		return out, fmt.Errorf("exqpg: relay: take rows: %w", err)
+	}
+	var taken []takenRow
+	seen, bytes := 0, 0
+	for rows.Next() {
+		seen++
+		if bytes >= maxRoundBytes {
+			out.more = true // locked until this round commits, then the next round's
+			continue
+		}
+		row, err := readRow(tx.Conn().TypeMap(), rows.FieldDescriptions(), rows.RawValues())
+		if err != nil {
+			rows.Close()
+			return out, err
+		}
+		bytes += row.bytes
+		taken = append(taken, row)
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("exqpg: relay: read rows: %w", err)
+	}
+	out.taken, out.more = len(taken), out.more || seen == r.o.BatchSize
+	if len(taken) == 0 {
+		return out, tx.Commit(ctx)
+	}
+	fail := func(id int64, jid string, err error) error {
+		out.failed++
+		r.o.Logger.Error("exqpg: relay: row set aside, kept in the outbox with its error", "id", id, "jid", jid, "err", err)
+		if _, err := tx.Exec(ctx, r.sql.fail, id, errorText(err)); err != nil {
+			return fmt.Errorf("exqpg: relay: mark row %d failed: %w", id, err)
+		}
+		return nil
 	}
 	var ids []int64
 	var jobs []exq.RelayedJob
-	for rows.Next() {
-		var id int64
-		var job string
-		var runAt *time.Time
-		if err := rows.Scan(&id, &job, &runAt); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("exqpg: relay: read rows: %w", err)
+	for _, row := range taken {
+		if row.err != nil {
+			if err := fail(row.id, "", row.err); err != nil {
+				return out, err
+			}
+			continue
 		}
-		j := exq.RelayedJob{Job: job}
-		if runAt != nil {
-			j.At = *runAt
-		}
-		ids = append(ids, id)
-		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("exqpg: relay: read rows: %w", err)
-	}
-	if len(ids) == 0 {
-		return 0, tx.Commit(ctx)
-	}
-	res, err := r.push.PushRelayed(ctx, r.o.MarkTTL, jobs)
-	if err != nil && !errors.Is(err, exq.ErrNotReplicated) {
-		return 0, fmt.Errorf("exqpg: relay: push %d jobs: %w", len(jobs), err)
-	}
-	if err != nil {
-		r.o.Logger.Warn("exqpg: relay: jobs written on the Redis master only", "err", err)
-	}
-	if r.afterPush != nil {
-		r.afterPush()
+		ids, jobs = append(ids, row.id), append(jobs, row.job)
 	}
 	done := make([]int64, 0, len(ids))
-	dups := 0
-	for i, rr := range res {
-		var conflict *exq.UniqueConflictError
-		switch {
-		case rr.Err == nil:
-			if rr.Duplicate {
-				dups++
-			}
-			done = append(done, ids[i])
-		case errors.As(rr.Err, &conflict):
-			// As a direct enqueue: a duplicate of a unique job is not written.
-			r.o.Logger.Info("exqpg: relay: unique job not written, its lock is held", "jid", rr.JID, "holder", conflict.JID)
-			done = append(done, ids[i])
-		default:
-			r.o.Logger.Error("exqpg: relay: row refused, kept in the outbox with its error", "id", ids[i], "jid", rr.JID, "err", rr.Err)
-			if _, err := tx.Exec(ctx, r.sql.fail, ids[i], rr.Err.Error()); err != nil {
-				return 0, fmt.Errorf("exqpg: relay: mark row %d failed: %w", ids[i], err)
+	if len(jobs) > 0 {
+		res, err := r.pushIsolating(ctx, jobs)
+		if err != nil && !errors.Is(err, exq.ErrNotReplicated) {
+			return out, fmt.Errorf("exqpg: relay: push %d jobs: %w", len(jobs), err)
+		}
+		if err != nil {
+			r.o.Logger.Warn("exqpg: relay: jobs written on the Redis master only", "err", err)
+		}
+		if len(res) != len(jobs) {
+			return out, fmt.Errorf("exqpg: relay: push %d jobs: %d results", len(jobs), len(res))
+		}
+		if r.afterPush != nil {
+			r.afterPush()
+		}
+		dups := 0
+		for i, rr := range res {
+			var conflict *exq.UniqueConflictError
+			switch {
+			case rr.Err == nil:
+				if rr.Duplicate {
+					dups++
+				}
+				done = append(done, ids[i])
+			case errors.As(rr.Err, &conflict):
+				// As a direct enqueue: a duplicate of a unique job is not written.
+				r.o.Logger.Info("exqpg: relay: unique job not written, its lock is held", "jid", rr.JID, "holder", conflict.JID)
+				done = append(done, ids[i])
+			default:
+				if err := fail(ids[i], rr.JID, rr.Err); err != nil {
+					return out, err
+				}
 			}
 		}
+		if dups > 0 {
+			// A relay died after its push and before its delete; these rows are done with now.
+			r.o.Logger.Info("exqpg: relay: rows already pushed by an earlier round, deleted", "rows", dups)
+		}
 	}
-	if dups > 0 {
-		// A relay died after its push and before its delete; these rows are done with now.
-		r.o.Logger.Info("exqpg: relay: rows already pushed by an earlier round, deleted", "rows", dups)
-	}
-	if _, err := tx.Exec(ctx, r.sql.del, done); err != nil {
-		return 0, fmt.Errorf("exqpg: relay: delete %d rows: %w", len(done), err)
+	if len(done) > 0 {
+		if _, err := tx.Exec(ctx, r.sql.del, done); err != nil {
+			return out, fmt.Errorf("exqpg: relay: delete %d rows: %w", len(done), err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("exqpg: relay: commit: %w", err)
+		return out, fmt.Errorf("exqpg: relay: commit: %w", err)
 	}
-	return len(ids), nil
+	return out, nil
+}
+
+// pushIsolating pushes jobs in one call. When Redis refuses that call for the type of a key
+// (WRONGTYPE: the script checks every key before it writes anything, so nothing was written),
+// one row's key may be the cause, a queue or a unique lock another program wrote with another
+// type: each job is then pushed alone, and a job refused alone with WRONGTYPE gets that error
+// as its result, to be set aside, unless every job is refused with one error, which is then no
+// row's (the schedule set, say) but the round's.
+func (r *Relay) pushIsolating(ctx context.Context, jobs []exq.RelayedJob) ([]exq.RelayResult, error) {
+	res, err := r.push.PushRelayed(ctx, r.o.MarkTTL, jobs)
+	if err == nil || len(jobs) == 1 || !wrongType(err) {
+		return res, err
+	}
+	r.o.Logger.Warn("exqpg: relay: Redis refused a push for a key's type; pushing its rows one by one", "rows", len(jobs), "err", err)
+	out := make([]exq.RelayResult, len(jobs))
+	var notReplicated error
+	refused, first := 0, ""
+	for i, j := range jobs {
+		one, err := r.push.PushRelayed(ctx, r.o.MarkTTL, []exq.RelayedJob{j})
+		switch {
+		case err != nil && wrongType(err):
+			out[i] = exq.RelayResult{Err: err}
+			if refused++; refused == 1 {
+				first = err.Error()
+			} else if first != err.Error() {
+				first = "" // refusals of more than one kind
+			}
+			continue
+		case errors.Is(err, exq.ErrNotReplicated):
+			notReplicated = err
+		case err != nil:
+			return nil, err
+		}
+		if len(one) != 1 {
+			return nil, fmt.Errorf("exqpg: relay: push 1 job: %d results", len(one))
+		}
+		out[i] = one[0]
+	}
+	if refused == len(jobs) && first != "" {
+		return nil, err // the same refusal for every row: not a row's doing
+	}
+	return out, notReplicated
+}
+
+// wrongType says whether err is Redis refusing a key for its type.
+func wrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // listen holds a connection of its own that LISTENs on the outbox's channel and signals wake

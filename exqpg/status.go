@@ -12,10 +12,12 @@ type Status struct {
 	// Backlog is how many committed jobs wait for a relay.
 	Backlog int64
 	// OldestAge is how long the oldest waiting row has waited, on Postgres's clock; 0 when
-	// none waits.
+	// none waits. Rows with an infinite created_at are left out; an age past 292 years is
+	// clamped to the largest Duration.
 	OldestAge time.Duration
-	// Failed is how many rows a relay refused (documents that are not jobs, written to the
-	// table by hand); each keeps its error in the error column.
+	// Failed is how many rows a relay set aside (rows it could not read, decode or push,
+	// written to the table by hand or by another tool); each keeps its error in the error
+	// column.
 	Failed int64
 }
 
@@ -27,7 +29,10 @@ func (r *Relay) Status(ctx context.Context) (Status, error) {
 	if err := r.pool.QueryRow(ctx, r.sql.status).Scan(&s.Backlog, &age, &s.Failed); err != nil {
 		return Status{}, fmt.Errorf("exqpg: outbox status: %w", err)
 	}
-	if age > 0 && !math.IsInf(age, 0) {
+	switch {
+	case age >= math.MaxInt64/float64(time.Second):
+		s.OldestAge = math.MaxInt64 // a created_at centuries ago: clamped, never wrapped
+	case age > 0:
 		s.OldestAge = time.Duration(age * float64(time.Second))
 	}
 	return s, nil
@@ -39,18 +44,30 @@ type Reporter interface {
 	ReportOutbox(ctx context.Context, backlog, failed int64, oldestAge time.Duration) error
 }
 
-// report reads the status every StatusInterval, warns past the thresholds and records it in
-// Redis when the pusher can.
-func (r *Relay) report(ctx context.Context) {
-	rep, _ := r.push.(Reporter)
+// minReportGap is the least time between two reports that a round asked for (kick): a relay
+// that drains a trickle of rows reads the status at most this often besides its interval.
+const minReportGap = 200 * time.Millisecond
+
+// report reads the status every StatusInterval, and at most every minReportGap when kicked (a
+// round drained a reported backlog or set rows aside), warns past the thresholds and records
+// it in Redis when the pusher can. Run writes the last report itself, as it returns.
+func (r *Relay) report(ctx context.Context, rep Reporter, kick <-chan struct{}) {
 	t := time.NewTicker(r.o.StatusInterval)
 	defer t.Stop()
+	gap := min(minReportGap, r.o.StatusInterval)
+	var last time.Time
 	for {
 		r.reportOnce(ctx, rep)
+		last = time.Now()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
+			sleep(ctx, gap-time.Since(last))
+			if ctx.Err() != nil {
+				return
+			}
 		}
 	}
 }
@@ -70,7 +87,11 @@ func (r *Relay) reportOnce(ctx context.Context, rep Reporter) {
 	if rep == nil {
 		return
 	}
-	if err := rep.ReportOutbox(ctx, s.Backlog, s.Failed, s.OldestAge); err != nil && ctx.Err() == nil {
-		r.o.Logger.Debug("exqpg: relay: cannot report the outbox's status to Redis", "err", err)
+	if err := rep.ReportOutbox(ctx, s.Backlog, s.Failed, s.OldestAge); err != nil {
+		if ctx.Err() == nil {
+			r.o.Logger.Debug("exqpg: relay: cannot report the outbox's status to Redis", "err", err)
+		}
+		return
 	}
+	r.reported.Store(s.Backlog)
 }

@@ -22,13 +22,16 @@ func TestDashboardShowsTheOutboxOnlyWhenARelayReported(t *testing.T) {
 	require.NoError(t, c.ReportOutbox(ctx, 1234, 2, 3*time.Minute))
 	body := f.page("/")
 	assert.Contains(t, body, "Outbox (Postgres, module exqpg)")
-	assert.Contains(t, body, "1,234 committed job(s), the oldest written 3 min ago")
-	assert.Contains(t, body, "rows that are not jobs wait")
+	assert.Contains(t, body, "1,234 committed job(s), the oldest had waited 3 min when reported")
+	assert.Contains(t, body, "rows the relay set aside wait")
 	assert.NotContains(t, body, "stale")
 
-	// A report a relay stopped renewing says so.
-	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "updated_at", "1000000000").Err())
-	assert.Contains(t, f.page("/"), "stale: no relay runs")
+	// A report a relay stopped renewing says so, and keeps the age it reported (as `exq outbox
+	// status` does): the row had waited 3 minutes then, not the 24 years since.
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "updated_at", "1000000000", "oldest_at", "999999820").Err())
+	body = f.page("/")
+	assert.Contains(t, body, "stale: no relay runs")
+	assert.Contains(t, body, "the oldest had waited 3 min when reported")
 
 	// What is read from Redis is untrusted: a field that is not a count drops the section,
 	// never the page.

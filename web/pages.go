@@ -109,6 +109,9 @@ type dashboardData struct {
 // outboxView is the dashboard's outbox section.
 type outboxView struct {
 	exq.OutboxStatus
+	// OldestAge is how long the oldest waiting row had waited when the relay reported (what
+	// `exq outbox status` shows too), not now: a drained row waits no longer.
+	OldestAge time.Duration
 	// Stale is true when no relay reported for staleOutbox: none runs, or none reaches Redis.
 	Stale bool
 }
@@ -156,6 +159,9 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 			h.opts.Logger.Warn("exq web: the outbox status in Redis cannot be read", "err", err)
 		case s.Reported:
 			outbox = &outboxView{OutboxStatus: s, Stale: time.Since(s.UpdatedAt) > staleOutbox}
+			if !s.OldestAt.IsZero() {
+				outbox.OldestAge = max(s.UpdatedAt.Sub(s.OldestAt), 0)
+			}
 		}
 	}()
 	go func() {

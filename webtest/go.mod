@@ -1,6 +1,6 @@
 module github.com/exqgo/exq/webtest
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/chromedp/cdproto v0.159.0

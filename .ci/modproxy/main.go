@@ -30,7 +30,7 @@ import (
 const core = "github.com/exqgo/exq"
 
 // modules are the repo's modules, by directory relative to its root.
-var modules = []string{".", "exqprom", "exqotel", "webtest", "bench", "examples/prometheus"}
+var modules = []string{".", "exqprom", "exqotel", "exqpg", "webtest", "bench", "examples/prometheus"}
 
 func main() {
 	repo := flag.String("repo", ".", "the repository's root (a git checkout)")

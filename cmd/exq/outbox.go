@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/exqgo/exq"
 )
 
 // outboxPlugin is the program `exq outbox relay` runs: the relay needs a Postgres driver,
@@ -34,9 +36,11 @@ func (a *app) outboxStatusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Backlog of the outbox, as its relays last reported it",
-		Long: `How many committed jobs wait in the outbox table, how old the oldest is, and how many rows a
-relay refused, as the relays last wrote it to Redis (every few seconds). A report older than a
-minute is marked stale: no relay runs, or none reaches Redis.`,
+		Long: `How many committed jobs wait in the outbox table, how long the oldest had waited, and how many
+rows a relay refused, as the relays last wrote it to Redis: every few seconds, soon after a
+relay drains its backlog, and as a relay stops. OLDEST AT REPORT (--json: oldest_age_ms) is the
+oldest waiting row's age when the report was made, not now: a drained row waits no longer. A
+report older than a minute is marked stale: no relay runs, or none reaches Redis.`,
 		Args: nArgs(0, 0, "no argument"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -64,12 +68,32 @@ minute is marked stale: no relay runs, or none reaches Redis.`,
 			}
 			oldest := "-"
 			if !s.OldestAt.IsZero() {
-				oldest = ago(s.OldestAt)
+				oldest = ageText(oldestAge(s))
 			}
-			return a.table([]string{"BACKLOG", "OLDEST", "FAILED", "REPORTED"},
+			return a.table([]string{"BACKLOG", "OLDEST AT REPORT", "FAILED", "REPORTED"},
 				[][]any{{s.Backlog, oldest, s.Failed, reported}})
 		},
 	}
+}
+
+// oldestAge is the oldest waiting row's age when the relays reported: what the table and
+// --json (oldest_age_ms) both show. Zero when none waited.
+func oldestAge(s exq.OutboxStatus) time.Duration {
+	if s.OldestAt.IsZero() {
+		return 0
+	}
+	return max(s.UpdatedAt.Sub(s.OldestAt), 0)
+}
+
+// ageText is an age rounded as ago rounds it.
+func ageText(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < 24*time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%dd%s", int(d/(24*time.Hour)), (d % (24 * time.Hour)).Round(time.Minute))
 }
 
 func (a *app) outboxRelayCmd() *cobra.Command {

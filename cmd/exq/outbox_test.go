@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestOutboxStatusShowsWhatTheRelaysReported(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "BACKLOG")
 	assert.Contains(t, out, "42")
-	assert.Contains(t, out, "1m3") // the oldest row's age, 1m30s and counting
+	assert.Contains(t, out, "1m30s") // the oldest row's age at the report
 
 	var s map[string]any
 	c.json(&s, "outbox", "status")
@@ -42,12 +43,41 @@ func TestOutboxStatusShowsWhatTheRelaysReported(t *testing.T) {
 	assert.NotEmpty(t, s["oldest_at"])
 	assert.Equal(t, false, s["stale"])
 
-	// What is read from Redis is untrusted: a field that is not a count is an error naming it.
+	// What is read from Redis is untrusted: a field that is not a count or a time is an error
+	// naming it (a time past year 9999 once made --json print nothing).
+	for _, f := range []string{"updated_at", "oldest_at"} {
+		require.NoError(t, cl.ReportOutbox(ctx, 42, 1, 90*time.Second))
+		require.NoError(t, c.rdb.HSet(ctx, c.ns+":outbox", f, "1e12").Err())
+		code, out, errOut = c.run("--json", "outbox", "status")
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, errOut, f+" is not a time")
+	}
 	require.NoError(t, c.rdb.HSet(ctx, c.ns+":outbox", "backlog", "\x1b[31mlots").Err())
 	code, _, errOut = c.run("outbox", "status")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "backlog is not a count")
 	assert.NotContains(t, errOut, "\x1b")
+}
+
+// The table and --json say the same age of the oldest row: its age when the relay reported,
+// not now. A report made ten minutes ago of a row that had waited 90 s shows 1m30s in both
+// (the table once said 11m30s, --json 90 000 ms), marked stale.
+func TestOutboxStatusTableAndJSONAgreeOnTheOldestAge(t *testing.T) {
+	c := newCLIEnv(t)
+	ctx := context.Background()
+	at := time.Now().Add(-10 * time.Minute)
+	require.NoError(t, c.rdb.HSet(ctx, c.ns+":outbox", "backlog", 1, "failed", 0,
+		"oldest_at", strconv.FormatInt(at.Add(-90*time.Second).Unix(), 10), "updated_at", strconv.FormatInt(at.Unix(), 10)).Err())
+	code, out, errOut := c.run("outbox", "status")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "OLDEST AT REPORT")
+	assert.Contains(t, out, "1m30s")
+	assert.NotContains(t, out, "11m30s")
+	assert.Contains(t, out, "stale")
+	var s map[string]any
+	c.json(&s, "outbox", "status")
+	assert.Equal(t, 90000.0, s["oldest_age_ms"])
+	assert.Equal(t, true, s["stale"])
 }
 
 // runWithPath runs the exq binary with PATH set to path.

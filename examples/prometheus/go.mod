@@ -1,6 +1,6 @@
 module github.com/exqgo/exq/examples/prometheus
 
-go 1.24
+go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

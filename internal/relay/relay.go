@@ -61,6 +61,9 @@ func Push(ctx context.Context, st *store.Store, jobs []Job, o Options) ([]Result
 		r := &results[i]
 		rd, err := read(j.Doc, o)
 		r.JID, r.Class, r.Queue = rd.JID, rd.Class, rd.Queue
+		if err == nil && j.At.After(wire.LatestTime) {
+			err = fmt.Errorf("its due time %s is after year 9999, the latest exq schedules", j.At.UTC().Format(time.RFC3339))
+		}
 		if err != nil {
 			r.Err = o.Invalid(i, err)
 			continue

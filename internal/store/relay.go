@@ -148,7 +148,7 @@ func (jq *Store) outbox(ctx context.Context) (OutboxStatus, error) {
 			return time.Time{}, nil
 		}
 		f, err := strconv.ParseFloat(str(i), 64)
-		if err != nil || f <= 0 {
+		if err != nil || f <= 0 || f > float64(wire.LatestTime.Unix()) {
 			return time.Time{}, fmt.Errorf("%s field %s is not a time: %.40q", jq.keys.Outbox(), name, str(i))
 		}
 		return wire.ParseTime(f), nil

@@ -44,6 +44,7 @@ func ReadRelayed(doc string) (Relayed, error) {
 	if err != nil || sec <= 0 {
 		return r, fmt.Errorf("the document's unlocks_at is not a positive number: %.40q", raw)
 	}
-	r.UnlocksAt = ParseTime(sec)
+	// Clamped, never wrapped: a number of seconds past year 9999 does not fit the conversion.
+	r.UnlocksAt = ParseTime(min(sec, float64(LatestTime.Unix())))
 	return r, nil
 }

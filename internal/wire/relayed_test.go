@@ -32,3 +32,13 @@ func TestReadRelayedReadsAUniqueJobsLock(t *testing.T) {
 	assert.Equal(t, Relayed{JID: "j", Class: "W", Queue: "mail", UniqueToken: "t", UnlocksAt: r.UnlocksAt}, r)
 	assert.True(t, r.UnlocksAt.Equal(time.Unix(1896010415, 500000000)), "unlocks at %s", r.UnlocksAt)
 }
+
+// An unlocks_at past year 9999 is clamped to LatestTime, never wrapped: 1e300 seconds does not
+// fit an int64, and its conversion once gave a time in the past, a lock of one millisecond.
+func TestReadRelayedClampsAnUnlocksAtPastYear9999(t *testing.T) {
+	for _, raw := range []string{"1e300", "9.3e18", "253402300800"} {
+		r, err := ReadRelayed(`{"class":"W","args":[],"queue":"q","jid":"j","unique_token":"t","unlocks_at":` + raw + `}`)
+		require.NoError(t, err, raw)
+		assert.True(t, r.UnlocksAt.Equal(LatestTime.Truncate(time.Second)), "%s: unlocks at %s", raw, r.UnlocksAt)
+	}
+}
