@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/exqgo/exq"
@@ -64,7 +65,8 @@ func ExampleExq_NewBatch_death() {
 	defer stopRedis()
 	ctx := context.Background()
 
-	died := make(chan struct{})
+	died, allDone := make(chan struct{}), make(chan struct{})
+	var cardUpdated atomic.Bool
 	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, MaxRetries: exq.NoRetries,
 		Workers: map[string]exq.Worker{
 			"MyApp.Charge": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
@@ -72,13 +74,17 @@ func ExampleExq_NewBatch_death() {
 				if err := job.Bind(&card); err != nil {
 					return err
 				}
-				if card == "expired" {
+				if card == "expired" && !cardUpdated.Load() {
 					return errors.New("card declined")
 				}
 				return nil
 			}),
 			"MyApp.ChargeFailed": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
 				close(died)
+				return nil
+			}),
+			"MyApp.ChargesDone": exq.WorkerFunc(func(ctx context.Context, job *exq.Job) error {
+				close(allDone)
 				return nil
 			}),
 		}})
@@ -111,7 +117,21 @@ func ExampleExq_NewBatch_death() {
 	dead, err := e.API().BatchJobs(ctx, bid, "dead", 10)
 	fmt.Println(dead, err)
 	fmt.Printf("total %d, pending %d, dead %d, succeeded: %v\n", b.Total, b.Pending, b.Dead, !b.SucceededAt.IsZero())
+
+	// The customer updates the card; the dead job is run again, succeeds, and the batch with it.
+	cardUpdated.Store(true)
+	if _, err := e.API().RequeueJob(ctx, exq.DeadSet, "charge-2"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case <-allDone:
+		fmt.Println("OnSuccess ran")
+	case <-time.After(10 * time.Second):
+		fmt.Println("OnSuccess did not run")
+	}
 	// Output:
 	// [charge-2] <nil>
 	// total 2, pending 1, dead 1, succeeded: false
+	// OnSuccess ran
 }
