@@ -12,6 +12,23 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
+// What happens when a job of a batch dies (a success or a failure takes the same path with
+// store.RunSucceeded or store.RunFailed; `grep -rn RunDied --include=*.go .` finds each step):
+//   - The engine's failure path, finding the job out of retries (or its args undecodable),
+//     records the death in the batch first, settle(…, store.RunDied), and only then writes
+//     the job to the dead set. If the record cannot be written, neither is the dead set: the
+//     job stays in the node's backup list and is rescued and run again.
+//   - internal/flows/settle.go, Items: the records a run's outcome makes, and why recording
+//     the batch's first makes each transition happen exactly once.
+//   - internal/store/settle_group.go, Store.Settle, runs scripts/batch_settle.lua, which in
+//     one atomic step keeps the jid pending (OnSuccess waits until it succeeds, say after a
+//     retry from the dead set), marks it as run (it counts for OnComplete), adds it to the
+//     batch's dead set and, at the batch's first death, enqueues OnDeath once; a child
+//     batch's parents record the death the same way.
+//   - Afterwards: Event BatchCallback (Callback "death") for the node that fired it,
+//     API.Batch's Dead and DiedAt, and the dead jids on the dashboard's batch page
+//     (web/batch.go) and in `exq batch show`.
+
 // Default lifetimes of a batch's data (BatchOptions.TTL and Expiry).
 const (
 	// DefaultBatchTTL is how long a batch's data stays once it has succeeded.

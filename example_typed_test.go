@@ -3,6 +3,7 @@ package exq_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/exqgo/exq"
 )
@@ -100,4 +101,140 @@ func ExampleWorkerForResult() {
 	// Output:
 	// album summer resized
 	// p.png@1024: A cat on p.png
+}
+
+// Signup is the args of MyApp.Signup jobs: the type names its class, so the worker and the
+// enqueue side agree on both.
+type Signup struct {
+	UserID   int    `json:"user_id"`
+	Template string `json:"template"`
+}
+
+func (Signup) Class() string { return "MyApp.Signup" }
+
+// Workers given to Start are there before the node fetches its first job, so the jobs that
+// waited in Redis during a deploy run at once, none failing for want of a worker.
+func ExampleWorkerFor() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	// A job waiting before the node starts (pushed by an earlier deploy, or by Sidekiq).
+	c, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: url, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := exq.EnqueueArgs(ctx, c, Signup{UserID: 7, Template: "welcome"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Close()
+
+	done := make(chan struct{})
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet,
+		Register: []exq.Registration{
+			exq.WorkerFor(func(ctx context.Context, job *exq.Job, a Signup) error {
+				fmt.Printf("%s: welcome user %d with %q\n", job.Class, a.UserID, a.Template)
+				close(done)
+				return nil
+			}),
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	<-done
+	// Output: MyApp.Signup: welcome user 7 with "welcome"
+}
+
+func ExampleAddWorker() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	done := make(chan struct{})
+	err = exq.AddWorker(e, func(ctx context.Context, job *exq.Job, a Signup) error {
+		fmt.Printf("%s: welcome user %d with %q\n", job.Class, a.UserID, a.Template)
+		close(done)
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// On the wire: "class":"MyApp.Signup","args":[{"user_id":42,"template":"welcome"}].
+	if _, err := exq.EnqueueArgs(ctx, e, Signup{UserID: 42, Template: "welcome"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	// Output: MyApp.Signup: welcome user 42 with "welcome"
+}
+
+func ExampleEnqueueArgs() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+	// An enqueue-only client; *exq.Exq and the exqtest doubles work the same way.
+	c, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: url})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	a := Signup{UserID: 42, Template: "tips"}
+	enqueued := 0
+	check := func(_ string, err error) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		enqueued++
+	}
+	check(exq.EnqueueArgs(ctx, c, a))                                         // on "default", or the queue of a Queue() method
+	check(exq.EnqueueArgs(ctx, c, a, exq.OnQueue("mail"), exq.MaxRetries(3))) // on "mail"
+	check(exq.EnqueueArgsIn(ctx, c, 24*time.Hour, a))                         // tomorrow
+	fmt.Println(enqueued, "jobs enqueued")
+	// Output: 3 jobs enqueued
+}
+
+func ExampleTyped() {
+	url, stopRedis := exampleRedis()
+	defer stopRedis()
+	ctx := context.Background()
+
+	// A class string another runtime chose, for a type that does not name it.
+	type Invoice struct {
+		ID int `json:"id"`
+	}
+	done := make(chan struct{})
+	e, err := exq.Start(ctx, exq.Options{RedisURL: url, Logger: quiet, Workers: map[string]exq.Worker{
+		"Billing::InvoiceWorker": exq.Typed(func(ctx context.Context, job *exq.Job, a Invoice) error {
+			fmt.Printf("invoice %d (retry %d)\n", a.ID, job.RetryCount)
+			close(done)
+			return nil
+		}),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop(ctx)
+	// What Sidekiq's Billing::InvoiceWorker.perform_async({"id" => 7}) pushes.
+	if _, err := e.Enqueue(ctx, "default", "Billing::InvoiceWorker", []any{map[string]any{"id": 7}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-done
+	// Output: invoice 7 (retry 0)
 }

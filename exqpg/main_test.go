@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -63,6 +64,7 @@ func TestMain(m *testing.M) {
 	} else {
 		testDBURL, drop = withDB(base, name), d
 	}
+	skipServerExamples()
 	code := m.Run()
 	if drop != nil {
 		if err := drop(); err != nil {
@@ -163,8 +165,17 @@ func pgPool(t testing.TB) (*pgxpool.Pool, string) {
 // testRedisURL is EXQ_TEST_REDIS_URL, or a private redis-server started on the first call.
 func testRedisURL(t testing.TB) string {
 	t.Helper()
+	u, err := sharedRedisURL()
+	if err != nil {
+		skipMissing(t, err.Error())
+	}
+	return u
+}
+
+// sharedRedisURL is EXQ_TEST_REDIS_URL, or a private redis-server started on the first call.
+func sharedRedisURL() (string, error) {
 	if u := os.Getenv(redisURLEnv); u != "" {
-		return u
+		return u, nil
 	}
 	redisOnce.Do(func() {
 		privateRDS, redisErr = startRedis(os.TempDir(), false)
@@ -173,9 +184,65 @@ func testRedisURL(t testing.TB) string {
 		}
 	})
 	if redisErr != nil {
-		skipMissing(t, fmt.Sprintf("needs Redis: %s is unset and no redis-server started: %v", redisURLEnv, redisErr))
+		return "", fmt.Errorf("needs Redis: %s is unset and no redis-server started: %w", redisURLEnv, redisErr)
 	}
-	return redisURL
+	return redisURL, nil
+}
+
+// serverExamples matches the runnable examples (package exqpg_test) that need Postgres and
+// Redis: without them they are skipped (-test.skip), loudly, as the tests are; under CI=true
+// they run and fail.
+const serverExamples = "^Example$"
+
+// skipServerExamples adds serverExamples to -test.skip when Postgres is missing, outside CI.
+func skipServerExamples() {
+	if testDBURL != "" || os.Getenv("CI") == "true" {
+		return
+	}
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	skip := serverExamples
+	if cur := flag.Lookup("test.skip").Value.String(); cur != "" {
+		skip = cur + "|" + skip
+	}
+	if err := flag.Set("test.skip", skip); err != nil {
+		panic(err)
+	}
+	fmt.Fprintf(os.Stderr, "SKIPPED: examples %s: %s\n", serverExamples, pgProblem)
+}
+
+// ServersForExamples gives the runnable examples of package exqpg_test the test database
+// and Redis: a pool on the database, a new schema name (not yet migrated), the Redis URL and a
+// new namespace; stop closes the pool and deletes the namespace's keys. It is in a _test.go
+// file: only this package's tests see it.
+func ServersForExamples() (db *pgxpool.Pool, schema, redisURL, namespace string, stop func(), err error) {
+	if testDBURL == "" {
+		return nil, "", "", "", nil, errors.New(pgProblem)
+	}
+	if redisURL, err = sharedRedisURL(); err != nil {
+		return nil, "", "", "", nil, err
+	}
+	ctx := context.Background()
+	if db, err = pgxpool.New(ctx, testDBURL); err != nil {
+		return nil, "", "", "", nil, err
+	}
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		db.Close()
+		return nil, "", "", "", nil, err
+	}
+	schema, namespace = "ex_"+randomName(), "exqpg-ex-"+randomName()
+	stop = func() {
+		db.Close()
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		iter := rdb.Scan(ctx, 0, namespace+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	}
+	return db, schema, redisURL, namespace, stop, nil
 }
 
 // redisNS gives the test a Redis client and a namespace of its own, deleted at the end.

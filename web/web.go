@@ -303,3 +303,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.errorPage(w, r, http.StatusInternalServerError, "Redis failed: "+err.Error())
 	}
 }
+
+// notFoundFlow reports whether err is a batch or workflow that does not exist (any more).
+func notFoundFlow(err error) bool {
+	return errors.Is(err, exq.ErrBatchNotFound) || errors.Is(err, exq.ErrWorkflowNotFound)
+}
