@@ -81,10 +81,13 @@ func (en *enqueuer) pushRelayed(ctx context.Context, markTTL time.Duration, jobs
 // jobs wait; Failed rows were refused (they stay with their error until fixed or deleted).
 // OldestAt is when the oldest waiting row was written (zero when none waits), UpdatedAt when a
 // relay last reported (every few seconds: an old one means none runs), on the Redis clock.
+// Invalid names each stored field that could not be read (it is left zero; the others are
+// read whatever it holds).
 type OutboxStatus struct {
 	Reported            bool
 	Backlog, Failed     int64
 	OldestAt, UpdatedAt time.Time
+	Invalid             []string
 }
 
 // Outbox returns what the outbox relays last reported; see OutboxStatus.

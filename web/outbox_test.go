@@ -33,10 +33,13 @@ func TestDashboardShowsTheOutboxOnlyWhenARelayReported(t *testing.T) {
 	assert.Contains(t, body, "stale: no relay runs")
 	assert.Contains(t, body, "the oldest had waited 3 min when reported")
 
-	// What is read from Redis is untrusted: a field that is not a count drops the section,
-	// never the page.
-	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "backlog", "<script>alert(1)</script>").Err())
+	// What is read from Redis is untrusted: a field that is not a count or a time spoils its
+	// own field (left out, and said so, escaped), never the section or the page.
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Outbox(), "backlog", "<script>alert(1)</script>", "updated_at", "1e12").Err())
 	body = f.page("/")
-	assert.NotContains(t, body, "Outbox (Postgres")
+	assert.Contains(t, body, "Outbox (Postgres")
+	assert.Contains(t, body, "0 committed job(s)")
+	assert.Contains(t, body, "at an unreadable time")
+	assert.Contains(t, body, "Left out: "+f.keys.Outbox()+" field backlog is not a count: &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;")
 	assert.NotContains(t, body, "<script>alert")
 }

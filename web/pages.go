@@ -159,7 +159,7 @@ func (h *handler) dashboard(w http.ResponseWriter, r *http.Request) {
 			h.opts.Logger.Warn("exq web: the outbox status in Redis cannot be read", "err", err)
 		case s.Reported:
 			outbox = &outboxView{OutboxStatus: s, Stale: time.Since(s.UpdatedAt) > staleOutbox}
-			if !s.OldestAt.IsZero() {
+			if !s.OldestAt.IsZero() && !s.UpdatedAt.IsZero() {
 				outbox.OldestAge = max(s.UpdatedAt.Sub(s.OldestAt), 0)
 			}
 		}

@@ -259,12 +259,14 @@ type outboxJSON struct {
 	OldestAgeMS textsafe.Float `json:"oldest_age_ms"`
 	UpdatedAt   *textsafe.Time `json:"updated_at,omitempty"`
 	Stale       bool           `json:"stale"`
+	// Invalid names each stored field that could not be read (left out of the others).
+	Invalid []string `json:"invalid,omitempty"`
 }
 
 func toOutboxJSON(s exq.OutboxStatus, stale bool) outboxJSON {
 	out := outboxJSON{Reported: s.Reported, Backlog: s.Backlog, Failed: s.Failed,
-		OldestAt: ts(s.OldestAt), UpdatedAt: ts(s.UpdatedAt), Stale: stale}
-	if !s.OldestAt.IsZero() {
+		OldestAt: ts(s.OldestAt), UpdatedAt: ts(s.UpdatedAt), Stale: stale, Invalid: s.Invalid}
+	if !s.OldestAt.IsZero() && !s.UpdatedAt.IsZero() {
 		out.OldestAgeMS = ms(max(s.UpdatedAt.Sub(s.OldestAt), 0))
 	}
 	return out

@@ -54,6 +54,9 @@ report older than a minute is marked stale: no relay runs, or none reaches Redis
 			if err != nil {
 				return err
 			}
+			for _, m := range s.Invalid {
+				a.warnf("%s (left out)", m)
+			}
 			stale := s.Reported && time.Since(s.UpdatedAt) > staleReport
 			if a.json {
 				return a.printJSON(toOutboxJSON(s, stale))
@@ -63,11 +66,14 @@ report older than a minute is marked stale: no relay runs, or none reaches Redis
 				return err
 			}
 			reported := ago(s.UpdatedAt) + " ago"
+			if s.UpdatedAt.IsZero() {
+				reported = "at an unreadable time"
+			}
 			if stale {
 				reported += " (stale: is a relay running?)"
 			}
 			oldest := "-"
-			if !s.OldestAt.IsZero() {
+			if !s.OldestAt.IsZero() && !s.UpdatedAt.IsZero() {
 				oldest = ageText(oldestAge(s))
 			}
 			return a.table([]string{"BACKLOG", "OLDEST AT REPORT", "FAILED", "REPORTED"},

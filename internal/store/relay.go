@@ -96,6 +96,7 @@ type OutboxStatus struct {
 	Failed    int64
 	OldestAt  time.Time
 	UpdatedAt time.Time
+	Invalid   []string
 }
 
 // ReportOutbox writes an outbox relay's report made at now (the Redis server's time): backlog
@@ -117,54 +118,43 @@ func (jq *Store) ReportOutbox(ctx context.Context, backlog, failed int64, oldest
 	return nil
 }
 
-// Outbox reads what ReportOutbox wrote. A field that is not a count or a time is an error
-// naming the key and the field (the hash is untrusted: anything may have written it).
+// Outbox reads what ReportOutbox wrote. The hash is untrusted (anything may have written it):
+// a field that is not a count or a time is left zero and named, with what it held, in
+// Invalid; it spoils its own field, never the others. Reported is true when the hash holds an
+// updated_at field, readable or not.
 func (jq *Store) Outbox(ctx context.Context) (OutboxStatus, error) {
-	s, err := jq.outbox(ctx)
-	if err != nil {
-		return OutboxStatus{}, fmt.Errorf("exq: outbox status: %w", err)
-	}
-	return s, nil
-}
-
-func (jq *Store) outbox(ctx context.Context) (OutboxStatus, error) {
 	vals, err := jq.rdb.HMGet(ctx, jq.keys.Outbox(), outboxBacklog, outboxFailed, outboxOldestAt, outboxUpdatedAt).Result()
 	if err != nil {
-		return OutboxStatus{}, err
+		return OutboxStatus{}, fmt.Errorf("exq: outbox status: %w", err)
 	}
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	if str(3) == "" {
 		return OutboxStatus{}, nil
 	}
-	num := func(i int, name string) (int64, error) {
+	s := OutboxStatus{Reported: true}
+	bad := func(i int, name, what string) {
+		s.Invalid = append(s.Invalid, fmt.Sprintf("%s field %s is not %s: %.40q", jq.keys.Outbox(), name, what, str(i)))
+	}
+	num := func(i int, name string) int64 {
 		n, err := strconv.ParseInt(str(i), 10, 64)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%s field %s is not a count: %.40q", jq.keys.Outbox(), name, str(i))
+			bad(i, name, "a count")
+			return 0
 		}
-		return n, nil
+		return n
 	}
-	at := func(i int, name string) (time.Time, error) {
+	at := func(i int, name string) time.Time {
 		if str(i) == "" {
-			return time.Time{}, nil
+			return time.Time{}
 		}
 		f, err := strconv.ParseFloat(str(i), 64)
-		if err != nil || f <= 0 || f > float64(wire.LatestTime.Unix()) {
-			return time.Time{}, fmt.Errorf("%s field %s is not a time: %.40q", jq.keys.Outbox(), name, str(i))
+		if err != nil || !(f > 0 && f <= float64(wire.LatestTime.Unix())) { // NaN fails both
+			bad(i, name, "a time")
+			return time.Time{}
 		}
-		return wire.ParseTime(f), nil
+		return wire.ParseTime(f)
 	}
-	s := OutboxStatus{Reported: true}
-	if s.Backlog, err = num(0, outboxBacklog); err != nil {
-		return OutboxStatus{}, err
-	}
-	if s.Failed, err = num(1, outboxFailed); err != nil {
-		return OutboxStatus{}, err
-	}
-	if s.OldestAt, err = at(2, outboxOldestAt); err != nil {
-		return OutboxStatus{}, err
-	}
-	if s.UpdatedAt, err = at(3, outboxUpdatedAt); err != nil {
-		return OutboxStatus{}, err
-	}
+	s.Backlog, s.Failed = num(0, outboxBacklog), num(1, outboxFailed)
+	s.OldestAt, s.UpdatedAt = at(2, outboxOldestAt), at(3, outboxUpdatedAt)
 	return s, nil
 }

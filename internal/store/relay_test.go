@@ -62,15 +62,37 @@ func TestOutboxReadsTheLastReportAndRefusesFieldsThatAreNotNumbers(t *testing.T)
 	assert.True(t, s.OldestAt.IsZero())
 
 	require.ErrorContains(t, jq.ReportOutbox(ctx(t), -1, 0, 0, now), "negative")
+	// A field that is not a count or a time is left zero and named in Invalid; the others are
+	// read (one bad field once failed the whole report).
 	for _, tc := range []struct{ field, value string }{
 		{"backlog", "<script>"},
 		{"failed", "-3"},
 		{"updated_at", "yesterday"},
+		{"updated_at", "1e12"},
+		{"oldest_at", "NaN"},
 	} {
-		require.NoError(t, jq.ReportOutbox(ctx(t), 5, 0, 0, now))
+		require.NoError(t, jq.ReportOutbox(ctx(t), 5, 2, time.Second, now))
 		require.NoError(t, v.rdb.HSet(ctx(t), v.keys.Outbox(), tc.field, tc.value).Err())
-		_, err := jq.Outbox(ctx(t))
-		assert.ErrorContains(t, err, "field "+tc.field, tc.field)
+		s, err := jq.Outbox(ctx(t))
+		require.NoError(t, err, tc.field)
+		require.Len(t, s.Invalid, 1, tc.field)
+		assert.Contains(t, s.Invalid[0], "field "+tc.field, tc.field)
+		assert.True(t, s.Reported, tc.field)
+		want := OutboxStatus{Reported: true, Backlog: 5, Failed: 2, OldestAt: now.Add(-time.Second), UpdatedAt: now}
+		switch tc.field {
+		case "backlog":
+			want.Backlog = 0
+		case "failed":
+			want.Failed = 0
+		case "updated_at":
+			want.UpdatedAt = time.Time{}
+		case "oldest_at":
+			want.OldestAt = time.Time{}
+		}
+		assert.Equal(t, want.Backlog, s.Backlog, tc.field)
+		assert.Equal(t, want.Failed, s.Failed, tc.field)
+		assert.True(t, want.OldestAt.Equal(s.OldestAt), "%s: oldest %s", tc.field, s.OldestAt)
+		assert.True(t, want.UpdatedAt.Equal(s.UpdatedAt), "%s: updated %s", tc.field, s.UpdatedAt)
 	}
 }
 
