@@ -55,7 +55,6 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
-	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
 	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/heartbeat"
@@ -210,7 +209,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	if e.hb != nil {
 		e.ops.Go(opsCtx, "heartbeat", e.hb.Run)
-		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
+		watch := heartbeat.NewWatch(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
 		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
 
