@@ -113,6 +113,7 @@ func TestEvaluateEnqueuesTheLatestDueTickOnceWithinTheGrace(t *testing.T) {
 		{"at the tick, then again", false, []time.Time{minute, minute.Add(time.Second), minute.Add(20 * time.Second)}, []time.Time{minute}},
 		{"before the tick", false, []time.Time{minute.Add(-time.Second)}, nil},
 		{"past the grace", false, []time.Time{minute.Add(31 * time.Second)}, nil},
+		{"before the tick, then past the grace", false, []time.Time{minute.Add(-time.Second), minute.Add(31 * time.Second)}, nil},
 		{"disabled", true, []time.Time{minute.Add(5 * time.Second)}, nil},
 		{"ticks missed in between: only the latest", false, []time.Time{minute.Add(5 * time.Second), minute.Add(3*time.Minute + 5*time.Second)},
 			[]time.Time{minute, minute.Add(3 * time.Minute)}},
