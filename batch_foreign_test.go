@@ -50,6 +50,7 @@ func jidOf(t *testing.T, raw string) string {
 }
 
 func TestBatchJobsReportsAJobRunOrRunningOnAForeignNode(t *testing.T) {
+	t.Parallel()
 	// A bid with '/' or beyond ASCII may be escaped in some runtimes' JSON: the audit then
 	// decodes every document instead of looking for the bid first.
 	for _, id := range []string{"", "lot/été-1"} {
@@ -108,8 +109,10 @@ func auditFindsForeignRuns(t *testing.T, id string) {
 }
 
 func TestBatchJobsReportsNothingForJobsRunningOnExqNodes(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
-	e := v.start(flowOptions())
+	// The busy list is written at the refresh (1 s); the test waits for it, not for the second.
+	e := v.start(flowOptions(), testHooks{statsInterval: 20 * time.Millisecond})
 	release := make(chan struct{})
 	require.NoError(t, e.Register("W", WorkerFunc(func(ctx context.Context, _ *Job) error {
 		select {
@@ -134,6 +137,7 @@ func TestBatchJobsReportsNothingForJobsRunningOnExqNodes(t *testing.T) {
 }
 
 func TestANodeReportsJobsOfBatchesAndWorkflowsRunningOnASidekiqNodeOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	var mu sync.Mutex

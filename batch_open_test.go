@@ -24,6 +24,7 @@ func (v *env) batchStatus(a *API, bid string) BatchStatus {
 }
 
 func TestOpenBatchFiresItsCallbacksAtCloseWhenEveryJobAlreadySucceeded(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var mu sync.Mutex
 	var events []string
@@ -104,6 +105,7 @@ func flowClient(t *testing.T, v *env) *Client {
 }
 
 func TestOpenBatchClosedBeforeItsJobsRunFiresAtItsLastJob(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	b, err := flowClient(t, v).OpenBatch(ctx, callbackSpecs())
@@ -129,6 +131,7 @@ func TestOpenBatchClosedBeforeItsJobsRunFiresAtItsLastJob(t *testing.T) {
 }
 
 func TestOpenBatchAddSentAgainWithTheSameJIDsAddsEachJobOnce(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	b, err := flowClient(t, v).OpenBatch(ctx, BatchOptions{})
@@ -158,6 +161,7 @@ func TestOpenBatchAddSentAgainWithTheSameJIDsAddsEachJobOnce(t *testing.T) {
 }
 
 func TestOpenChildBatchHoldsItsParentUntilClosedAndItsJobsSucceed(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	cl := flowClient(t, v)
@@ -190,6 +194,7 @@ func TestOpenChildBatchHoldsItsParentUntilClosedAndItsJobsSucceed(t *testing.T) 
 // from a client (100 000 with -long) and checks that the client's heap does not grow with the
 // batch, and that the callbacks run once each, after the close.
 func TestALargeOpenBatchIsFilledWithBoundedClientMemory(t *testing.T) {
+	// Serial: reads the process's heap (runtime.ReadMemStats), which parallel tests grow.
 	size, part := 5000, 1000
 	if testutil.Long() {
 		size = 100000

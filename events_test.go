@@ -187,7 +187,7 @@ func TestLosingRedisFiresRedisLostThenRedisBack(t *testing.T) {
 	t.Parallel()
 	c := newCutter(t)
 	log := &eventLog{}
-	c.start(Options{RedisURL: c.url(), RedisTimeout: 300 * time.Millisecond, Queues: []Queue{{Name: "ev"}}, Listeners: []Listener{log.listen}})
+	c.start(Options{RedisURL: c.url(), RedisTimeout: 2 * time.Second, Queues: []Queue{{Name: "ev"}}, Listeners: []Listener{log.listen}})
 	c.proxy.Down()
 	testutil.WaitFor(t, "redis_lost", func() bool { return len(kindsOf(log, RedisLost)) == 1 })
 	c.proxy.Up()

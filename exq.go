@@ -55,13 +55,12 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/acker"
-	"github.com/exqgo/exq/internal/beatwatch"
 	"github.com/exqgo/exq/internal/eventorder"
 	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/heartbeat"
 	"github.com/exqgo/exq/internal/loop"
 	"github.com/exqgo/exq/internal/names"
-	"github.com/exqgo/exq/internal/pinger"
+	"github.com/exqgo/exq/internal/presence"
 	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
@@ -85,7 +84,7 @@ type Exq struct {
 	stats    *stats.Stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
-	pinger   *pinger.Pinger
+	pinger   *presence.Pinger
 	hb       *heartbeat.Heartbeat
 
 	cancelRun context.CancelFunc
@@ -170,7 +169,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
-	e.pinger = pinger.New(pinger.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
+	e.pinger = presence.New(presence.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
 		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
 		PingEvery: o.pingInterval, Now: o.now, Log: e.log, OnPing: onPing((&flows.ForeignWatch{Store: e.jq, Log: e.log, Report: func(r flows.ForeignRun) {
 			e.events.emit(Event{Kind: ForeignRun, Queue: r.Queue, Class: r.Class, JID: r.JID, Flow: cmp.Or(r.Batch, r.Workflow), From: r.Node})
@@ -210,7 +209,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	}
 	if e.hb != nil {
 		e.ops.Go(opsCtx, "heartbeat", e.hb.Run)
-		watch := beatwatch.New(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
+		watch := heartbeat.NewWatch(e.jq, o.HeartbeatInterval, o.ForeignHeartbeatWindow, foreignDeclared, o.RedisTimeout, e.log)
 		e.ops.Go(opsCtx, "exq beat watch", watch.Run)
 	}
 

@@ -27,5 +27,12 @@ func TestMain(m *testing.M) {
 		runFleetNode() // this process is one node of a fleet a test starts
 		return
 	}
+	// Many of this package's parallel tests wait for seconds (a fleet's periodic ticks, an
+	// idle node's caps, an out-of-memory server): with testutil.Parallel (8) slots they held
+	// most of them while the short tests queued and the machine idled (docs/development.md).
+	testutil.SetParallel(rootParallel)
 	testutil.MainLeak(m)
 }
+
+// rootParallel is how many of this package's parallel tests run at once.
+const rootParallel = 16

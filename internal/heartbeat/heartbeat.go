@@ -1,5 +1,6 @@
 // Package heartbeat keeps a node in the heartbeats set and rescues the backup lists of nodes
-// that stopped beating.
+// that stopped beating; for a while after a node starts, it also warns about Exq nodes in the
+// heartbeats whose beat spacing does not fit this node's windows (Watch).
 package heartbeat
 
 import (

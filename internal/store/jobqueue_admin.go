@@ -321,7 +321,7 @@ func FormatScore(f float64) string {
 
 // LiveNodes reads the processes set and keeps the members whose hash still has its info,
 // sorted. It only reads: a stale member (a node that died without signing off) is skipped,
-// and left for the nodes' own pruning (pinger.run), so that a read-only Redis user, or a
+// and left for the nodes' own pruning (presence.Pinger.Run), so that a read-only Redis user, or a
 // read-only dashboard, can list processes and never deletes one.
 func (jq *Store) LiveNodes(ctx context.Context) ([]string, error) {
 	ids, err := jq.rdb.SMembers(ctx, jq.keys.Processes()).Result()

@@ -46,7 +46,21 @@ func MainLeak(m *testing.M, opts ...goleak.Option) {
 // parallel tests would take longer than running them all one after another leaves room for.
 const Parallel = 8
 
-// raiseParallel makes Parallel the default of -test.parallel; a -parallel given on the command
+// parallel is the default of -test.parallel that Main and MainLeak set: Parallel unless the
+// package's TestMain chose another with SetParallel.
+var parallel = Parallel
+
+// SetParallel makes n the default of -test.parallel for this package's Main or MainLeak (call
+// it in TestMain, before them), for a package many of whose parallel tests wait for seconds:
+// each holds a slot while it waits, and with Parallel slots the short tests queue behind them
+// while the machine idles. A -parallel given on the command line still wins.
+func SetParallel(n int) {
+	if n > 0 {
+		parallel = n
+	}
+}
+
+// raiseParallel makes parallel the default of -test.parallel; a -parallel given on the command
 // line wins.
 func raiseParallel() {
 	if !flag.Parsed() {
@@ -55,7 +69,7 @@ func raiseParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
-		_ = flag.Set("test.parallel", fmt.Sprint(Parallel))
+		_ = flag.Set("test.parallel", fmt.Sprint(parallel))
 	}
 }
 

@@ -1,6 +1,8 @@
-// Package pinger keeps a node where Exq's and Sidekiq's UIs look for processes: the node
+// Package presence keeps a node where Exq's and Sidekiq's UIs look for processes: the node
 // hash, the busy list and the processes set; it reads the node's signals and prunes dead nodes.
-package pinger
+// What it writes is for display and signals only: whether a node is alive, and the rescue of
+// one that is not, are the heartbeat's (internal/heartbeat).
+package presence
 
 import (
 	"bufio"

@@ -1,6 +1,4 @@
-// Package beatwatch warns, for a while after a node starts, about Exq nodes in the heartbeats
-// whose beat spacing does not fit this node's windows.
-package beatwatch
+package heartbeat
 
 import (
 	"context"
@@ -34,10 +32,10 @@ type Watch struct {
 	rounds int
 }
 
-// New returns the watch of a node beating every period (HeartbeatInterval) that judges Exq
+// NewWatch returns the watch of a node beating every period (HeartbeatInterval) that judges Exq
 // nodes by the window foreign (ForeignHeartbeatWindow; declared when the user set it); timeout
 // bounds each read.
-func New(jq *store.Store, period, foreign time.Duration, declared bool, timeout time.Duration, log *slog.Logger) *Watch {
+func NewWatch(jq *store.Store, period, foreign time.Duration, declared bool, timeout time.Duration, log *slog.Logger) *Watch {
 	every := max(period/5, 20*time.Millisecond)
 	return &Watch{jq: jq, period: period, foreign: foreign, declared: declared,
 		timeout: timeout, log: log, every: every, rounds: int(5*period/(2*every)) + 1}

@@ -1,0 +1,9 @@
+package heartbeat
+
+import (
+	"testing"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.MainLeak(m) }
