@@ -615,3 +615,8 @@ func (e *Exq) savePeriodic(ctx context.Context) error {
 	}
 	return nil
 }
+
+var (
+	_ Enqueuer = (*Exq)(nil)
+	_ Enqueuer = (*Client)(nil)
+)

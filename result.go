@@ -65,19 +65,6 @@ func SetResult(ctx context.Context, v any) error {
 		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
 }
 
-// TypedResult is Typed for a worker that returns a result: on success (a nil error) the result
-// is stored as by SetResult before the job counts as succeeded, so a client waiting for it
-// and a workflow's dependents find it. A result that cannot be stored fails the run.
-func TypedResult[A, R any](f func(ctx context.Context, job *Job, args A) (R, error)) Worker {
-	return Typed(func(ctx context.Context, job *Job, args A) error {
-		r, err := f(ctx, job, args)
-		if err != nil {
-			return err
-		}
-		return SetResult(ctx, r)
-	})
-}
-
 // ParentResult decodes into dst the result stored by parent, a job the workflow job running
 // with ctx depends on (named as in its DependsOn). It returns ErrNoResult when that job stored
 // none (or it expired), and an error when ctx is not a workflow job's or parent is not one of
@@ -92,27 +79,4 @@ func ParentResult(ctx context.Context, parent string, dst any) error {
 		return fmt.Errorf("exq: parent result: job %q of workflow %s does not depend on %q", job.wfJob, job.wf, parent)
 	}
 	return flows.ReadResult(ctx, job.node.jq, jid, dst)
-}
-
-// Result decodes into dst the result job jid stored; ErrNoResult when there is none (not yet,
-// or expired).
-func (e *Exq) Result(ctx context.Context, jid string, dst any) error {
-	return flows.ReadResult(ctx, e.jq, jid, dst)
-}
-
-// Result decodes into dst the result job jid stored; see Exq.Result.
-func (c *Client) Result(ctx context.Context, jid string, dst any) error {
-	return flows.ReadResult(ctx, c.enq.jq, jid, dst)
-}
-
-// WaitResult waits until job jid has stored its result and decodes it into dst, or returns
-// ctx's error when ctx ends first. It is woken by pub/sub as the result is stored, on any
-// node: request and response over the queue.
-func (e *Exq) WaitResult(ctx context.Context, jid string, dst any) error {
-	return flows.WaitResult(ctx, e.jq, jid, dst)
-}
-
-// WaitResult waits for job jid's result; see Exq.WaitResult.
-func (c *Client) WaitResult(ctx context.Context, jid string, dst any) error {
-	return flows.WaitResult(ctx, c.enq.jq, jid, dst)
 }

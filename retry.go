@@ -5,44 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/exqgo/exq/internal/flows"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
-
-// ExqBackoff is the default retry delay, Exq's (and classic Sidekiq's) formula:
-// retryCount⁴ + 15 + rand(0..30)·(retryCount+1) seconds, retryCount being 1 for the first
-// retry. 25 retries span about 25 days. A negative retryCount counts as 0, and one above 309
-// as 309 (about 289 years), the largest whose delay fits in a time.Duration: a job with a
-// hostile retry_count never gets a delay that overflows into the past.
-func ExqBackoff(retryCount int, _ *Job) time.Duration {
-	n := float64(min(max(retryCount, 0), maxBackoffCount))
-	sec := math.Pow(n, 4) + 15 + float64(rand.IntN(31))*(n+1)
-	return time.Duration(sec * float64(time.Second))
-}
-
-// maxBackoffCount is the largest retry count whose Exq backoff, random part included, fits in
-// a time.Duration: 309⁴ + 15 + 30·310 s < 2⁶³ ns < 310⁴ s.
-const maxBackoffCount = 309
-
-// Snooze, returned by a worker, puts its job back to run again after d (Exq's snooze). It is
-// not a failure: retry_count stays, the run counts as processed, and a unique lock held until
-// success is kept. The job waits in the retry set, with error_message "Snoozed for <d> seconds".
-func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
-
-// SnoozeError is the value Snooze returns; middleware can recognise it with errors.As.
-type SnoozeError struct {
-	// Delay is how long the job waits before it runs again.
-	Delay time.Duration
-}
-
-func (s *SnoozeError) Error() string { return fmt.Sprintf("exq: snoozed for %s", s.Delay) }
 
 // snooze puts the job in the retry set to run again after d, as Exq's Snooze: retry_count
 // unchanged, a success lock kept.
@@ -209,4 +180,34 @@ func (e *Exq) backoff(n int, job *Job) (d time.Duration) {
 		d = 0
 	}
 	return d
+}
+
+// settle records the end of a run of a job of a batch or a workflow (store.RunSucceeded,
+// RunFailed or RunDied) before the caller writes the run's ordinary outcome, retrying while
+// Redis fails as persist does; when it cannot (the node is stopping and Redis still fails),
+// the caller writes no outcome either and the job stays in the backup list. Why this order
+// makes each transition exactly once: flows.Items.
+func (e *Exq) settle(r *run, job *Job, out string) bool {
+	items := flows.Items(job.bid, job.wf, job.wfJob, job.JID, out)
+	if len(items) == 0 {
+		return true
+	}
+	var replies [][]any
+	ok := e.persist(r, "batch or workflow outcome", func(context.Context) (err error) {
+		replies, err = flows.Record(e.jq, items, e.opts.now, e.opts.RedisTimeout)
+		return err
+	})
+	if !ok || !e.events.has() {
+		return ok
+	}
+	for _, o := range flows.Outcomes(items, replies) { // each reported by the node whose write did it
+		for _, f := range o.Fired {
+			e.events.emit(Event{Kind: BatchCallback, Queue: job.Queue, Class: job.Class, JID: job.JID, Flow: job.bid, Callback: f})
+		}
+		if !o.Batch {
+			e.events.emit(Event{Kind: WorkflowReleased, Queue: job.Queue, Class: job.Class, JID: job.JID, Flow: job.wf,
+				Count: o.Released, Canceled: o.Canceled, Callback: o.Callback})
+		}
+	}
+	return ok
 }

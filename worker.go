@@ -10,19 +10,6 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// Worker runs jobs of one class. Perform returns nil when the job succeeded; an error (or a
-// panic) makes it a failure that is retried with backoff or, once its retries are used up,
-// moved to the dead set. ctx ends when the node stops and the shutdown grace period is over.
-type Worker interface {
-	Perform(ctx context.Context, job *Job) error
-}
-
-// WorkerFunc lets a plain function be a Worker. Middleware calls the same type Handler.
-type WorkerFunc func(ctx context.Context, job *Job) error
-
-// Perform calls f.
-func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
-
 // process runs one fetched job to its end: decode, middleware and worker, outcome written,
 // slot freed. Nothing a job does can kill the node or leak its slot.
 func (e *Exq) process(r *run) {
@@ -158,16 +145,6 @@ func (e *Exq) timeoutFor(w Worker) time.Duration {
 	return e.opts.JobTimeout
 }
 
-// jobKey is the context key of the running job.
-type jobKey struct{}
-
-// JobFromContext returns the job whose run ctx belongs to, or nil outside a job, for code
-// below a worker that has only its ctx (a worker itself gets the *Job).
-func JobFromContext(ctx context.Context) *Job {
-	j, _ := ctx.Value(jobKey{}).(*Job)
-	return j
-}
-
 // perform runs the middleware chain and the worker, turning a panic anywhere in them into a
 // failure. ctx carries the job (WithJob, or a run's context).
 func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
@@ -201,4 +178,60 @@ func (e *Exq) unlock(job *Job) {
 		}
 	}
 	e.log.Warn("exq: could not release a unique lock; it expires by itself", "jid", job.JID, "token", job.uniqueToken, "error", err)
+}
+
+// reportOutcome calls the job's outcome functions. One that panics is logged and skipped: it
+// cannot kill the node, and the outcome is already stored.
+func (e *Exq) reportOutcome(job *Job, o outcome) {
+	for _, f := range job.outcomeHooks {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					e.log.Error("exq: a middleware's outcome function panicked", "class", job.Class, "jid", job.JID, "panic", v)
+				}
+			}()
+			f(o)
+		}()
+	}
+}
+
+// registerWait is how long a fetched job whose class has no worker waits, holding its slot,
+// for the worker to be registered before it goes back to its queue. It bounds how often a
+// node that is still registering fetches such a job again: once per registerWait per slot.
+const registerWait = time.Second
+
+// awaitWorker is the path of a fetched job whose class has no worker while registration is
+// open (the workers of a deploy are being registered): the job waits a moment, holding its
+// slot, for its worker, and runs if it comes. Otherwise, while registration is still open, it
+// goes back to the enqueue end of its queue, unchanged: not a failure, no retry used, and
+// jobs behind it run first. It reports whether the job was put back (or the shutdown took
+// it); false means run it: with the worker found, or as an unknown class once registration
+// is over.
+func (e *Exq) awaitWorker(r *run, job *Job) bool {
+	if w := e.registry.Await(job.Class, registerWait, e.done); w != nil {
+		job.worker = w
+		return false
+	}
+	select {
+	case <-e.done: // stopping: back to its queue rather than a failure
+	default:
+		if !e.registry.Registering() {
+			return false // registration is over: an ordinary unknown class
+		}
+	}
+	if !r.claim() {
+		return true // handed back by the shutdown
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(&r.ctx), e.opts.RedisTimeout)
+	defer cancel()
+	moved, err := e.jq.PutBack(ctx, r.queue, r.raw)
+	switch {
+	case err != nil:
+		e.log.Error("exq: could not put back a job whose class has no worker yet; it stays in this node's backup list until it is recovered",
+			"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
+	case moved:
+		e.registry.PutBacks.Add(1)
+		e.log.Debug("exq: no worker registered yet for this class; the job went back to its queue", "queue", r.queue, "class", job.Class, "jid", job.JID)
+	}
+	return true
 }
