@@ -1,6 +1,7 @@
 package exq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"unicode/utf8"
@@ -87,4 +88,17 @@ func (e *Exq) WaitResult(ctx context.Context, jid string, dst any) error {
 // WaitResult waits for job jid's result; see Exq.WaitResult.
 func (c *Client) WaitResult(ctx context.Context, jid string, dst any) error {
 	return flows.WaitResult(ctx, c.enq.jq, jid, dst)
+}
+
+// setResult stores v as the result of job jid (SetResult).
+func (e *Exq) setResult(ctx context.Context, jid string, v any) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+	defer cancel()
+	return flows.SetResult(wctx, e.jq, jid, v, cmp.Or(max(e.opts.ResultMaxBytes, 0), DefaultResultMaxBytes),
+		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
+}
+
+// readResult decodes the result job jid stored (ParentResult).
+func (e *Exq) readResult(ctx context.Context, jid string, dst any) error {
+	return flows.ReadResult(ctx, e.jq, jid, dst)
 }

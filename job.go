@@ -50,8 +50,16 @@ type Job struct {
 	// the node running it (nil outside a node), for AddToBatch and SetResult; progress is its
 	// run's, for SetProgress.
 	bid, wf, wfJob string
-	node           *Exq
+	node           jobNode
 	progress       *atomic.Pointer[wire.Progress]
+}
+
+// jobNode is what a running job's own calls (SetResult, ParentResult, AddToBatch) reach of the
+// node that runs it: *Exq.
+type jobNode interface {
+	setResult(ctx context.Context, jid string, v any) error
+	readResult(ctx context.Context, jid string, dst any) error
+	addToBatch(ctx context.Context, bid, jid string, jobs []JobSpec) ([]string, error)
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.

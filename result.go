@@ -1,7 +1,6 @@
 package exq
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -58,11 +57,7 @@ func SetResult(ctx context.Context, v any) error {
 	if job == nil || job.node == nil {
 		return fmt.Errorf("exq: set result: not in a running job: %w", ErrNoResult)
 	}
-	e := job.node
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-	defer cancel()
-	return flows.SetResult(wctx, e.jq, job.JID, v, cmp.Or(max(e.opts.ResultMaxBytes, 0), DefaultResultMaxBytes),
-		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
+	return job.node.setResult(ctx, job.JID, v)
 }
 
 // ParentResult decodes into dst the result stored by parent, a job the workflow job running
@@ -78,5 +73,5 @@ func ParentResult(ctx context.Context, parent string, dst any) error {
 	if !ok {
 		return fmt.Errorf("exq: parent result: job %q of workflow %s does not depend on %q", job.wfJob, job.wf, parent)
 	}
-	return flows.ReadResult(ctx, job.node.jq, jid, dst)
+	return job.node.readResult(ctx, jid, dst)
 }
