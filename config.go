@@ -46,11 +46,6 @@ const (
 // default of Options.ForeignHeartbeatWindow.
 const ForeignHeartbeatWindow = 6 * time.Minute
 
-// NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
-// the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
-// exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).
-const NoRetries = -1
-
 // NoDeadJobs, as Options.DeadMaxJobs, keeps no dead jobs at all (the zero value of the field
 // means DefaultDeadMaxJobs).
 const NoDeadJobs = -1

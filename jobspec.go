@@ -165,3 +165,8 @@ type EnqueueResult struct {
 	// (by an earlier job, or by an earlier job of the same batch).
 	Err error
 }
+
+// NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
+// the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
+// exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).
+const NoRetries = -1
