@@ -117,7 +117,7 @@ func TestBackoffOptionReturningNegativeHugeOrPanickingGivesAFutureDueTime(t *tes
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rn := newRunner(runnerParts{defaultBackoff: tc.backoff, log: testLogger()})
-			d := rn.backoff(tc.n, &Job{})
+			d := rn.backoff(tc.n, &Job{}, errors.New("boom"))
 			assert.GreaterOrEqual(t, d, tc.lo)
 			assert.LessOrEqual(t, d, tc.hi)
 			now := time.Unix(1796010415, 0)

@@ -52,7 +52,7 @@ func (rn *runner) fail(r *run, job *Job, cause error) outcome {
 	out := outcome{name: "dead", retryCount: count, err: cause, errorClass: class}
 	if count <= job.MaxRetries && !permanent(cause) {
 		job.RetryCount = count
-		at := now.Add(rn.backoff(count, job))
+		at := now.Add(rn.backoff(count, job, cause))
 		rn.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		ok := rn.settle(r, job, store.RunFailed) && rn.persist(r, "retry", func(ctx context.Context) error {
 			_, err := rn.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
@@ -167,9 +167,19 @@ func (rn *runner) persist(r *run, what string, write func(ctx context.Context) e
 	}
 }
 
-// backoff asks Options.Backoff for the delay of retry n. A Backoff that panics or returns a
-// negative delay must not kill the node or lose the job: Exq's formula stands in for it.
-func (rn *runner) backoff(n int, job *Job) (d time.Duration) {
+// backoff is the delay of retry n of job, which failed with cause: what its worker's NextRetry
+// method says when the worker has one and it says a positive delay, else what Options.Backoff
+// says. A NextRetry or a Backoff that panics, or a Backoff that returns a negative delay, must
+// not kill the node or lose the job: Options.Backoff stands in for the first, Exq's formula for
+// the second, 0 for the third.
+func (rn *runner) backoff(n int, job *Job, cause error) (d time.Duration) {
+	if w, ok := job.worker.(interface {
+		NextRetry(job *Job, err error) time.Duration
+	}); ok {
+		if d := rn.nextRetry(w.NextRetry, job, cause); d > 0 {
+			return d
+		}
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			rn.log.Error("exq: Options.Backoff panicked; using Exq's backoff", "panic", v)
@@ -180,6 +190,17 @@ func (rn *runner) backoff(n int, job *Job) (d time.Duration) {
 		d = 0
 	}
 	return d
+}
+
+// nextRetry calls a worker's NextRetry; one that panics counts as none (0).
+func (rn *runner) nextRetry(next func(*Job, error) time.Duration, job *Job, cause error) (d time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			rn.log.Error("exq: a worker's NextRetry panicked; using Options.Backoff", "class", job.Class, "jid", job.JID, "panic", v)
+			d = 0
+		}
+	}()
+	return next(job, cause)
 }
 
 // settle records the end of a run of a job of a batch or a workflow (store.RunSucceeded,
