@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -141,7 +140,7 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	if to.Before(from) {
 		return nil, fmt.Errorf("exq: api: stats between %s and %s: the range is empty", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	}
-	if to.Sub(from) > stats.DayTTL {
+	if to.Sub(from) > statDayTTL {
 		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
 	}
 	var days []time.Time
@@ -195,7 +194,7 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 
 // The seconds Realtime reads: as long back as the counters live, and a little ahead.
 const (
-	realtimeWindow = stats.SecondTTL
+	realtimeWindow = statSecondTTL
 	realtimeAhead  = 5 * time.Second
 )
 

@@ -65,7 +65,6 @@ import (
 	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
-	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -82,7 +81,7 @@ type Exq struct {
 	registry *registry.Registry[Worker]
 	mgr      *manager
 	runner   *runner
-	stats    *stats.Stats
+	stats    *stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *pinger.Pinger
@@ -164,7 +163,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
-	e.stats = stats.New(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
+	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
 	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
 	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, dequeuer: o.Dequeuer,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),

@@ -1,6 +1,10 @@
-// Package stats counts a node's processed and failed runs and each class's run metrics in
-// memory, and writes them in one script call per flush.
-package stats
+package exq
+
+// The node's Stats component (moved from internal/stats): it counts processed and failed runs
+// (Sidekiq's and Exq's counters, in all, per day, and per second for the realtime graphs) and
+// each class's run metrics in memory, and writes them in one script call per flush. Start
+// builds it and runs it with the other background parts; Stop flushes what is left. The
+// public types of what it writes, as API reads them, are at the end of this file.
 
 import (
 	"context"
@@ -10,22 +14,23 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // Stat key lifetimes, as Sidekiq sets them.
 const (
-	DayTTL    = 5 * 365 * 24 * time.Hour
-	SecondTTL = 120 * time.Second
+	statDayTTL    = 5 * 365 * 24 * time.Hour
+	statSecondTTL = 120 * time.Second
 )
 
-// Stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
-// Metrics tab (metrics.go), in memory and writes them in one script call per flush: never a
+// stats counts processed and failed runs, and each class's runs for Sidekiq 7 and 8's
+// Metrics tab (addRunLocked), in memory and writes them in one script call per flush: never a
 // round trip per job. A Redis outage never blocks a worker; what was counted
 // meanwhile is written once Redis answers. (The busy list is the pinger's: node.go.)
 //
 // A flush whose reply is lost may have been applied, so it is sent again as the same batch,
 // with the same id, before anything counted later: the script applies a batch id once.
-type Stats struct {
+type stats struct {
 	jq       *store.Store
 	interval time.Duration // between flushes (1 s)
 	now      func() time.Time
@@ -67,18 +72,18 @@ type statKey struct {
 	at   int64
 }
 
-// New returns the stats of the store's node, flushed every interval (by Run) with the times
+// newStats returns the stats of the store's node, flushed every interval (by Run) with the times
 // of now; disabled counts nothing, noMetrics counts no run metrics.
-func New(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled, noMetrics bool) *Stats {
-	return &Stats{noMetrics: noMetrics, jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
+func newStats(jq *store.Store, interval time.Duration, now func() time.Time, log *slog.Logger, disabled, noMetrics bool) *stats {
+	return &stats{noMetrics: noMetrics, jq: jq, interval: interval, now: now, log: log, disabled: disabled, pending: map[statKey]int64{}}
 }
 
 // Record counts one run that ended at now: ok for processed, else failed.
-func (s *Stats) Record(ok bool, now time.Time) { s.RecordRun(ok, now, "", 0) }
+func (s *stats) Record(ok bool, now time.Time) { s.RecordRun(ok, now, "", 0) }
 
 // RecordRun counts one run of class that ended at now after took: in the counters, and in the
-// Run metrics of Sidekiq 7 and 8's Metrics tab (metrics.go) unless class is "".
-func (s *Stats) RecordRun(ok bool, now time.Time, class string, took time.Duration) {
+// Run metrics of Sidekiq 7 and 8's Metrics tab (addRunLocked) unless class is "".
+func (s *stats) RecordRun(ok bool, now time.Time, class string, took time.Duration) {
 	if s.disabled {
 		return
 	}
@@ -101,7 +106,7 @@ func (s *Stats) RecordRun(ok bool, now time.Time, class string, took time.Durati
 
 // foldLocked moves the counts of the current second into pending: its all-time, day and
 // second counters. Call with mu held.
-func (s *Stats) foldLocked() {
+func (s *stats) foldLocked() {
 	c := s.cur
 	s.cur = statSecond{sec: c.sec}
 	day := c.sec - ((c.sec%86400)+86400)%86400 // the UTC midnight that began its day
@@ -119,7 +124,7 @@ func (s *Stats) foldLocked() {
 }
 
 // Run flushes every interval until ctx ends.
-func (s *Stats) Run(ctx context.Context) {
+func (s *stats) Run(ctx context.Context) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	failing := false
@@ -146,7 +151,7 @@ func (s *Stats) Run(ctx context.Context) {
 const statFlushMarkerTTL = time.Hour
 
 // Flush writes the batch whose reply was lost, if any, then the pending counters.
-func (s *Stats) Flush(ctx context.Context) error {
+func (s *stats) Flush(ctx context.Context) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	for {
@@ -170,23 +175,61 @@ func (s *Stats) Flush(ctx context.Context) error {
 }
 
 // send applies one batch in one script call, once however often it is sent.
-func (s *Stats) send(ctx context.Context, b *statBatch) error {
+func (s *stats) send(ctx context.Context, b *statBatch) error {
 	now := s.now()
 	counts := make([]store.StatCount, 0, len(b.counts))
 	for k, n := range b.counts {
 		c := store.StatCount{Name: k.kind, Span: k.span, At: time.Unix(k.at, 0), N: n}
 		switch k.span {
 		case 'd':
-			c.TTL = DayTTL
+			c.TTL = statDayTTL
 		case 's':
-			if now.Unix()-k.at > int64(SecondTTL/time.Second) {
+			if now.Unix()-k.at > int64(statSecondTTL/time.Second) {
 				// Already expired had it been written in time: writing it late would only
 				// distort the realtime graph.
 				continue
 			}
-			c.TTL = SecondTTL
+			c.TTL = statSecondTTL
 		}
 		counts = append(counts, c)
 	}
 	return s.jq.FlushStats(ctx, b.id, statFlushMarkerTTL, counts, b.runs, now)
+}
+
+// This file keeps the per-class run metrics that Sidekiq 7 and 8's Web UI shows in its Metrics
+// tab, as their metrics/tracking.rb counts them: per class and minute, the runs (failed ones
+// included), the failed runs, the milliseconds spent in successful runs and a histogram of
+// those run times. They are counted in memory with the other stats and written by the same
+// once-a-second flush, in the same script call, once per batch (stats_flush.lua): under
+// Sidekiq 7's key names and Sidekiq 8's, which differ (wire/metrics.go).
+
+// metricKey is one class in one minute (Unix time / 60).
+type metricKey = store.MetricKey
+
+// runMetrics are one class's runs in one minute.
+type runMetrics = store.MinuteRuns
+
+// addRunLocked counts one run of class that ended in second sec after took. Sidekiq counts
+// the time of successful runs only (a failure's time says little). Call with mu held.
+func (s *stats) addRunLocked(ok bool, sec int64, class string, took time.Duration) {
+	k := metricKey{Minute: sec / 60, Class: class}
+	if sec < 0 {
+		k.Minute = (sec - 59) / 60
+	}
+	if s.runs == nil {
+		s.runs = map[metricKey]*runMetrics{}
+	}
+	m := s.runs[k]
+	if m == nil {
+		m = &runMetrics{}
+		s.runs[k] = m
+	}
+	m.Runs++
+	if !ok {
+		m.Failed++
+		return
+	}
+	ms := max(took.Milliseconds(), 0)
+	m.MS += ms
+	m.Hist[wire.MetricBucket(ms)]++
 }
