@@ -115,21 +115,10 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 	return out, nil
 }
 
-// Stats are the processed (successful runs) and failed (failed runs) counters.
-type Stats struct {
-	Processed, Failed int64
-}
-
 // Stats returns the all-time counters.
 func (a *API) Stats(ctx context.Context) (Stats, error) {
 	c, err := a.jq.Stats(ctx)
 	return Stats(c), err
-}
-
-// DayStats are the counters of one UTC day.
-type DayStats struct {
-	Day time.Time
-	Stats
 }
 
 // StatsBetween returns the counters of each UTC day from from to to, inclusive (at most 5
@@ -156,12 +145,6 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 		out[i] = DayStats{Day: d, Stats: Stats(counts[i])}
 	}
 	return out, nil
-}
-
-// SecondStats are the counters of one UTC second (kept for 120 s).
-type SecondStats struct {
-	At time.Time
-	Stats
 }
 
 // Realtime returns the per-second counters of the last two minutes, oldest first: the
