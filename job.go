@@ -119,6 +119,11 @@ func (j *Job) fill(h wire.Header, raw, queue string, nodeMaxRetries int) {
 // Worker runs jobs of one class. Perform returns nil when the job succeeded; an error (or a
 // panic) makes it a failure that is retried with backoff or, once its retries are used up,
 // moved to the dead set. ctx ends when the node stops and the shutdown grace period is over.
+//
+// A Worker may also have a Timeout() time.Duration method (its run time, instead of
+// Options.JobTimeout; negative means none) and a NextRetry(job *Job, err error) time.Duration
+// method (the delay before the coming retry after err, instead of Options.Backoff; zero or
+// less leaves it to Options.Backoff).
 type Worker interface {
 	Perform(ctx context.Context, job *Job) error
 }

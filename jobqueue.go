@@ -13,7 +13,7 @@ import (
 // manager's poll loop, the runner and its acker, the scheduler) reaches Redis through a small
 // interface it declares itself, listing only the calls it makes, and *store.Store (where every
 // Redis command lives) implements them all. A test gives a part a fake instead
-// (testutil.FakeJobQueue), which can fail a call, hold it, or do it and lose the reply, and so
+// (internal/testutil/fakequeue), which can fail a call, hold it, or do it and lose the reply, and so
 // checks the order of a run's writes without Redis and without timing.
 //
 // What each part calls:
