@@ -187,6 +187,6 @@ func explain(t *testing.T, g map[string]map[string]bool, knot []string) {
 			}
 		}
 		sort.Strings(uses)
-		t.Log(fmt.Sprintf("%s uses %s", f, strings.Join(uses, " ")))
+		t.Logf("%s uses %s", f, strings.Join(uses, " "))
 	}
 }

@@ -71,7 +71,6 @@ type JobQueue struct {
 	locks   map[string]string
 	epoch   string
 	buried  map[string]bool
-	leases  uint64
 }
 
 // New returns an empty JobQueue for node, running as incarnation "1".
