@@ -190,3 +190,20 @@ func explain(t *testing.T, g map[string]map[string]bool, knot []string) {
 		t.Logf("%s uses %s", f, strings.Join(uses, " "))
 	}
 }
+
+func TestKnotsAreTheCyclesOfFilesLargestFirst(t *testing.T) {
+	g := map[string]map[string]bool{
+		"a.go": {"b.go": true},
+		"b.go": {"c.go": true, "d.go": true},
+		"c.go": {"a.go": true},
+		"d.go": {"e.go": true},
+		"e.go": {"d.go": true},
+		"f.go": {"a.go": true},
+		"g.go": {},
+	}
+	got := knots(g)
+	want := [][]string{{"a.go", "b.go", "c.go"}, {"d.go", "e.go"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("knots = %v, want %v", got, want)
+	}
+}
