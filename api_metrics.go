@@ -58,50 +58,6 @@ type MetricsOptions struct {
 	Class string
 }
 
-// Metrics are the per-class run metrics of a window of minutes.
-type Metrics struct {
-	// From and To are the first and the last minute read (UTC, To the minute after the
-	// server's current one, for nodes whose clocks run a little ahead).
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
-	// Classes are the classes that ran, the most time taken first (then the most runs, then
-	// by name), at most Top of them.
-	Classes []ClassMetrics `json:"classes"`
-	// Total is how many classes ran in the window (more than len(Classes) when Top cut).
-	Total int `json:"total"`
-	// Invalid counts the stored values that were not counts (not a number, negative, NaN)
-	// and were left out; a huge one counts as the largest int64.
-	Invalid int `json:"invalid,omitempty"`
-	// Truncated says that Redis held more than one read takes (a minute with more than about
-	// 1000 fields, more than 10000 classes): what is shown is a part.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// ClassMetrics are one class's runs in a window.
-type ClassMetrics struct {
-	Class string `json:"class"`
-	// Runs counts every run, the failed ones included; Failed the failed ones; Succeeded the
-	// others.
-	Runs      int64 `json:"runs"`
-	Failed    int64 `json:"failed"`
-	Succeeded int64 `json:"succeeded"`
-	// TotalMS is the milliseconds spent in successful runs; MeanMS TotalMS per successful
-	// run (0 without one).
-	TotalMS int64   `json:"total_ms"`
-	MeanMS  float64 `json:"mean_ms"`
-	// Histogram is, with MetricsOptions.Class, how many successful runs took how long (all
-	// 26 of Sidekiq's buckets, fastest first); nil otherwise.
-	Histogram []MetricsBucket `json:"histogram,omitempty"`
-}
-
-// MetricsBucket is one bucket of a run-time histogram: the runs that took less than UpToMS
-// milliseconds and at least the previous bucket's bound; UpToMS is 0 for the last, open
-// bucket (335 s or more).
-type MetricsBucket struct {
-	UpToMS int64 `json:"up_to_ms"`
-	Runs   int64 `json:"runs"`
-}
-
 // minuteRuns are one class's counts of one minute in one layout.
 type minuteRuns struct{ runs, failed, ms int64 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -116,21 +115,10 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 	return out, nil
 }
 
-// Stats are the processed (successful runs) and failed (failed runs) counters.
-type Stats struct {
-	Processed, Failed int64
-}
-
 // Stats returns the all-time counters.
 func (a *API) Stats(ctx context.Context) (Stats, error) {
 	c, err := a.jq.Stats(ctx)
 	return Stats(c), err
-}
-
-// DayStats are the counters of one UTC day.
-type DayStats struct {
-	Day time.Time
-	Stats
 }
 
 // StatsBetween returns the counters of each UTC day from from to to, inclusive (at most 5
@@ -141,7 +129,7 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 	if to.Before(from) {
 		return nil, fmt.Errorf("exq: api: stats between %s and %s: the range is empty", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	}
-	if to.Sub(from) > stats.DayTTL {
+	if to.Sub(from) > statDayTTL {
 		return nil, fmt.Errorf("exq: api: stats between: at most 5 years of days")
 	}
 	var days []time.Time
@@ -157,12 +145,6 @@ func (a *API) StatsBetween(ctx context.Context, from, to time.Time) ([]DayStats,
 		out[i] = DayStats{Day: d, Stats: Stats(counts[i])}
 	}
 	return out, nil
-}
-
-// SecondStats are the counters of one UTC second (kept for 120 s).
-type SecondStats struct {
-	At time.Time
-	Stats
 }
 
 // Realtime returns the per-second counters of the last two minutes, oldest first: the
@@ -195,7 +177,7 @@ func (a *API) Realtime(ctx context.Context) ([]SecondStats, error) {
 
 // The seconds Realtime reads: as long back as the counters live, and a little ahead.
 const (
-	realtimeWindow = stats.SecondTTL
+	realtimeWindow = statSecondTTL
 	realtimeAhead  = 5 * time.Second
 )
 

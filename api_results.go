@@ -1,9 +1,12 @@
 package exq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/exqgo/exq/internal/flows"
 )
 
 // DefaultResultShown is how many bytes of each result API.Results reads when given no limit.
@@ -62,4 +65,40 @@ func cutRunes(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// Result decodes into dst the result job jid stored; ErrNoResult when there is none (not yet,
+// or expired).
+func (e *Exq) Result(ctx context.Context, jid string, dst any) error {
+	return flows.ReadResult(ctx, e.jq, jid, dst)
+}
+
+// Result decodes into dst the result job jid stored; see Exq.Result.
+func (c *Client) Result(ctx context.Context, jid string, dst any) error {
+	return flows.ReadResult(ctx, c.enq.jq, jid, dst)
+}
+
+// WaitResult waits until job jid has stored its result and decodes it into dst, or returns
+// ctx's error when ctx ends first. It is woken by pub/sub as the result is stored, on any
+// node: request and response over the queue.
+func (e *Exq) WaitResult(ctx context.Context, jid string, dst any) error {
+	return flows.WaitResult(ctx, e.jq, jid, dst)
+}
+
+// WaitResult waits for job jid's result; see Exq.WaitResult.
+func (c *Client) WaitResult(ctx context.Context, jid string, dst any) error {
+	return flows.WaitResult(ctx, c.enq.jq, jid, dst)
+}
+
+// setResult stores v as the result of job jid (SetResult).
+func (e *Exq) setResult(ctx context.Context, jid string, v any) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
+	defer cancel()
+	return flows.SetResult(wctx, e.jq, jid, v, cmp.Or(max(e.opts.ResultMaxBytes, 0), DefaultResultMaxBytes),
+		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
+}
+
+// readResult decodes the result job jid stored (ParentResult).
+func (e *Exq) readResult(ctx context.Context, jid string, dst any) error {
+	return flows.ReadResult(ctx, e.jq, jid, dst)
 }

@@ -148,3 +148,75 @@ func addWorker[A JobArgs](r Registrar, nilFunc bool, w func() Worker) error {
 	}
 	return r.Register(class, w())
 }
+
+// WorkerFor is the registration of fn as the worker of A's class (A's Class method, on its
+// zero value), for Options.Register: each job's one arg is decoded into an A as Typed does.
+// It is AddWorker for a node that is not started yet, so the workers are there before the
+// node fetches its first job:
+//
+//	e, err := exq.Start(ctx, exq.Options{
+//		Register: []exq.Registration{
+//			exq.WorkerFor(sendWelcome), // func(ctx context.Context, job *exq.Job, a Signup) error
+//			exq.WorkerFor(mailer.Invoice),
+//		},
+//	})
+//
+// A func that is nil or an A whose Class is empty (or panics) makes Start fail with
+// ErrInvalidOptions naming the entry.
+func WorkerFor[A JobArgs](fn func(ctx context.Context, job *Job, args A) error) Registration {
+	return registration[A](fn == nil, func() Worker { return Typed(fn) })
+}
+
+// WorkerForResult is WorkerFor for a function that returns a result, stored as TypedResult
+// stores it: a workflow's step, whose dependents read the result with ParentResult, or a job
+// a client waits for with WaitResult. Neither side writes the class string:
+//
+//	exq.WorkerForResult(func(ctx context.Context, job *exq.Job, a Resize) (Image, error) { … })
+//	exq.WorkflowJob{Name: "resize", Args: Resize{Path: "p.png"}}
+func WorkerForResult[A JobArgs, R any](fn func(ctx context.Context, job *Job, args A) (R, error)) Registration {
+	return registration[A](fn == nil, func() Worker { return TypedResult(fn) })
+}
+
+// registration is the Registration of A's class with the worker w builds, or the reason it
+// cannot be made (nilFunc: the function given is nil).
+func registration[A JobArgs](nilFunc bool, w func() Worker) Registration {
+	var zero A
+	class, err := classOf(zero)
+	switch {
+	case err != nil:
+	case class == "":
+		err = fmt.Errorf("%T.Class() is empty", zero)
+	case nilFunc:
+		err = fmt.Errorf("the func for %q is nil", class)
+	}
+	if err != nil {
+		return Registration{Class: class, err: err}
+	}
+	return Registration{Class: class, Worker: w()}
+}
+
+// PeriodicArgs is the PeriodicJob named name that enqueues args, a type that names its class,
+// at every tick of spec: Class is args.Class(), Queue args' Queue method ("default" without
+// one), and Args the one-element list EnqueueArgs writes ([{"kind":"nightly"}]). Set the other
+// fields (Timezone, Description, Queue to override) on the result:
+//
+//	nightly := exq.PeriodicArgs("nightly-report", "0 3 * * *", Report{Kind: "nightly"})
+//	nightly.Timezone = "Europe/Paris"
+//	exq.Options{Periodic: []exq.PeriodicJob{nightly}}
+//
+// A Class method that panics makes the schedule fail its checks (ErrInvalidPeriodic naming
+// Class) where it is used.
+func PeriodicArgs[A JobArgs](name, spec string, args A) PeriodicJob {
+	queue, class, list, _, err := argsJob("periodic", args, nil)
+	return PeriodicJob{Name: name, Spec: spec, Queue: queue, Class: class, Args: list, classErr: err}
+}
+
+// Enqueuer is what application code needs to enqueue jobs. *Exq (a running node) and *Client
+// (enqueue only) implement it, and so do the test doubles in package exqtest, so code that
+// depends on Enqueuer can be tested without Redis.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error)
+	EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error)
+	EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error)
+	EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, error)
+}

@@ -146,7 +146,12 @@ func AddToBatch(ctx context.Context, jobs []JobSpec) ([]string, error) {
 		return nil, fmt.Errorf("exq: add to batch %s: the running job's jid %q is reserved (it begins with %q): %w",
 			job.bid, job.JID, flows.ReservedPrefix, ErrInvalidBatch)
 	}
-	return flows.AddToBatch(ctx, job.node.enq.flowEnv(), job.bid, job.JID, job.node.enq.flowSpecs("add to batch", jobs, nil))
+	return job.node.addToBatch(ctx, job.bid, job.JID, jobs)
+}
+
+// addToBatch adds jobs to batch bid on behalf of its running job jid (AddToBatch).
+func (e *Exq) addToBatch(ctx context.Context, bid, jid string, jobs []JobSpec) ([]string, error) {
+	return flows.AddToBatch(ctx, e.enq.flowEnv(), bid, jid, e.enq.flowSpecs("add to batch", jobs, nil))
 }
 
 // BatchID is the id of the batch the job belongs to ("bid"), or "" for none.

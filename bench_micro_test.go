@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
@@ -226,7 +225,7 @@ func BenchmarkComplete(b *testing.B) {
 	keys := keysFor(ns)
 	jq := testStore(rdb, keys, "bench-node")
 	backup := keys.Backup("bench-node", "default")
-	st := stats.New(nil, 0, nil, nil, false, false) // record touches only the in-memory counters
+	st := newStats(nil, 0, nil, nil, false, false) // record touches only the in-memory counters
 	for _, inFlight := range []int{50, 200} {
 		b.Run(fmt.Sprint(inFlight), func(b *testing.B) {
 			rdb.Del(ctx, backup)
@@ -257,7 +256,7 @@ func BenchmarkComplete(b *testing.B) {
 
 // BenchmarkStatsRecord is the per-job counter update under contention (every worker calls it).
 func BenchmarkStatsRecord(b *testing.B) {
-	st := stats.New(nil, 0, nil, nil, false, false)
+	st := newStats(nil, 0, nil, nil, false, false)
 	b.ReportAllocs()
 	b.SetParallelism(25)
 	b.RunParallel(func(pb *testing.PB) {

@@ -10,21 +10,6 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// Enqueuer is what application code needs to enqueue jobs. *Exq (a running node) and *Client
-// (enqueue only) implement it, and so do the test doubles in package exqtest, so code that
-// depends on Enqueuer can be tested without Redis.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error)
-	EnqueueIn(ctx context.Context, queue, class string, d time.Duration, args any, opts ...EnqueueOption) (string, error)
-	EnqueueAt(ctx context.Context, queue, class string, t time.Time, args any, opts ...EnqueueOption) (string, error)
-	EnqueueAll(ctx context.Context, jobs []JobSpec) ([]EnqueueResult, error)
-}
-
-var (
-	_ Enqueuer = (*Exq)(nil)
-	_ Enqueuer = (*Client)(nil)
-)
-
 // Client enqueues jobs and runs nothing: no goroutines, no fetching, no scheduler (Exq's
 // enqueuer mode). Scheduled jobs and retries come due only where some node runs the
 // scheduler. Create it with NewClient; Close it when done.

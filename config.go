@@ -2,16 +2,21 @@ package exq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/exqgo/exq/internal/cronspec"
 	"github.com/exqgo/exq/internal/names"
 	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // Defaults of Options. They are Exq's unless a field's comment says otherwise.
@@ -40,11 +45,6 @@ const (
 // judged by it, so nodes beating at different rates never take each other for dead. It is the
 // default of Options.ForeignHeartbeatWindow.
 const ForeignHeartbeatWindow = 6 * time.Minute
-
-// NoRetries, as Options.MaxRetries, makes every job enqueued without its own MaxRetries go to
-// the dead set at its first failure (the zero value of the field means DefaultMaxRetries). As
-// exq.MaxRetries(NoRetries) it means the same as exq.MaxRetries(0).
-const NoRetries = -1
 
 // NoDeadJobs, as Options.DeadMaxJobs, keeps no dead jobs at all (the zero value of the field
 // means DefaultDeadMaxJobs).
@@ -665,4 +665,200 @@ func (c *ClientOptions) replicaDefaults() error {
 		return bad("WaitTimeout", "must be shorter than RedisTimeout (%s), got %s", c.RedisTimeout, c.WaitTimeout)
 	}
 	return nil
+}
+
+// ExqBackoff is the default retry delay, Exq's (and classic Sidekiq's) formula:
+// retryCount⁴ + 15 + rand(0..30)·(retryCount+1) seconds, retryCount being 1 for the first
+// retry. 25 retries span about 25 days. A negative retryCount counts as 0, and one above 309
+// as 309 (about 289 years), the largest whose delay fits in a time.Duration: a job with a
+// hostile retry_count never gets a delay that overflows into the past.
+func ExqBackoff(retryCount int, _ *Job) time.Duration {
+	n := float64(min(max(retryCount, 0), maxBackoffCount))
+	sec := math.Pow(n, 4) + 15 + float64(rand.IntN(31))*(n+1)
+	return time.Duration(sec * float64(time.Second))
+}
+
+// maxBackoffCount is the largest retry count whose Exq backoff, random part included, fits in
+// a time.Duration: 309⁴ + 15 + 30·310 s < 2⁶³ ns < 310⁴ s.
+const maxBackoffCount = 309
+
+// DefaultRegisterGrace is Options.RegisterGrace's default.
+const DefaultRegisterGrace = 10 * time.Second
+
+// NoRegisterGrace, as Options.RegisterGrace, makes a job whose class has no worker fail at
+// once, from the node's start on (the zero value of the field means DefaultRegisterGrace).
+const NoRegisterGrace = -1
+
+// Registration is one worker given to Start in Options.Register: the class it runs and the
+// Worker. WorkerFor builds one from a typed function; a literal works for any Worker:
+//
+//	exq.Registration{Class: "Billing::Invoice", Worker: exq.Typed(invoice)}
+//
+// The ways to register a worker, one per case (docs/jobs.md, "Registering workers"):
+//   - at start, for an args type with Class(): Options.Register with WorkerFor(fn), the
+//     recommended way (WorkerForResult(fn) for a function that returns a result);
+//   - at start, for a class string chosen elsewhere or any Worker: Options.Register with a
+//     Registration literal (Typed(fn) for typed args; Options.Workers, a map, does the same);
+//   - while the node runs: AddWorker(e, fn) (AddWorkerResult) for an args type with Class(),
+//     e.Register(class, w) for any other Worker;
+//   - in a test: AddWorker (or Register) on an exqtest double.
+type Registration struct {
+	// Class is the job class the worker runs ("MyApp.Signup", "Billing::Invoice").
+	Class string
+	// Worker runs the jobs of Class.
+	Worker Worker
+
+	err error // what WorkerFor could not build; Start reports it naming the field
+}
+
+// check reports what makes r unusable.
+func (r Registration) check() error {
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.Class == "":
+		return errors.New("class is empty")
+	case r.Worker == nil:
+		return fmt.Errorf("class %q has a nil worker", r.Class)
+	}
+	return nil
+}
+
+// checkRegistrations validates Options.Workers and Options.Register together: no entry is
+// incomplete and no class has two workers.
+func checkRegistrations(ws map[string]Worker, regs []Registration) error {
+	for i, r := range regs {
+		field := fmt.Sprintf("Register[%d]", i)
+		if err := r.check(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidOptions, field, err)
+		}
+		if _, ok := ws[r.Class]; ok {
+			return fmt.Errorf("%w: %s: %w: %q is in Workers too", ErrInvalidOptions, field, ErrAlreadyRegistered, r.Class)
+		}
+		for j := range i {
+			if regs[j].Class == r.Class {
+				return fmt.Errorf("%w: %s: %w: %q is Register[%d] too", ErrInvalidOptions, field, ErrAlreadyRegistered, r.Class, j)
+			}
+		}
+	}
+	return nil
+}
+
+// PeriodicJob is a schedule: a job of Class with Args goes to Queue at every tick of Spec,
+// exactly once per tick however many nodes run (docs/queues.md, "Periodic jobs"). Schedules live in
+// Redis in sidekiq-cron 1.x's layout, so Sidekiq processes running sidekiq-cron share them.
+type PeriodicJob struct {
+	// Name identifies the schedule in the namespace. It may not contain "/" or "$" (Sidekiq
+	// Web could not reach it) nor end in ":enqueued" or ":jid_history".
+	Name string `json:"name"`
+	// Spec is when it runs: a cron line of 5 fields (minute hour day month weekday) or 6 with
+	// the seconds first, with an optional time zone name at the end ("0 9 * * 1-5
+	// Europe/Paris"); or @yearly, @monthly, @weekly, @daily, @midnight, @hourly; or "@every
+	// 30s" where the interval divides a minute, an hour or a day (stored as the cron line it
+	// stands for, "*/30 * * * * *", so that sidekiq-cron reads it too).
+	Spec string `json:"spec"`
+	// Queue the jobs go to. Default "default".
+	Queue string `json:"queue"`
+	// Class is the worker class of the jobs.
+	Class string `json:"class"`
+	// Args must encode to a JSON array; nil is the empty list.
+	Args any `json:"args,omitempty"`
+	// Timezone is an IANA zone name ("America/New_York") the Spec's times are in, when the
+	// Spec names none. Default: the process's local zone (TZ), which is also sidekiq-cron's.
+	Timezone string `json:"timezone,omitempty"`
+	// Description is shown by Sidekiq Web's Cron tab.
+	Description string `json:"description,omitempty"`
+	// Disabled creates the schedule disabled. It applies only when the schedule is new: an
+	// existing schedule keeps the status it has in Redis (enable and disable it with the API,
+	// the CLI or Sidekiq Web).
+	Disabled bool `json:"disabled,omitempty"`
+
+	classErr error // PeriodicArgs could not read the class
+}
+
+// DefaultPeriodicGrace is how late a tick may still be enqueued (Options.PeriodicGrace): a
+// tick missed because no node ran is enqueued when a node starts within this long after it.
+// It is sidekiq-cron's own limit.
+const DefaultPeriodicGrace = time.Minute
+
+// storedSpec is the cron line exq writes for p: @every turned into the cron line it stands
+// for, and Timezone appended when the spec names no zone, so every reader (sidekiq-cron too)
+// computes the same ticks.
+func (p PeriodicJob) storedSpec() (string, error) {
+	line, _, err := cronspec.Every(p.Spec)
+	if err != nil || p.Timezone == "" {
+		return line, err
+	}
+	if d, ok := cronspec.Descriptors[line]; ok {
+		line = d
+	}
+	if fields := strings.Fields(line); len(fields) > 0 && !cronspec.ZoneLike(fields[len(fields)-1]) {
+		line += " " + p.Timezone
+	}
+	return line, nil
+}
+
+// check validates p and returns its stored spec and parsed schedule. Errors name the field.
+func (p PeriodicJob) check() (string, cronspec.Schedule, error) {
+	bad := func(field, format string, a ...any) (string, cronspec.Schedule, error) {
+		return "", cronspec.Schedule{}, fmt.Errorf("%w %q: %s: %s", ErrInvalidPeriodic, p.Name, field, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case p.Name == "":
+		return bad("Name", "is empty")
+	case strings.ContainsAny(p.Name, "/$"):
+		return bad("Name", `must not contain "/" or "$" (Sidekiq Web could not reach it)`)
+	case strings.HasSuffix(p.Name, ":enqueued") || strings.HasSuffix(p.Name, ":jid_history"):
+		return bad("Name", "must not end in :enqueued or :jid_history (the keys of another schedule)")
+	case p.classErr != nil:
+		return bad("Class", "%v", p.classErr)
+	case p.Class == "":
+		return bad("Class", "is empty")
+	}
+	if err := names.CheckQueue(p.queue()); err != nil {
+		return bad("Queue", "%v", err)
+	}
+	if _, err := wire.EncodeArgs(p.Args); err != nil {
+		return bad("Args", "%v", err)
+	}
+	line, err := p.storedSpec()
+	if err != nil {
+		return bad("Spec", "%v", err)
+	}
+	if p.Timezone != "" {
+		if _, err := time.LoadLocation(p.Timezone); err != nil {
+			return bad("Timezone", "%v", err)
+		}
+	}
+	s, err := cronspec.Parse(line, "")
+	if err != nil {
+		return bad("Spec", "%v", err)
+	}
+	return line, s, nil
+}
+
+func (p PeriodicJob) queue() string {
+	if p.Queue == "" {
+		return DefaultQueue
+	}
+	return p.Queue
+}
+
+// stored is p as the store saves it at now: line is its stored spec, s its schedule. The
+// ticks before now as exq sees them, and as sidekiq-cron does (the latest at or before the
+// second before now), are passed along: a poll of either in this second must not fire a tick
+// from before.
+func (p PeriodicJob) stored(line string, s cronspec.Schedule, now time.Time) (store.CronJob, error) {
+	args, err := wire.EncodeArgs(p.Args)
+	if err != nil {
+		return store.CronJob{}, err
+	}
+	var prev []string
+	for _, at := range []time.Time{now, now.Truncate(time.Second).Add(-time.Second)} {
+		if t := s.Latest(at); !t.IsZero() && !slices.Contains(prev, wire.CronTick(t)) {
+			prev = append(prev, wire.CronTick(t))
+		}
+	}
+	return store.CronJob{Name: p.Name, Class: p.Class, Queue: p.queue(), Description: p.Description, Spec: line,
+		Args: args, Disabled: p.Disabled, Prev: prev}, nil
 }

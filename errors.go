@@ -275,3 +275,64 @@ func (e *invalidJobError) Error() string { return "exq: " + e.op + ": " + e.msg 
 func (e *invalidJobError) Is(target error) bool {
 	return target == ErrInvalidJob || (e.tooLarge && target == ErrJobTooLarge)
 }
+
+// ErrArgsDecode is matched (errors.Is) by an *ArgsDecodeError: the failure of a job whose args
+// cannot be decoded into what its worker takes.
+var ErrArgsDecode = errors.New("exq: args do not decode")
+
+// ArgsDecodeError is the failure of a job whose args cannot be decoded into what its worker
+// takes: not a JSON array, a count other than the worker's, or an arg of another shape (a
+// Typed, WorkerFor, AddWorker or TypedResult worker given [1,2] for a struct, or Job.Bind's
+// error returned by a worker). Decoding the same args again fails the same way, so the job
+// goes to the dead set at once, whatever its retries, with error_class "exq.ArgsDecodeError"
+// (search the dead set, the logs or Sidekiq Web for it). Fix the producer or the worker, then
+// requeue the job from the dead set. It matches ErrArgsDecode.
+type ArgsDecodeError struct {
+	// Class is the job's class.
+	Class string
+
+	msg string // what did not decode; "" when err says it all
+	err error  // encoding/json's, when it said why, or Job.Bind's
+}
+
+func (e *ArgsDecodeError) Error() string {
+	switch {
+	case e.msg == "": // Job.Bind's error, worded already
+		return e.err.Error()
+	case e.err == nil:
+		return "exq: " + e.msg
+	}
+	return "exq: " + e.msg + ": " + e.err.Error()
+}
+
+// Unwrap returns the error that said why (encoding/json's), if any.
+func (e *ArgsDecodeError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, ErrArgsDecode) hold.
+func (e *ArgsDecodeError) Is(target error) bool { return target == ErrArgsDecode }
+
+// ErrorClass reports "exq.ArgsDecodeError" as the job's error_class.
+func (e *ArgsDecodeError) ErrorClass() string { return "exq.ArgsDecodeError" }
+
+// storedMessage leaves out the "exq: " prefix, as error_class says it is exq's.
+func (e *ArgsDecodeError) storedMessage() string { return strings.TrimPrefix(e.Error(), "exq: ") }
+
+// permanent reports whether err is a failure that no retry can mend: the job goes to the dead
+// set at once.
+func permanent(err error) bool {
+	var a *ArgsDecodeError
+	return errors.As(err, &a)
+}
+
+// Snooze, returned by a worker, puts its job back to run again after d (Exq's snooze). It is
+// not a failure: retry_count stays, the run counts as processed, and a unique lock held until
+// success is kept. The job waits in the retry set, with error_message "Snoozed for <d> seconds".
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
+
+// SnoozeError is the value Snooze returns; middleware can recognise it with errors.As.
+type SnoozeError struct {
+	// Delay is how long the job waits before it runs again.
+	Delay time.Duration
+}
+
+func (s *SnoozeError) Error() string { return fmt.Sprintf("exq: snoozed for %s", s.Delay) }

@@ -64,7 +64,6 @@ import (
 	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/scheduler"
 	"github.com/exqgo/exq/internal/serverclock"
-	"github.com/exqgo/exq/internal/stats"
 	"github.com/exqgo/exq/internal/store"
 )
 
@@ -79,9 +78,9 @@ type Exq struct {
 	jq       *store.Store
 	enq      *enqueuer
 	registry *registry.Registry[Worker]
-	handler  Handler
 	mgr      *manager
-	stats    *stats.Stats
+	runner   *runner
+	stats    *stats
 	acker    *acker.Acker
 	events   listeners // Options.Listeners
 	pinger   *presence.Pinger
@@ -163,12 +162,16 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.enq = &enqueuer{jq: e.jq, now: o.now, maxRetries: o.MaxRetries, events: e.events, hooks: o.EnqueueHooks,
 		unit: stampUnit(o.MillisecondTimestamps)}
 	e.registry = newRegistry(o.Workers, o.Register, o.RegisterGrace)
-	e.handler = chain(e.callWorker, o.Middleware)
-	e.stats = stats.New(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
+	e.stats = newStats(e.jq, o.statsInterval, o.now, e.log, o.DisableStats, o.DisableMetrics)
 	e.acker = acker.New(e.jq, o.RedisTimeout, e.log)
-	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, perform: e.process, dequeuer: o.Dequeuer,
+	e.mgr = newManager(managerParts{jq: e.jq, acker: e.acker, dequeuer: o.Dequeuer,
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
+	e.runner = newRunner(runnerParts{jq: e.jq, acker: e.acker, registry: e.registry, stats: e.stats, events: e.events, node: e,
+		release: e.mgr.release, setJID: e.mgr.setJID, done: e.done, graceOver: e.graceOver, middleware: o.Middleware,
+		now: o.now, log: e.log, maxRetries: o.MaxRetries, jobTimeout: o.JobTimeout, redisTimeout: o.RedisTimeout,
+		deadTimeout: o.DeadTimeout, deadMaxJobs: o.DeadMaxJobs, defaultBackoff: o.Backoff, unit: e.enq.unit})
+	e.mgr.perform = e.runner.process // the manager hands each fetched job to the runner
 	e.pinger = presence.New(presence.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
 		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,
 		PingEvery: o.pingInterval, Now: o.now, Log: e.log, OnPing: onPing((&flows.ForeignWatch{Store: e.jq, Log: e.log, Report: func(r flows.ForeignRun) {
@@ -614,3 +617,8 @@ func (e *Exq) savePeriodic(ctx context.Context) error {
 	}
 	return nil
 }
+
+var (
+	_ Enqueuer = (*Exq)(nil)
+	_ Enqueuer = (*Client)(nil)
+)

@@ -116,8 +116,8 @@ func TestBackoffOptionReturningNegativeHugeOrPanickingGivesAFutureDueTime(t *tes
 			time.Duration(309*309*309*309+15) * time.Second, time.Duration(309*309*309*309+15+30*310) * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Exq{opts: settings{Options: Options{Backoff: tc.backoff}}, log: testLogger()}
-			d := e.backoff(tc.n, &Job{})
+			rn := newRunner(runnerParts{defaultBackoff: tc.backoff, log: testLogger()})
+			d := rn.backoff(tc.n, &Job{}, errors.New("boom"))
 			assert.GreaterOrEqual(t, d, tc.lo)
 			assert.LessOrEqual(t, d, tc.hi)
 			now := time.Unix(1796010415, 0)

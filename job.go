@@ -1,6 +1,7 @@
 package exq
 
 import (
+	"context"
 	"encoding/json"
 	"sync/atomic"
 	"time"
@@ -49,8 +50,16 @@ type Job struct {
 	// the node running it (nil outside a node), for AddToBatch and SetResult; progress is its
 	// run's, for SetProgress.
 	bid, wf, wfJob string
-	node           *Exq
+	node           jobNode
 	progress       *atomic.Pointer[wire.Progress]
+}
+
+// jobNode is what a running job's own calls (SetResult, ParentResult, AddToBatch) reach of the
+// node that runs it: *Exq.
+type jobNode interface {
+	setResult(ctx context.Context, jid string, v any) error
+	readResult(ctx context.Context, jid string, dst any) error
+	addToBatch(ctx context.Context, bid, jid string, jobs []JobSpec) ([]string, error)
 }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.
@@ -106,3 +115,69 @@ func (j *Job) fill(h wire.Header, raw, queue string, nodeMaxRetries int) {
 		j.ErrorClass = *h.ErrorClass
 	}
 }
+
+// Worker runs jobs of one class. Perform returns nil when the job succeeded; an error (or a
+// panic) makes it a failure that is retried with backoff or, once its retries are used up,
+// moved to the dead set. ctx ends when the node stops and the shutdown grace period is over.
+//
+// A Worker may also have a Timeout() time.Duration method (its run time, instead of
+// Options.JobTimeout; negative means none) and a NextRetry(job *Job, err error) time.Duration
+// method (the delay before the coming retry after err, instead of Options.Backoff; zero or
+// less leaves it to Options.Backoff).
+type Worker interface {
+	Perform(ctx context.Context, job *Job) error
+}
+
+// WorkerFunc lets a plain function be a Worker. Middleware calls the same type Handler.
+type WorkerFunc func(ctx context.Context, job *Job) error
+
+// Perform calls f.
+func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
+
+// jobKey is the context key of the running job.
+type jobKey struct{}
+
+// JobFromContext returns the job whose run ctx belongs to, or nil outside a job, for code
+// below a worker that has only its ctx (a worker itself gets the *Job).
+func JobFromContext(ctx context.Context) *Job {
+	j, _ := ctx.Value(jobKey{}).(*Job)
+	return j
+}
+
+// outcome is what the engine stored for one run of a job, reported to the functions that
+// middleware registered with Job.onOutcome (LogJobs).
+type outcome struct {
+	name       string    // done, retry, dead, snoozed, handed back, rescued, left in backup
+	retryCount int       // the job's retry_count as stored
+	at         time.Time // when it runs again (retry, snoozed)
+	err        error     // the failure (retry, dead, left in backup); nil otherwise
+	errorClass string    // error_class as stored, with err
+}
+
+// storedIf is o when its write succeeded (ok), else "left in backup": the document in the
+// backup list, unchanged, keeps the retry_count it had before the run.
+func (o outcome) storedIf(ok bool, before int) outcome {
+	if !ok {
+		o.name, o.retryCount, o.at = "left in backup", before, time.Time{}
+	}
+	return o
+}
+
+// onOutcome registers f to be called once the run's outcome is stored.
+func (j *Job) onOutcome(f func(outcome)) { j.outcomeHooks = append(j.outcomeHooks, f) }
+
+// UniqueUntilMode says when a unique job's lock is released.
+type UniqueUntilMode string
+
+// The release points of a unique lock (Exq's unique_until).
+const (
+	// UntilSuccess releases the lock when the job succeeds or dies; retries and snoozes keep
+	// it. A duplicate is refused while the job waits, runs and retries.
+	UntilSuccess UniqueUntilMode = "success"
+	// UntilStart releases the lock just before the job's first run, so a duplicate may be
+	// enqueued while it runs. A duplicate is refused while the job waits.
+	UntilStart UniqueUntilMode = "start"
+	// UntilExpiry never releases the lock: it expires UniqueOpts.For after the job's enqueue
+	// (or due) time. At most one such job per For: "once per hour" is UntilExpiry.
+	UntilExpiry UniqueUntilMode = "expiry"
+)

@@ -107,7 +107,7 @@ type manager struct {
 
 // managerParts are what a manager is built from.
 type managerParts struct {
-	jq          *store.Store
+	jq          managerQueue
 	acker       *acker.Acker
 	perform     func(*run)        // runs one job to its end, then calls release
 	dequeuer    Dequeuer          // Options.Dequeuer; nil: the local concurrency alone
@@ -118,6 +118,23 @@ type managerParts struct {
 	idle        *store.IdleWaiter // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
+}
+
+// managerQueue is the JobQueue as the manager uses it (jobqueue.go).
+type managerQueue interface {
+	// Fetch takes up to N jobs of each request's queue into this node's backup lists.
+	Fetch(ctx context.Context, reqs []store.FetchReq, leaseTTL, patience time.Duration) (store.FetchRes, error)
+	// BackupList reads this node's backup list of queue, newest first.
+	BackupList(ctx context.Context, queue string) ([]string, error)
+	// Requeue moves raws from this node's backup list of queue back to the queue's front.
+	Requeue(ctx context.Context, queue string, raws []string) (int, error)
+	// RecoverBackup moves this node's whole backup list of queue back to the queue.
+	RecoverBackup(ctx context.Context, queue string) (int, error)
+	// StopWaiting removes this node from the lease waiters of queues.
+	StopWaiting(ctx context.Context, queues []string) error
+	// LeaseMember names this node's n-th lease; Node is this node's id.
+	LeaseMember(n uint64) string
+	Node() string
 }
 
 func newManager(parts managerParts, queues []Queue) *manager {

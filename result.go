@@ -1,7 +1,6 @@
 package exq
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -58,24 +57,7 @@ func SetResult(ctx context.Context, v any) error {
 	if job == nil || job.node == nil {
 		return fmt.Errorf("exq: set result: not in a running job: %w", ErrNoResult)
 	}
-	e := job.node
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.RedisTimeout)
-	defer cancel()
-	return flows.SetResult(wctx, e.jq, job.JID, v, cmp.Or(max(e.opts.ResultMaxBytes, 0), DefaultResultMaxBytes),
-		cmp.Or(e.opts.ResultTTL, DefaultResultTTL))
-}
-
-// TypedResult is Typed for a worker that returns a result: on success (a nil error) the result
-// is stored as by SetResult before the job counts as succeeded, so a client waiting for it
-// and a workflow's dependents find it. A result that cannot be stored fails the run.
-func TypedResult[A, R any](f func(ctx context.Context, job *Job, args A) (R, error)) Worker {
-	return Typed(func(ctx context.Context, job *Job, args A) error {
-		r, err := f(ctx, job, args)
-		if err != nil {
-			return err
-		}
-		return SetResult(ctx, r)
-	})
+	return job.node.setResult(ctx, job.JID, v)
 }
 
 // ParentResult decodes into dst the result stored by parent, a job the workflow job running
@@ -91,28 +73,5 @@ func ParentResult(ctx context.Context, parent string, dst any) error {
 	if !ok {
 		return fmt.Errorf("exq: parent result: job %q of workflow %s does not depend on %q", job.wfJob, job.wf, parent)
 	}
-	return flows.ReadResult(ctx, job.node.jq, jid, dst)
-}
-
-// Result decodes into dst the result job jid stored; ErrNoResult when there is none (not yet,
-// or expired).
-func (e *Exq) Result(ctx context.Context, jid string, dst any) error {
-	return flows.ReadResult(ctx, e.jq, jid, dst)
-}
-
-// Result decodes into dst the result job jid stored; see Exq.Result.
-func (c *Client) Result(ctx context.Context, jid string, dst any) error {
-	return flows.ReadResult(ctx, c.enq.jq, jid, dst)
-}
-
-// WaitResult waits until job jid has stored its result and decodes it into dst, or returns
-// ctx's error when ctx ends first. It is woken by pub/sub as the result is stored, on any
-// node: request and response over the queue.
-func (e *Exq) WaitResult(ctx context.Context, jid string, dst any) error {
-	return flows.WaitResult(ctx, e.jq, jid, dst)
-}
-
-// WaitResult waits for job jid's result; see Exq.WaitResult.
-func (c *Client) WaitResult(ctx context.Context, jid string, dst any) error {
-	return flows.WaitResult(ctx, c.enq.jq, jid, dst)
+	return job.node.readResult(ctx, jid, dst)
 }

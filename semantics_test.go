@@ -123,10 +123,10 @@ func TestTimeoutCancelsTheJobAndRetriesIt(t *testing.T) {
 
 func TestTimeoutForPrefersTheWorkersOwn(t *testing.T) {
 	t.Parallel()
-	e := &Exq{opts: settings{Options: Options{JobTimeout: time.Minute}}}
-	assert.Equal(t, time.Minute, e.timeoutFor(WorkerFunc(nil)))
-	assert.Equal(t, time.Second, e.timeoutFor(slowWorker{timeout: time.Second}))
-	assert.Equal(t, time.Minute, e.timeoutFor(slowWorker{timeout: 0}), "0 means the node's default")
-	assert.Equal(t, time.Duration(0), e.timeoutFor(slowWorker{timeout: -1}), "negative means none")
-	assert.Equal(t, time.Minute, e.timeoutFor(nil))
+	rn := newRunner(runnerParts{jobTimeout: time.Minute})
+	assert.Equal(t, time.Minute, rn.timeoutFor(WorkerFunc(nil)))
+	assert.Equal(t, time.Second, rn.timeoutFor(slowWorker{timeout: time.Second}))
+	assert.Equal(t, time.Minute, rn.timeoutFor(slowWorker{timeout: 0}), "0 means the node's default")
+	assert.Equal(t, time.Duration(0), rn.timeoutFor(slowWorker{timeout: -1}), "negative means none")
+	assert.Equal(t, time.Minute, rn.timeoutFor(nil))
 }

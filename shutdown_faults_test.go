@@ -103,7 +103,7 @@ func TestAJobHandedBackBeforeItsWorkerStartedDoesNotRun(t *testing.T) {
 	// Stop's hand-back claims the job before a worker goroutine picked it up.
 	require.True(t, r.handBack())
 	r.ctx.Cancel(errShutdown)
-	e.process(r)
+	e.runner.process(r)
 	assert.Zero(t, rec.count(), "the worker never runs a job that is back in its queue")
 	assert.Zero(t, e.mgr.inFlight(), "its slot is free")
 }

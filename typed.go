@@ -3,9 +3,7 @@ package exq
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/exqgo/exq/internal/bind"
 )
@@ -49,50 +47,15 @@ func (t typedWorker[A]) Perform(ctx context.Context, job *Job) error {
 	return t.f(ctx, job, a)
 }
 
-// ErrArgsDecode is matched (errors.Is) by an *ArgsDecodeError: the failure of a job whose args
-// cannot be decoded into what its worker takes.
-var ErrArgsDecode = errors.New("exq: args do not decode")
-
-// ArgsDecodeError is the failure of a job whose args cannot be decoded into what its worker
-// takes: not a JSON array, a count other than the worker's, or an arg of another shape (a
-// Typed, WorkerFor, AddWorker or TypedResult worker given [1,2] for a struct, or Job.Bind's
-// error returned by a worker). Decoding the same args again fails the same way, so the job
-// goes to the dead set at once, whatever its retries, with error_class "exq.ArgsDecodeError"
-// (search the dead set, the logs or Sidekiq Web for it). Fix the producer or the worker, then
-// requeue the job from the dead set. It matches ErrArgsDecode.
-type ArgsDecodeError struct {
-	// Class is the job's class.
-	Class string
-
-	msg string // what did not decode; "" when err says it all
-	err error  // encoding/json's, when it said why, or Job.Bind's
-}
-
-func (e *ArgsDecodeError) Error() string {
-	switch {
-	case e.msg == "": // Job.Bind's error, worded already
-		return e.err.Error()
-	case e.err == nil:
-		return "exq: " + e.msg
-	}
-	return "exq: " + e.msg + ": " + e.err.Error()
-}
-
-// Unwrap returns the error that said why (encoding/json's), if any.
-func (e *ArgsDecodeError) Unwrap() error { return e.err }
-
-// Is makes errors.Is(err, ErrArgsDecode) hold.
-func (e *ArgsDecodeError) Is(target error) bool { return target == ErrArgsDecode }
-
-// ErrorClass reports "exq.ArgsDecodeError" as the job's error_class.
-func (e *ArgsDecodeError) ErrorClass() string { return "exq.ArgsDecodeError" }
-
-// storedMessage leaves out the "exq: " prefix, as error_class says it is exq's.
-func (e *ArgsDecodeError) storedMessage() string { return strings.TrimPrefix(e.Error(), "exq: ") }
-
-// permanent reports whether err is a failure that no retry can mend: the job goes to the dead
-// set at once.
-func permanent(err error) bool {
-	var a *ArgsDecodeError
-	return errors.As(err, &a)
+// TypedResult is Typed for a worker that returns a result: on success (a nil error) the result
+// is stored as by SetResult before the job counts as succeeded, so a client waiting for it
+// and a workflow's dependents find it. A result that cannot be stored fails the run.
+func TypedResult[A, R any](f func(ctx context.Context, job *Job, args A) (R, error)) Worker {
+	return Typed(func(ctx context.Context, job *Job, args A) error {
+		r, err := f(ctx, job, args)
+		if err != nil {
+			return err
+		}
+		return SetResult(ctx, r)
+	})
 }

@@ -4,80 +4,123 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
+	"github.com/exqgo/exq/internal/acker"
+	"github.com/exqgo/exq/internal/registry"
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// Worker runs jobs of one class. Perform returns nil when the job succeeded; an error (or a
-// panic) makes it a failure that is retried with backoff or, once its retries are used up,
-// moved to the dead set. ctx ends when the node stops and the shutdown grace period is over.
-type Worker interface {
-	Perform(ctx context.Context, job *Job) error
+// runner runs the jobs the manager fetched, one run at a time per worker goroutine, to their
+// end: decode, middleware and worker, outcome written (retry.go), slot freed. It is the one way
+// through a run, built from the parts it uses (runnerParts), as the manager is, and it reaches
+// Redis only through its JobQueue (runQueue) and the acker built on the same.
+type runner struct {
+	runnerParts
+	handler Handler // the middleware chain around callWorker
 }
 
-// WorkerFunc lets a plain function be a Worker. Middleware calls the same type Handler.
-type WorkerFunc func(ctx context.Context, job *Job) error
+// runnerParts are what a runner is built from.
+type runnerParts struct {
+	jq       runQueue
+	acker    *acker.Acker               // acknowledges jobs that succeeded, in pipelines
+	registry *registry.Registry[Worker] // the workers, by class
+	stats    runStats                   // processed and failed counters, per class too
+	events   listeners                  // Options.Listeners
+	node     jobNode                    // the node, for a job's own calls (SetResult, AddToBatch)
+	release  func(*run)                 // frees the run's slot (manager.release); every run ends there
+	setJID   func(r *run, jid string)   // records the decoded jid, for a CANCEL (manager.setJID)
+	// done is closed when the node is asked to stop; graceOver when the shutdown grace
+	// period is over, after which an outcome that Redis does not take is left in the backup list.
+	done, graceOver <-chan struct{}
+	// after is persist's wait between two attempts (time.After).
+	after      func(time.Duration) <-chan time.Time
+	middleware []Middleware
+	now        func() time.Time // the Redis server's clock
+	log        *slog.Logger
 
-// Perform calls f.
-func (f WorkerFunc) Perform(ctx context.Context, job *Job) error { return f(ctx, job) }
+	// From Options.
+	maxRetries     int
+	jobTimeout     time.Duration
+	redisTimeout   time.Duration
+	deadTimeout    time.Duration
+	deadMaxJobs    int
+	defaultBackoff func(n int, job *Job) time.Duration // Options.Backoff
+	unit           wire.TimeUnit                       // of the failure timestamps written
+}
+
+// runStats is the Stats component as a run records into it.
+type runStats interface {
+	Record(ok bool, now time.Time)
+	RecordRun(ok bool, now time.Time, class string, took time.Duration)
+}
+
+func newRunner(parts runnerParts) *runner {
+	rn := &runner{runnerParts: parts}
+	if rn.after == nil {
+		rn.after = time.After
+	}
+	rn.handler = chain(rn.callWorker, parts.middleware)
+	return rn
+}
 
 // process runs one fetched job to its end: decode, middleware and worker, outcome written,
 // slot freed. Nothing a job does can kill the node or leak its slot.
-func (e *Exq) process(r *run) {
-	defer e.mgr.release(r)
+func (rn *runner) process(r *run) {
+	defer rn.release(r)
 	if !r.begin() {
 		return // handed back to its queue at shutdown before it started
 	}
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {
 		if r.claim() {
-			e.stats.Record(false, e.opts.now())
-			e.deadLetterPoison(r, err)
-			if e.events.has() {
-				e.events.emit(Event{Kind: JobDied, Queue: r.queue, Err: err})
+			rn.stats.Record(false, rn.now())
+			rn.deadLetterPoison(r, err)
+			if rn.events.has() {
+				rn.events.emit(Event{Kind: JobDied, Queue: r.queue, Err: err})
 			}
 		}
 		return
 	}
 	job := &r.job
-	job.fill(h, r.raw, r.queue, e.opts.MaxRetries)
+	job.fill(h, r.raw, r.queue, rn.maxRetries)
 	if n := len(h.Args); n <= len(r.args) {
 		copy(r.args[:], h.Args)
 		job.Args = r.args[:n:n] // full, so that an append by the worker copies
 	} else {
 		job.Args = json.RawMessage(h.Args)
 	}
-	job.node, job.progress = e, &r.progress
-	e.mgr.setJID(r, job.JID)
-	job.worker, _ = e.registry.Lookup(job.Class)
-	if job.worker == nil && e.registry.Registering() && e.awaitWorker(r, job) {
+	job.node, job.progress = rn.node, &r.progress
+	rn.setJID(r, job.JID)
+	job.worker, _ = rn.registry.Lookup(job.Class)
+	if job.worker == nil && rn.registry.Registering() && rn.awaitWorker(r, job) {
 		return // back in its queue: its worker is not registered yet
 	}
 	if job.uniqueToken != "" && job.uniqueUntil == UntilStart && job.RetryCount == 0 {
-		e.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
+		rn.unlock(job) // before the first run only: a duplicate may be enqueued while it runs
 	}
 	r.ctx.Set(jobKey{}, job) // for JobFromContext
 	var ctx context.Context = &r.ctx
-	timeout := e.timeoutFor(job.worker)
+	timeout := rn.timeoutFor(job.worker)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
 	}
 	began := time.Now() // for the run metrics and the events
-	if e.events.has() {
+	if rn.events.has() {
 		// A write of this node that made the job runnable reports its event first.
-		e.events.order.Wait(job.JID, e.opts.RedisTimeout)
+		rn.events.order.Wait(job.JID, rn.redisTimeout)
 		began = time.Now()
-		e.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
+		rn.events.emit(Event{Kind: JobStarted, Time: began, Queue: job.Queue, Class: job.Class, JID: job.JID, RetryCount: job.RetryCount})
 	}
-	err = e.perform(ctx, job)
-	if e.events.has() {
+	err = rn.perform(ctx, job)
+	if rn.events.has() {
 		// The outcome's write may make the job runnable again (a retry, a snooze): its next
 		// run on this node reports JobStarted after this run's outcome.
-		defer e.events.order.Hold(job.JID)()
+		defer rn.events.order.Hold(job.JID)()
 	}
 	if !r.claim() {
 		// Handed back to its queue at shutdown: not an outcome.
@@ -85,12 +128,12 @@ func (e *Exq) process(r *run) {
 		if r.orphaned() {
 			// This node was buried while the job ran, and the job rescued: it runs again.
 			out.name = "rescued"
-			e.log.Warn("exq: a job ended on a node that had been taken for dead; its outcome is not written, the rescued job runs again",
+			rn.log.Warn("exq: a job ended on a node that had been taken for dead; its outcome is not written, the rescued job runs again",
 				"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
 		}
-		e.reportOutcome(job, out)
-		if e.events.has() {
-			e.events.jobOutcome(job, out, time.Since(began))
+		rn.reportOutcome(job, out)
+		if rn.events.has() {
+			rn.events.jobOutcome(job, out, time.Since(began))
 		}
 		return
 	}
@@ -98,16 +141,16 @@ func (e *Exq) process(r *run) {
 	switch {
 	case errors.Is(r.ctx.Cause(), errCanceled):
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
-		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
-		out = e.bury(r, job, "Canceled", "exq.Canceled")
+		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
+		out = rn.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
-		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
-		out = e.fail(r, job, &TimeoutError{After: timeout, Err: err})
+		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
+		out = rn.fail(r, job, &TimeoutError{After: timeout, Err: err})
 	case err == nil:
-		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began))
+		rn.stats.RecordRun(true, rn.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
-		if !e.settle(r, job, store.RunSucceeded) { // its batch or workflow first (flows.go)
+		if !rn.settle(r, job, store.RunSucceeded) { // its batch or workflow first (settle)
 			out = out.storedIf(false, job.RetryCount)
 			break
 		}
@@ -116,23 +159,23 @@ func (e *Exq) process(r *run) {
 			token = job.uniqueToken
 		}
 		if token == "" {
-			e.acker.Submit(r.queue, r.raw, r.epoch)
+			rn.acker.Submit(r.queue, r.raw, r.epoch)
 			break
 		}
-		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
-			return e.jq.Ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
+		ok := rn.persist(r, "acknowledge", func(ctx context.Context) error {
+			return rn.jq.Ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
 	case snoozeOf(err) != nil:
-		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
-		out = e.snooze(r, job, snoozeOf(err).Delay)
+		rn.stats.RecordRun(true, rn.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
+		out = rn.snooze(r, job, snoozeOf(err).Delay)
 	default:
-		e.stats.RecordRun(false, e.opts.now(), job.Class, time.Since(began))
-		out = e.fail(r, job, err)
+		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
+		out = rn.fail(r, job, err)
 	}
-	e.reportOutcome(job, out)
-	if e.events.has() {
-		e.events.jobOutcome(job, out, time.Since(began))
+	rn.reportOutcome(job, out)
+	if rn.events.has() {
+		rn.events.jobOutcome(job, out, time.Since(began))
 	}
 }
 
@@ -149,39 +192,29 @@ func snoozeOf(err error) *SnoozeError {
 
 // timeoutFor is the run time allowed to w's jobs: its Timeout method when it has one (a
 // negative value means none), else Options.JobTimeout.
-func (e *Exq) timeoutFor(w Worker) time.Duration {
+func (rn *runner) timeoutFor(w Worker) time.Duration {
 	if t, ok := w.(interface{ Timeout() time.Duration }); ok {
 		if d := t.Timeout(); d != 0 {
 			return max(d, 0)
 		}
 	}
-	return e.opts.JobTimeout
-}
-
-// jobKey is the context key of the running job.
-type jobKey struct{}
-
-// JobFromContext returns the job whose run ctx belongs to, or nil outside a job, for code
-// below a worker that has only its ctx (a worker itself gets the *Job).
-func JobFromContext(ctx context.Context) *Job {
-	j, _ := ctx.Value(jobKey{}).(*Job)
-	return j
+	return rn.jobTimeout
 }
 
 // perform runs the middleware chain and the worker, turning a panic anywhere in them into a
 // failure. ctx carries the job (WithJob, or a run's context).
-func (e *Exq) perform(ctx context.Context, job *Job) (err error) {
+func (rn *runner) perform(ctx context.Context, job *Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = newPanicError(v)
-			e.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
+			rn.log.Error("exq: job panicked", "class", job.Class, "jid", job.JID, "panic", v, "stack", string(err.(*PanicError).Stack))
 		}
 	}()
-	return e.handler(ctx, job)
+	return rn.handler(ctx, job)
 }
 
 // callWorker is the innermost Handler.
-func (e *Exq) callWorker(ctx context.Context, job *Job) error {
+func (rn *runner) callWorker(ctx context.Context, job *Job) error {
 	if job.worker == nil {
 		return &unknownClassError{class: job.Class}
 	}
@@ -190,15 +223,71 @@ func (e *Exq) callWorker(ctx context.Context, job *Job) error {
 
 // unlock releases the job's unique lock if it still holds it, trying a few times: a lock
 // that stays merely delays duplicates until it expires.
-func (e *Exq) unlock(job *Job) {
+func (rn *runner) unlock(job *Job) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), e.opts.RedisTimeout)
-		err = e.jq.Unlock(ctx, job.uniqueToken, job.JID)
+		ctx, cancel := context.WithTimeout(context.Background(), rn.redisTimeout)
+		err = rn.jq.Unlock(ctx, job.uniqueToken, job.JID)
 		cancel()
 		if err == nil {
 			return
 		}
 	}
-	e.log.Warn("exq: could not release a unique lock; it expires by itself", "jid", job.JID, "token", job.uniqueToken, "error", err)
+	rn.log.Warn("exq: could not release a unique lock; it expires by itself", "jid", job.JID, "token", job.uniqueToken, "error", err)
+}
+
+// reportOutcome calls the job's outcome functions. One that panics is logged and skipped: it
+// cannot kill the node, and the outcome is already stored.
+func (rn *runner) reportOutcome(job *Job, o outcome) {
+	for _, f := range job.outcomeHooks {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					rn.log.Error("exq: a middleware's outcome function panicked", "class", job.Class, "jid", job.JID, "panic", v)
+				}
+			}()
+			f(o)
+		}()
+	}
+}
+
+// registerWait is how long a fetched job whose class has no worker waits, holding its slot,
+// for the worker to be registered before it goes back to its queue. It bounds how often a
+// node that is still registering fetches such a job again: once per registerWait per slot.
+const registerWait = time.Second
+
+// awaitWorker is the path of a fetched job whose class has no worker while registration is
+// open (the workers of a deploy are being registered): the job waits a moment, holding its
+// slot, for its worker, and runs if it comes. Otherwise, while registration is still open, it
+// goes back to the enqueue end of its queue, unchanged: not a failure, no retry used, and
+// jobs behind it run first. It reports whether the job was put back (or the shutdown took
+// it); false means run it: with the worker found, or as an unknown class once registration
+// is over.
+func (rn *runner) awaitWorker(r *run, job *Job) bool {
+	if w := rn.registry.Await(job.Class, registerWait, rn.done); w != nil {
+		job.worker = w
+		return false
+	}
+	select {
+	case <-rn.done: // stopping: back to its queue rather than a failure
+	default:
+		if !rn.registry.Registering() {
+			return false // registration is over: an ordinary unknown class
+		}
+	}
+	if !r.claim() {
+		return true // handed back by the shutdown
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(&r.ctx), rn.redisTimeout)
+	defer cancel()
+	moved, err := rn.jq.PutBack(ctx, r.queue, r.raw)
+	switch {
+	case err != nil:
+		rn.log.Error("exq: could not put back a job whose class has no worker yet; it stays in this node's backup list until it is recovered",
+			"queue", r.queue, "class", job.Class, "jid", job.JID, "error", err)
+	case moved:
+		rn.registry.PutBacks.Add(1)
+		rn.log.Debug("exq: no worker registered yet for this class; the job went back to its queue", "queue", r.queue, "class", job.Class, "jid", job.JID)
+	}
+	return true
 }

@@ -22,7 +22,7 @@ import (
 // Handing a job over never blocks, however long Redis is away: a worker stuck on a full
 // channel would keep its slot, and Stop would wait for it forever.
 type Acker struct {
-	jq      *store.Store
+	jq      Store
 	timeout time.Duration
 	log     *slog.Logger
 
@@ -37,6 +37,15 @@ type Acker struct {
 	stopped  bool           // run has ended: submit writes directly
 }
 
+// Store is what the acker writes with: *store.Store, or a test's fake.
+type Store interface {
+	// AckMany takes finished jobs off their backup lists and ended jobs' leases off their
+	// leases sets, in one call; on an error, failed tells which did not happen.
+	AckMany(ctx context.Context, batch []store.AckReq) (failed []bool, err error)
+	// ReleaseLease removes one lease.
+	ReleaseLease(ctx context.Context, queue, lease string) error
+}
+
 // ackReq is a finished job to remove from its backup list (Raw), with the incarnation of this
 // node its run belongs to (Epoch), or the lease of an ended job to remove from its queue's
 // leases set (Lease; Raw is empty).
@@ -46,7 +55,7 @@ type ackReq = store.AckReq
 const maxAckBatch = 256
 
 // New returns the acker of the store's node; timeout bounds each write.
-func New(jq *store.Store, timeout time.Duration, log *slog.Logger) *Acker {
+func New(jq Store, timeout time.Duration, log *slog.Logger) *Acker {
 	return &Acker{jq: jq, timeout: timeout, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		perQueue: map[string]int{}}
 }

@@ -42,7 +42,7 @@ func Items(bid, wf, name, jid, out string) []store.SettleItem {
 
 // Record records items (Store.Settle), each write bounded by timeout, and returns their
 // replies for Outcomes. A shortfall of replicas is no error here: the store logs it.
-func Record(st *store.Store, items []store.SettleItem, now func() time.Time, timeout time.Duration) ([][]any, error) {
+func Record(st Settler, items []store.SettleItem, now func() time.Time, timeout time.Duration) ([][]any, error) {
 	replies := make([][]any, 0, len(items))
 	for _, it := range items {
 		reply, err := st.Settle(it, now, timeout)
@@ -52,6 +52,11 @@ func Record(st *store.Store, items []store.SettleItem, now func() time.Time, tim
 		replies = append(replies, reply)
 	}
 	return replies, nil
+}
+
+// Settler records one outcome in its batch or workflow: *store.Store, or a test's fake.
+type Settler interface {
+	Settle(item store.SettleItem, now func() time.Time, timeout time.Duration) ([]any, error)
 }
 
 // Outcome is what one recorded outcome did, for events: the callbacks a batch's outcome

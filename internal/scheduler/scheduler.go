@@ -36,6 +36,16 @@ func Cap(interval time.Duration) time.Duration {
 // from spinning.
 const minSchedulerSleep = time.Millisecond
 
+// Store is what the scheduler moves due jobs with: *store.Store, or a test's fake.
+type Store interface {
+	// EarliestDue is the score of the earliest job of the schedule and retry sets (zero:
+	// none).
+	EarliestDue(ctx context.Context) (time.Time, error)
+	// MoveDue moves up to page jobs of set due at now to their queues, and says how many
+	// members it read (a full page: there may be more).
+	MoveDue(ctx context.Context, set string, now time.Time, page int) (int, error)
+}
+
 // Scheduler moves due jobs from the schedule and retry sets to their queues. Every node runs
 // one; each move is one atomic script call, so nodes racing never lose or duplicate a job.
 //
@@ -45,7 +55,7 @@ const minSchedulerSleep = time.Millisecond
 // is moved when it is due (within the interval when another pass just ran), and a busy set
 // costs no more than polling every interval did.
 type Scheduler struct {
-	jq       *store.Store
+	jq       Store
 	interval time.Duration // SchedulerPollTimeout: the wait after a failure, and the cap's base
 	page     int
 	now      func() time.Time
@@ -59,7 +69,7 @@ type Scheduler struct {
 // New returns the scheduler of the store's node: it passes at most once per interval
 // (SchedulerPollTimeout), moves page jobs per script call, reads the time from now and bounds
 // each Redis call by timeout.
-func New(jq *store.Store, interval time.Duration, page int, now func() time.Time, log *slog.Logger, timeout time.Duration) *Scheduler {
+func New(jq Store, interval time.Duration, page int, now func() time.Time, log *slog.Logger, timeout time.Duration) *Scheduler {
 	return &Scheduler{jq: jq, interval: interval, page: page, now: now, log: log, timeout: timeout, wake: make(chan struct{}, 1)}
 }
 

@@ -1,4 +1,4 @@
-package stats
+package exq
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestStatsSplitRunsAtSecondAndDayBoundaries(t *testing.T) {
-	st := New(nil, 0, nil, nil, false, false) // record and the fold touch only the in-memory counters
+	st := newStats(nil, 0, nil, nil, false, false) // record and the fold touch only the in-memory counters
 	last := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC)
 	next := last.Add(200 * time.Millisecond) // 2026-12-01 00:00:00.1
 	st.Record(true, last)

@@ -1,4 +1,4 @@
-package stats
+package exq
 
 import (
 	"context"
@@ -8,37 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exqgo/exq/internal/store"
-	"github.com/exqgo/exq/internal/testutil"
 	"github.com/exqgo/exq/internal/wire"
 )
 
 // histogram reads a histogram as Sidekiq's Histogram#fetch does (metrics/shared.rb FETCH:
 // BITFIELD_RO key GET u16 #0 … GET u16 #25).
-// env is a Redis and a namespace of a test's own.
-type env struct {
-	t    *testing.T
-	rdb  *redis.Client
-	ns   string
-	keys wire.Keys
-}
-
-func newEnv(t *testing.T) *env {
-	rdb, ns := testutil.Redis(t)
-	return &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns)}
-}
-
-func (v *env) hash(key string) map[string]string {
-	v.t.Helper()
-	h, err := v.rdb.HGetAll(context.Background(), key).Result()
-	require.NoError(v.t, err)
-	return h
-}
-
 func (v *env) histogram(key string) []int64 {
 	v.t.Helper()
 	args := []any{"BITFIELD_RO", key}
@@ -68,7 +46,7 @@ func TestRunMetricsAreWrittenAsSidekiq7And8WriteThem(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
 	later := time.Date(2026, 12, 1, 9, 6, 10, 0, time.UTC)
 	jq := store.New(v.rdb, store.Config{Namespace: v.ns, Node: "metrics-node"})
-	st := New(jq, time.Second, func() time.Time { return later }, slog.New(slog.DiscardHandler), false, false)
+	st := newStats(jq, time.Second, func() time.Time { return later }, slog.New(slog.DiscardHandler), false, false)
 	st.RecordRun(true, at, "HardJob", 25*time.Millisecond)          // bucket 1 (20 ≤ 25 < 30)
 	st.RecordRun(true, at, "HardJob", 150*time.Millisecond)         // bucket 6 (150 ≤ 150 < 225)
 	st.RecordRun(false, at, "HardJob", 10*time.Millisecond)         // a failure: p and f, no time
@@ -126,7 +104,7 @@ func TestRunMetricsOfABatchSentTwiceCountOnceAndBucketsSaturate(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 9, 5, 30, 0, time.UTC)
 	jq := store.New(v.rdb, store.Config{Namespace: v.ns, Node: "metrics-node"})
-	st := New(jq, time.Second, func() time.Time { return at }, slog.New(slog.DiscardHandler), false, false)
+	st := newStats(jq, time.Second, func() time.Time { return at }, slog.New(slog.DiscardHandler), false, false)
 	st.RecordRun(true, at, "HardJob", time.Millisecond)
 	b := &statBatch{id: "b1", counts: map[statKey]int64{}, runs: st.runs}
 	require.NoError(t, st.send(ctx, b))

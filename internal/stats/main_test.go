@@ -1,9 +1,0 @@
-package stats
-
-import (
-	"testing"
-
-	"github.com/exqgo/exq/internal/testutil"
-)
-
-func TestMain(m *testing.M) { testutil.Main(m) }
