@@ -113,9 +113,11 @@ func lineChart(names, classes []string, values [][]int64, label func(i int) stri
 	return c
 }
 
-// niceCeil rounds a graph's top up to 1, 2 or 5 times a power of ten (at least 4, so that the
-// four grid lines fall on whole numbers). The counters are read from Redis: near the int64
-// limit (p*10 overflowed, to 0, and the loop never ended) the top is the largest multiple of 4.
+// niceCeil rounds a graph's top up to a round number that is a multiple of 4 (so that the four
+// grid lines fall on whole numbers) and at most twice v: 1, 2, 4 or 5 times a power of ten from
+// 100 on, 8 or 12 below 10, 20, 40 or 80 below 100. The counters are read from Redis: near the
+// int64 limit (p*10 overflowed, to 0, and the loop never ended) the top is the largest multiple
+// of 4.
 func niceCeil(v int64) int64 {
 	if v < 4 {
 		return 4
@@ -124,7 +126,7 @@ func niceCeil(v int64) int64 {
 	for p <= v/10 {
 		p *= 10
 	}
-	for _, m := range []int64{1, 2, 4, 5, 10} {
+	for _, m := range []int64{1, 2, 4, 5, 8, 10, 12} {
 		if p > math.MaxInt64/m {
 			break
 		}
