@@ -115,9 +115,9 @@ func lineChart(names, classes []string, values [][]int64, label func(i int) stri
 
 // niceCeil rounds a graph's top up to a round number that is a multiple of 4 (so that the four
 // grid lines fall on whole numbers) and at most twice v: 4, 8 or 12 below 10; 20, 40, 80 or
-// 100 below 100; from there 1, 2, 4, 5 or 8 times a power of ten. The counters are read from Redis: near the
-// int64 limit (p*10 overflowed, to 0, and the loop never ended) the top is the largest multiple
-// of 4.
+// 100 below 100; from there 1, 2, 4, 5 or 8 times a power of ten. The counters are read from
+// Redis: near the int64 limit (p*10 overflowed, to 0, and the loop never ended) the top is the
+// largest multiple of 4.
 func niceCeil(v int64) int64 {
 	if v < 4 {
 		return 4
