@@ -56,10 +56,13 @@ func (c chart) json() chartJSON {
 	return chartJSON{Series: c.Series, YTicks: c.YTicks, XTicks: c.XTicks}
 }
 
+// The graph's margins, in viewBox units, leave room for its labels at the phone CSS's font
+// size (26 units): half a time label beyond the last x tick, a value label above the top line,
+// and the times below the plot.
 const (
 	chartW, chartH          = 1000, 240
-	chartLeft, chartRight   = 56, 12
-	chartTop, chartBottomPx = 10, 24
+	chartLeft, chartRight   = 56, 56
+	chartTop, chartBottomPx = 24, 34
 )
 
 // lineChart lays out n points per series; label(i) names point i for its tooltip and xLabel(i)
