@@ -42,7 +42,7 @@ func TestArgsThatCanNeverDecodeSendTheJobToTheDeadSetAtOnce(t *testing.T) {
 		args        []any
 		want        string
 	}{
-		{"typed, two args", "App.WelcomeEmail", []any{1, 2}, "App.WelcomeEmail: a Typed worker takes exactly one arg (the JSON of a exq.welcomeEmail), the job has 2"},
+		{"typed, two args", "App.WelcomeEmail", []any{1, 2}, "App.WelcomeEmail: a typed worker takes exactly one arg (the JSON of a exq.welcomeEmail), the job has 2"},
 		{"typed, a number for a struct", "App.WelcomeEmail", []any{1}, "App.WelcomeEmail: arg 1 is not a exq.welcomeEmail: json: cannot unmarshal number"},
 		{"typed, a wrong field type", "App.WelcomeEmail", []any{map[string]any{"user_id": "x"}}, `is not a exq.welcomeEmail`},
 		{"Bind, two args for one", "App.Bound", []any{1, 2}, "welcome: exq: bind App.Bound: job has 2 args, want 1"},

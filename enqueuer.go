@@ -106,6 +106,10 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 	}
 	rawArgs, err := wire.EncodeArgs(args)
 	if err != nil {
+		if _, typed := args.(JobArgs); typed {
+			// A typed value given to the class-string calls: say which call takes it.
+			return bad("%v; a %T is a JobArgs: exq.EnqueueArgs (or a JobSpec with it as Args) enqueues it as a job of its own class, or pass []any{it} as positional args", err, args)
+		}
 		return bad("%v", err)
 	}
 	if len(rawArgs) > MaxJobBytes {

@@ -19,7 +19,7 @@ import (
 var (
 	// ErrInvalidOptions is wrapped by Start when an Options field is out of range; the message
 	// names the field.
-	ErrInvalidOptions = store.ErrInvalidOptions
+	ErrInvalidOptions error
 	// ErrInvalidJob is wrapped by the Enqueue calls when the queue, class, args or an option is
 	// not acceptable. Nothing is written to Redis.
 	ErrInvalidJob = errors.New("exq: invalid job")
@@ -47,14 +47,14 @@ var (
 	// WAS written on the master, and the call returns its jid (EnqueueAll its results) with the
 	// error: it runs unless the master fails before a replica has it. Enqueue it again only with
 	// the same exq.JID and a unique lock, or accept that it may run twice.
-	ErrNotReplicated = store.ErrNotReplicated
+	ErrNotReplicated error
 	// ErrRedisUnavailable is wrapped by Start when Redis does not answer its PING.
-	ErrRedisUnavailable = store.ErrRedisUnavailable
+	ErrRedisUnavailable error
 	// ErrRedisOOM is matched by the error of a call that Redis refused because it is out of
 	// memory (maxmemory reached under the noeviction policy): every kind of enqueue, and Start.
 	// Nothing was written. Running nodes carry on meanwhile: they beat, fetch, run and
 	// acknowledge jobs, so the queues drain, which frees memory (docs/out-of-memory.md).
-	ErrRedisOOM = store.ErrOOM
+	ErrRedisOOM error
 	// ErrInvalidPeriodic is wrapped when a PeriodicJob is not acceptable (at Start, under
 	// ErrInvalidOptions, and by the API's AddPeriodic and UpdatePeriodic); the message names
 	// the schedule and the field. Nothing is written to Redis.
@@ -74,38 +74,58 @@ var (
 	// is not acceptable (no jobs, a scheduled or unique job, a bad callback, a jid beginning
 	// with "batch:", which the batch layout keeps for its own members); the message says which.
 	// Nothing is written to Redis.
-	ErrInvalidBatch = flows.ErrInvalidBatch
+	ErrInvalidBatch error
 	// ErrBatchNotFound is returned when no batch has the id (never created, or its data has
 	// expired), and by AddToBatch when the running job's batch is gone.
-	ErrBatchNotFound = flows.ErrBatchNotFound
+	ErrBatchNotFound error
 	// ErrBatchExists is returned by NewBatch when BatchOptions.ID names an existing batch.
-	ErrBatchExists = flows.ErrBatchExists
+	ErrBatchExists error
 	// ErrNotInBatch is returned by AddToBatch outside a running job of a batch.
-	ErrNotInBatch = flows.ErrNotInBatch
+	ErrNotInBatch error
 	// ErrBatchClosed is returned by BatchWriter.Add when the batch is no longer open.
-	ErrBatchClosed = flows.ErrBatchClosed
+	ErrBatchClosed error
 	// ErrInvalidWorkflow is wrapped by EnqueueWorkflow when the workflow is not acceptable: a
 	// cycle, a dependency on an unknown name, a name or a jid used twice, a scheduled or unique
 	// job, a jid beginning with "batch:". The message names the job. Nothing is written to
 	// Redis.
-	ErrInvalidWorkflow = flows.ErrInvalidWorkflow
+	ErrInvalidWorkflow error
 	// ErrWorkflowNotFound is returned when no workflow has the id (never created, or its data
 	// has expired).
-	ErrWorkflowNotFound = flows.ErrWorkflowNotFound
+	ErrWorkflowNotFound error
 	// ErrWorkflowExists is returned by EnqueueWorkflow when WorkflowOptions.ID names an existing
 	// workflow.
-	ErrWorkflowExists = flows.ErrWorkflowExists
+	ErrWorkflowExists error
 	// ErrResultTooLarge is wrapped by SetResult when the encoded result is larger than
 	// Options.ResultMaxBytes; nothing is stored.
-	ErrResultTooLarge = flows.ErrResultTooLarge
+	ErrResultTooLarge error
 	// ErrInvalidProgress is wrapped by SetProgress when the fraction is not a number from 0
 	// to 1 or the message is longer than MaxProgressMessage bytes or not UTF-8, and when ctx is
 	// not a job's; the message says which. The progress reported before is kept.
 	ErrInvalidProgress = errors.New("exq: invalid progress")
 	// ErrNoResult is returned by Result when the job has stored no result (or it expired), and
 	// by SetResult outside a running job.
-	ErrNoResult = flows.ErrNoResult
+	ErrNoResult error
 )
+
+// init sets the sentinel errors that the internal packages return, so that errors.Is matches
+// them. They are set here, not in their declarations, because `go doc` shows a variable's
+// initializer, which would name an internal package.
+func init() {
+	ErrInvalidOptions = store.ErrInvalidOptions
+	ErrNotReplicated = store.ErrNotReplicated
+	ErrRedisUnavailable = store.ErrRedisUnavailable
+	ErrRedisOOM = store.ErrOOM
+	ErrInvalidBatch = flows.ErrInvalidBatch
+	ErrBatchNotFound = flows.ErrBatchNotFound
+	ErrBatchExists = flows.ErrBatchExists
+	ErrNotInBatch = flows.ErrNotInBatch
+	ErrBatchClosed = flows.ErrBatchClosed
+	ErrInvalidWorkflow = flows.ErrInvalidWorkflow
+	ErrWorkflowNotFound = flows.ErrWorkflowNotFound
+	ErrWorkflowExists = flows.ErrWorkflowExists
+	ErrResultTooLarge = flows.ErrResultTooLarge
+	ErrNoResult = flows.ErrNoResult
+}
 
 // PanicError is the failure of a job whose worker panicked. Its error_class is "panic", its
 // error_message the panic value, and its error_backtrace (docs/jobs.md: Backtraces) the stack.

@@ -39,7 +39,7 @@ func (t typedWorker[A]) Perform(ctx context.Context, job *Job) error {
 	}
 	if len(args) != 1 {
 		return &ArgsDecodeError{Class: job.Class,
-			msg: fmt.Sprintf("%s: a Typed worker takes exactly one arg (the JSON of a %T), the job has %d", job.Class, a, len(args))}
+			msg: fmt.Sprintf("%s: a typed worker takes exactly one arg (the JSON of a %T), the job has %d", job.Class, a, len(args))}
 	}
 	if err := bind.Decode(args[0], &a); err != nil {
 		return &ArgsDecodeError{Class: job.Class, msg: fmt.Sprintf("%s: arg %s is not a %T", job.Class, args[0], a), err: err}

@@ -165,7 +165,7 @@ func TestTypedWorkerFailsClearlyOnBadArgShapes(t *testing.T) {
 		args string
 		want string
 	}{
-		{`[]`, "Signup: a Typed worker takes exactly one arg (the JSON of a exq.signupArgs), the job has 0"},
+		{`[]`, "Signup: a typed worker takes exactly one arg (the JSON of a exq.signupArgs), the job has 0"},
 		{`[{"user_id":1},{"user_id":2}]`, "the job has 2"},
 		{`["not an object"]`, `Signup: arg "not an object" is not a exq.signupArgs`},
 		{`[{"user_id":"forty-two"}]`, `is not a exq.signupArgs`},

@@ -52,3 +52,23 @@ func ExampleFake_Complete() {
 	// true
 	// <nil>
 }
+
+// Signup is the args of a typed job: its type names its class.
+type Signup struct {
+	UserID int `json:"user_id"`
+}
+
+// Class names the job's class.
+func (Signup) Class() string { return "MyApp.Signup" }
+
+// Typed code is tested with no class string: ArgsOf decodes the recorded jobs of a type's
+// class as its worker would.
+func ExampleArgsOf() {
+	ctx := context.Background()
+	fake := exqtest.NewFake()
+	_, _ = exq.EnqueueArgs(ctx, fake, Signup{UserID: 42}) // the code under test enqueues
+	signups, err := exqtest.ArgsOf[Signup](fake)
+	fmt.Println(signups, err)
+	// Output:
+	// [{42}] <nil>
+}

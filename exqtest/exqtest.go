@@ -170,6 +170,24 @@ func (f *Fake) JobsOfClass(class string) []*exq.Job {
 	return f.Filter(func(j *exq.Job) bool { return j.Class == class })
 }
 
+// ArgsOf returns the args of the recorded jobs of A's class (A's Class method, on its zero
+// value), in enqueue order, each decoded as a typed worker (exq.WorkerFor) decodes it: a test
+// of typed code names no class string. A job whose args do not decode into an A is an error
+// (an *exq.ArgsDecodeError, naming the job); the args decoded before it are returned with it.
+func ArgsOf[A exq.JobArgs](f *Fake) ([]A, error) {
+	var zero A
+	jobs := f.JobsOfClass(zero.Class())
+	out := make([]A, 0, len(jobs))
+	for _, j := range jobs {
+		var a A
+		if err := j.Bind(&a); err != nil {
+			return out, fmt.Errorf("exqtest: job %s: %w", j.JID, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // JobsInQueue returns the recorded jobs of queue.
 func (f *Fake) JobsInQueue(queue string) []*exq.Job {
 	return f.Filter(func(j *exq.Job) bool { return j.Queue == queue })

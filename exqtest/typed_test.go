@@ -65,3 +65,31 @@ func TestInlineReleasesTheLockOfAJobWhoseArgsDoNotDecode(t *testing.T) {
 	require.NoError(t, err, "the lock was released")
 	assert.Equal(t, 1, ran)
 }
+
+// ArgsOf gives a typed test the args of the jobs of its type's class, decoded as a typed
+// worker decodes them, with no class string written; a job whose args do not fit is an error
+// naming it, matching exq.ErrArgsDecode.
+func TestArgsOfDecodesTheRecordedJobsOfATypesClass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fake := exqtest.NewFake()
+	none, err := exqtest.ArgsOf[resize](fake)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+	_, err = exq.EnqueueArgs(ctx, fake, resize{W: 64})
+	require.NoError(t, err)
+	_, err = fake.Enqueue(ctx, "default", "App.Other", []any{1})
+	require.NoError(t, err)
+	_, err = exq.EnqueueArgs(ctx, fake, resize{W: 128}, exq.OnQueue("images"))
+	require.NoError(t, err)
+	got, err := exqtest.ArgsOf[resize](fake)
+	require.NoError(t, err)
+	assert.Equal(t, []resize{{W: 64}, {W: 128}}, got)
+
+	bad, err := fake.Enqueue(ctx, "default", "App.Resize", []any{1, 2})
+	require.NoError(t, err)
+	got, err = exqtest.ArgsOf[resize](fake)
+	require.ErrorIs(t, err, exq.ErrArgsDecode)
+	assert.Contains(t, err.Error(), bad)
+	assert.Equal(t, []resize{{W: 64}, {W: 128}}, got, "the args decoded before the bad job")
+}

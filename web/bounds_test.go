@@ -202,3 +202,28 @@ func TestPagesShowTimesPastYear9999(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.True(t, json.Valid([]byte(body)), body)
 }
+
+// A graph's top is a multiple of 4 at least the largest value (up to the largest int64 multiple
+// of 4) and at most twice it, whatever that value: 5 to 10 runs in a second or a day (a quickstart's) made the top the int64 limit,
+// and the axis read 9223372036854.775M.
+func TestTheGraphsTopIsAMultipleOf4AtMostTwiceTheLargestValue(t *testing.T) {
+	t.Parallel()
+	check := func(v int64) {
+		top := niceCeil(v)
+		if top < min(v, math.MaxInt64-math.MaxInt64%4) || top%4 != 0 || (v >= 4 && v <= math.MaxInt64/2 && top > 2*v) || (v < 4 && top != 4) {
+			t.Errorf("niceCeil(%d) = %d, want a multiple of 4, at least %d and at most max(4, twice it)", v, top, v)
+		}
+	}
+	for v := int64(0); v <= 100_000; v++ {
+		check(v)
+	}
+	for p := int64(100_000); p <= math.MaxInt64/10; p *= 10 {
+		for _, v := range []int64{p - 1, p, p + 1, 2*p + 1, 4*p + 1, 5*p + 1, 8*p + 1} {
+			check(v)
+		}
+	}
+	check(math.MaxInt64)
+	check(math.MaxInt64 / 2)
+	c := historyChart([]time.Time{time.Now()}, []int64{5}, []int64{0})
+	assert.Equal(t, "8", c.YTicks[len(c.YTicks)-1].Label, "the top tick of a day of 5 runs")
+}

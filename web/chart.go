@@ -56,10 +56,13 @@ func (c chart) json() chartJSON {
 	return chartJSON{Series: c.Series, YTicks: c.YTicks, XTicks: c.XTicks}
 }
 
+// The graph's margins, in viewBox units, leave room for its labels at the phone CSS's font
+// size (26 units): half a time label beyond the last x tick, a value label above the top line,
+// and the times below the plot.
 const (
 	chartW, chartH          = 1000, 240
-	chartLeft, chartRight   = 56, 12
-	chartTop, chartBottomPx = 10, 24
+	chartLeft, chartRight   = 56, 56
+	chartTop, chartBottomPx = 24, 34
 )
 
 // lineChart lays out n points per series; label(i) names point i for its tooltip and xLabel(i)
@@ -113,9 +116,11 @@ func lineChart(names, classes []string, values [][]int64, label func(i int) stri
 	return c
 }
 
-// niceCeil rounds a graph's top up to 1, 2 or 5 times a power of ten (at least 4, so that the
-// four grid lines fall on whole numbers). The counters are read from Redis: near the int64
-// limit (p*10 overflowed, to 0, and the loop never ended) the top is the largest multiple of 4.
+// niceCeil rounds a graph's top up to a round number that is a multiple of 4 (so that the four
+// grid lines fall on whole numbers) and at most twice v: 4, 8 or 12 below 10; 20, 40, 80 or
+// 100 below 100; from there 1, 2, 4, 5 or 8 times a power of ten. The counters are read from
+// Redis: near the int64 limit (p*10 overflowed, to 0, and the loop never ended) the top is the
+// largest multiple of 4.
 func niceCeil(v int64) int64 {
 	if v < 4 {
 		return 4
@@ -124,7 +129,7 @@ func niceCeil(v int64) int64 {
 	for p <= v/10 {
 		p *= 10
 	}
-	for _, m := range []int64{1, 2, 4, 5, 10} {
+	for _, m := range []int64{1, 2, 4, 5, 8, 10, 12} {
 		if p > math.MaxInt64/m {
 			break
 		}

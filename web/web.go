@@ -55,8 +55,9 @@ type Options struct {
 	// trailing slash is dropped ("/admin/exq/" is the same prefix, "/" the root), so the
 	// pattern it is mounted at may be given. Links and redirects are built with it. Requests
 	// may arrive with it (mux.Handle("/admin/exq/", h)) or without it (behind
-	// http.StripPrefix). Default "": the handler is mounted at the root. New panics on a prefix that is not a clean absolute
-	// path of letters, digits and "-._~/", as http.ServeMux panics on a bad pattern.
+	// http.StripPrefix). Default "": the handler is mounted at the root. New panics on a
+	// prefix that is not a clean absolute path of letters, digits and "-._~/", as
+	// http.ServeMux panics on a bad pattern.
 	Prefix string
 	// ReadOnly hides every button that changes something and refuses every POST with 403
 	// Forbidden: for dashboards shown to people who may look but not touch.

@@ -167,6 +167,16 @@ func TestFlowAndMetricsPagesInABrowser(t *testing.T) {
 				if width == 1280 && len(rows) > 2 {
 					t.Errorf("%s: %d rows of counters at 1280 px, want 1 or 2", shot, len(rows))
 				}
+				// Every label of the graphs lies inside its graph: at 390 px the top value and the
+				// last time were cut off at the edges.
+				cut := evaluate[[]string](t, ctx, "graph labels", `(() => { const out = [];
+					for (const svg of document.querySelectorAll("svg.chart")) { const box = svg.getBoundingClientRect();
+						for (const tx of svg.querySelectorAll("text")) { const r = tx.getBoundingClientRect();
+							if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push(tx.textContent); } }
+					return out; })()`)
+				if len(cut) > 0 {
+					t.Errorf("%s: graph labels cut at the graph's edge: %q", shot, cut)
+				}
 			case "workflow":
 				// The drawing's box is as wide as the drawing (or the page, when the drawing is wider).
 				gap := evaluate[float64](t, ctx, "drawing box", `(() => { const svg = document.querySelector("svg.workflow");

@@ -337,7 +337,16 @@ func (a *app) workflowShow(ctx context.Context, id string) error {
 	}
 	// The heading is one line: a description's line breaks and escapes are shown escaped (a
 	// description could otherwise forge a row of the table).
-	if _, err := fmt.Fprintf(a.stdout, "%s  %s\n", textsafe.Terminal(clip(w.ID, maxCell)), textsafe.Terminal(clip(w.Description, maxCell))); err != nil {
+	// Then its counts and times, as workflow list and the dashboard show them.
+	heading := textsafe.Terminal(clip(w.ID, maxCell))
+	if w.Description != "" {
+		heading += "  " + textsafe.Terminal(clip(w.Description, maxCell))
+	}
+	summary := fmt.Sprintf("%d jobs: %d succeeded, %d dead, %d canceled; created %s", w.Total, w.Succeeded, w.Dead, w.Canceled, when(w.CreatedAt))
+	if !w.FinishedAt.IsZero() {
+		summary += ", finished " + when(w.FinishedAt)
+	}
+	if _, err := fmt.Fprintf(a.stdout, "%s\n%s\n", heading, summary); err != nil {
 		return err
 	}
 	if err := a.table([]string{"JOB", "STATE", "QUEUE", "WAITS FOR", "JID", "RESULT"}, rows); err != nil {

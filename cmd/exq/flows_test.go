@@ -178,6 +178,11 @@ func TestWorkflowShowAndJobShowTheResultsStepsStored(t *testing.T) {
 
 	code, out, errOut := c.run("workflow", "show", w.ID)
 	require.Equal(t, 0, code, errOut)
+	// The heading: the id (no description, and no trailing spaces for one), then the counts and
+	// times that only --json gave.
+	lines := strings.Split(out, "\n")
+	assert.Equal(t, w.ID, lines[0])
+	assert.Regexp(t, `^3 jobs: 3 succeeded, 0 dead, 0 canceled; created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, finished \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, lines[1])
 	assert.Regexp(t, `(?m)^JOB +STATE +QUEUE +WAITS FOR +JID +RESULT$`, out)
 	assert.Regexp(t, `(?m)^extract +succeeded +q +- +`+extract.JID+` +\{"note":"\\u001b\[31mred\\nline","rows":3\}$`, out)
 	assert.Regexp(t, `(?m)^load +succeeded +q +extract +`+load.JID+` +"(ab){19}…$`, out, "cut to 40 runes")

@@ -109,7 +109,7 @@ func TestHostileStringsNeverReachTheTerminalAndJSONStaysJSON(t *testing.T) {
 	terminalSafe(t, "warning", errOut)
 	code, _, errOut = c.run("job", "no-such\x1b[2J")
 	assert.Equal(t, 1, code)
-	assert.Equal(t, "exq job: job not found: no job no-such\\x1b[2J waiting, scheduled, in retry, dead or running\n", errOut)
+	assert.Equal(t, "exq job: job not found: no job no-such\\x1b[2J waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)\n", errOut)
 	assert.False(t, strings.ContainsRune(errOut, 0x1b))
 }
 

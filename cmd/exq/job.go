@@ -89,7 +89,7 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 				places = append(places, found...)
 			}
 			if len(places) == 0 {
-				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running", exq.ErrJobNotFound, jid)
+				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)", exq.ErrJobNotFound, jid)
 			}
 			return a.showJob(jid, places, result)
 		},

@@ -74,8 +74,48 @@ A queue nothing knows (no job, no node subscribed) is warned about on stderr: mo
 	return c
 }
 
+// Filtered set listings (--class, --queue) read the set in chunks of filterChunk members, in
+// the listing's order, and stop after filterScanLimit members, as the dashboard's filters do:
+// a listing reads a bounded number of jobs whatever the set holds.
+const (
+	filterChunk     = 500
+	filterScanLimit = 10_000
+)
+
+// filterSet lists the page (o.Offset, o.Size) of the jobs of set s whose class and queue are
+// the ones given ("" matches any), reading at most filterScanLimit members from the start of
+// the set; scanned is how many it read.
+func filterSet(ctx context.Context, api *exq.API, s exq.Set, class, queue string, o exq.ListOptions) (recs []exq.JobRecord, scanned int, err error) {
+	skip := o.Offset
+	for scanned < filterScanLimit {
+		chunk, _, err := listSet(ctx, api, s, exq.ListOptions{Offset: scanned, Size: min(filterChunk, filterScanLimit-scanned)})
+		if err != nil {
+			return nil, scanned, err
+		}
+		for _, r := range chunk {
+			scanned++
+			j, err := r.Job()
+			if err != nil || (class != "" && j.Class != class) || (queue != "" && j.Queue != queue) {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if recs = append(recs, r); len(recs) == o.Size {
+				return recs, scanned, nil
+			}
+		}
+		if len(chunk) < filterChunk {
+			break
+		}
+	}
+	return recs, scanned, nil
+}
+
 func (a *app) setCmd(s exq.Set) *cobra.Command {
 	var p page
+	var class, queue string
 	names := map[exq.Set][2]string{
 		exq.RetrySet:     {"retries", "Jobs waiting to be retried, soonest first"},
 		exq.ScheduledSet: {"scheduled", "Jobs scheduled for later, soonest first"},
@@ -86,7 +126,9 @@ func (a *app) setCmd(s exq.Set) *cobra.Command {
 		Use:   use,
 		Short: short,
 		Long: short + `, with their error. A page of --limit jobs from --offset; the last line says how
-many there are when the page does not show them all. See one job in full with exq job JID.`,
+many there are when the page does not show them all. See one job in full with exq job JID.
+--class and --queue list only the jobs of that class or queue: they read the set from its start,
+at most 10 000 jobs, as the dashboard's filters do, and the last line says how many they read.`,
 		Args: nArgs(0, 0, "no argument"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -98,6 +140,27 @@ many there are when the page does not show them all. See one job in full with ex
 			}
 			if err := a.connect(ctx, true); err != nil {
 				return err
+			}
+			if class != "" || queue != "" {
+				recs, scanned, err := filterSet(ctx, a.api, s, class, queue, exq.ListOptions{Offset: p.offset, Size: p.limit})
+				if err != nil {
+					return err
+				}
+				total, err := a.api.Size(ctx, s)
+				if err != nil {
+					return err
+				}
+				if err := a.records(recs, true); err != nil {
+					return err
+				}
+				if !a.json {
+					fmt.Fprintf(a.stdout, "%d matching from match %d on; read %d of the %d jobs", len(recs), p.offset+1, scanned, total)
+					if int64(scanned) < total && len(recs) < p.limit {
+						fmt.Fprintf(a.stdout, " (a filter reads at most %d)", filterScanLimit)
+					}
+					fmt.Fprintln(a.stdout)
+				}
+				return nil
 			}
 			recs, total, err := listSet(ctx, a.api, s, exq.ListOptions{Offset: p.offset, Size: p.limit})
 			if err != nil {
@@ -111,6 +174,8 @@ many there are when the page does not show them all. See one job in full with ex
 		},
 	}
 	p.flags(c)
+	c.Flags().StringVar(&class, "class", "", "only the jobs of this class (reads at most 10 000 jobs)")
+	c.Flags().StringVar(&queue, "queue", "", "only the jobs of this queue (reads at most 10 000 jobs)")
 	return c
 }
 

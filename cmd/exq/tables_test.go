@@ -148,7 +148,7 @@ func TestJobShowsEverythingAboutOneJobWhereverItIs(t *testing.T) {
 	code, out, errOut = c.run("job", "nope")
 	assert.Equal(t, 1, code)
 	assert.Empty(t, out)
-	assert.Equal(t, "exq job: job not found: no job nope waiting, scheduled, in retry, dead or running\n", errOut)
+	assert.Equal(t, "exq job: job not found: no job nope waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)\n", errOut)
 	assert.EqualValues(t, 1, c.rdb.ZCard(ctx, c.ns+":dead").Val(), "looking moved nothing")
 }
 

@@ -1,5 +1,6 @@
 // Command typed shows typed workers: each kind of job has an args type that names its class,
-// the workers are given to Start (Options.Workers with exq.Typed) so that they are registered
+// so no class string is written anywhere else; the workers are given to Start (Options.Register
+// with exq.WorkerFor, which takes the class from the args type) so that they are registered
 // before the node fetches its first job, a flaky job is retried with a fast Backoff until it
 // succeeds, and a job that always fails goes to the dead set, which it then reads through
 // exq.NewAPI as an admin tool would. It prints what happened and exits 0.
@@ -91,11 +92,8 @@ func run() error {
 		Queues:    []exq.Queue{{Name: "default", Concurrency: 5}, {Name: "payments", Concurrency: 2}},
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		// Given to Start, the workers are there before the first fetch: a job waiting in
-		// Redis never fails for want of its worker.
-		Workers: map[string]exq.Worker{
-			SendEmail{}.Class(): exq.Typed(sendEmail),
-			Charge{}.Class():    exq.Typed(charge),
-		},
+		// Redis never fails for want of its worker. Each registers under its args type's class.
+		Register: []exq.Registration{exq.WorkerFor(sendEmail), exq.WorkerFor(charge)},
 		// Retry after 100 ms, 200 ms… instead of Exq's 16 s or more.
 		Backoff: func(n int, _ *exq.Job) time.Duration { return time.Duration(n) * 100 * time.Millisecond },
 		Listeners: []exq.Listener{func(ev exq.Event) {

@@ -32,8 +32,8 @@ func internalNames(t *testing.T) *regexp.Regexp {
 }
 
 // TestTheRootPackagesDocNamesNoInternalPackage: what `go doc -all` shows of package exq (the
-// doc comment of every exported name, its fields' comments, its constants' values) names no
-// internal package, type or source file.
+// doc comment of every exported name, its fields' comments, its constants' and variables'
+// values) names no internal package, type or source file.
 func TestTheRootPackagesDocNamesNoInternalPackage(t *testing.T) {
 	re := internalNames(t)
 	fset := token.NewFileSet()
@@ -64,7 +64,7 @@ func TestTheRootPackagesDocNamesNoInternalPackage(t *testing.T) {
 		}
 	}
 	check("package doc", p.Doc)
-	values := func(vs []*doc.Value, consts bool) {
+	values := func(vs []*doc.Value) {
 		for _, v := range vs {
 			check(strings.Join(v.Names, ", "), v.Doc)
 			for _, s := range v.Decl.Specs {
@@ -72,25 +72,25 @@ func TestTheRootPackagesDocNamesNoInternalPackage(t *testing.T) {
 				if vs.Doc != nil {
 					check(vs.Names[0].Name, vs.Doc.Text())
 				}
-				if consts { // go doc shows a constant's value as written
-					for _, x := range vs.Values {
-						var b strings.Builder
-						_ = printer.Fprint(&b, fset, x)
-						check(vs.Names[0].Name+"'s value", b.String())
-					}
+				// go doc shows a constant's or a variable's value as written (an error
+				// variable set to an internal package's sentinel named that package)
+				for _, x := range vs.Values {
+					var b strings.Builder
+					_ = printer.Fprint(&b, fset, x)
+					check(vs.Names[0].Name+"'s value", b.String())
 				}
 			}
 		}
 	}
-	values(p.Consts, true)
-	values(p.Vars, false)
+	values(p.Consts)
+	values(p.Vars)
 	for _, f := range p.Funcs {
 		check(f.Name, f.Doc)
 	}
 	for _, typ := range p.Types {
 		check(typ.Name, typ.Doc)
-		values(typ.Consts, true)
-		values(typ.Vars, false)
+		values(typ.Consts)
+		values(typ.Vars)
 		for _, f := range append(typ.Funcs, typ.Methods...) {
 			check(typ.Name+"."+f.Name, f.Doc)
 		}

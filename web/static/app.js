@@ -43,7 +43,7 @@
       grid.appendChild(l);
       text(ys, left, t.pos, -6, 4, "end", t.label);
     });
-    c.x.forEach(function (t) { text(xs, t.pos, h, 0, -6, "middle", t.label); });
+    c.x.forEach(function (t) { text(xs, t.pos, h, 0, -8, "middle", t.label); });
     var lines = chart.querySelectorAll("polyline.line");
     c.series.forEach(function (s, i) { if (lines[i]) lines[i].setAttribute("points", s.points); });
   }

@@ -2,8 +2,11 @@
 // that mails its receipt in one Postgres transaction (module exqpg): the job exists if and only
 // if the order committed. A relay moves committed jobs to Redis; an exq node runs them.
 //
+//	createdb shop   # or give -pg a database that exists
 //	go run ./examples/httpoutbox -pg postgres://postgres@127.0.0.1:5432/shop -redis redis://127.0.0.1:6379/0
 //	curl -X POST 'localhost:8080/orders?email=ann@example.com'
+//
+// It creates schema "shop" (the outbox table) and table shop_orders in that database.
 //
 // With -demo it posts one order to itself, waits until the receipt job ran, and exits 0.
 package main
