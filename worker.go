@@ -107,16 +107,16 @@ func (e *Exq) process(r *run) {
 	case err == nil:
 		e.stats.RecordRun(true, e.opts.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
-		if !e.settle(r, job, store.RunSucceeded) { // its batch or workflow first (flows.go)
-			out = out.storedIf(false, job.RetryCount)
-			break
-		}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken
 		}
-		if token == "" {
-			e.acker.Submit(r.queue, r.raw, r.epoch)
+		if token == "" { // its batch or workflow in the acknowledgement's call (ack_flow.go)
+			e.acker.SubmitFlow(r.queue, r.raw, r.epoch, e.ackFlow(job))
+			break
+		}
+		if !e.settle(r, job, store.RunSucceeded) { // its batch or workflow first (flows.go)
+			out = out.storedIf(false, job.RetryCount)
 			break
 		}
 		ok := e.persist(r, "acknowledge", func(ctx context.Context) error {
