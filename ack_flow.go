@@ -9,6 +9,9 @@ import (
 // in the same call as its acknowledgement (nil for a job of neither), with its events reported
 // once it is in Redis, as settle reports them. Why that is exactly once: flows.AckFlow.
 func (e *Exq) ackFlow(job *Job) *store.AckFlow {
+	if job.bid == "" && job.wf == "" {
+		return nil // a plain job: nothing to build on the hot path
+	}
 	var done func([]flows.Outcome)
 	if e.events.has() {
 		// The run's Job is used again by the slot's next job: the events keep copies.
