@@ -6,6 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // flowAck is the acknowledgement of the successful run of job jid (in queue q) with its
@@ -88,4 +91,68 @@ func TestAckManyRecordsEachTransitionWithItsAcknowledgementOnce(t *testing.T) {
 	_, fired, err := BatchSettled(last)
 	require.NoError(t, err)
 	assert.Contains(t, fired, "success", "the last job's transition fires the success callback")
+}
+
+// The successes of several jobs of one workflow in one acknowledgement (workflow_succeed in
+// ack_settle.lua, the graph read and written once) leave the workflow exactly as
+// workflow_settle.lua leaves it, one job after the other, and reply the same for each job: two
+// siblings, one of them twice, a job with its own child in the same call (run by hand: recorded
+// one by one), the last jobs (the workflow finishes), and jobs already ended.
+func TestAckManyRecordsSeveralSuccessesOfAWorkflowAsOneAfterTheOther(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string // settled alone first, on both sides
+		call   []string // in one AckMany on one side, one by one on the other
+	}{
+		{"siblings", []string{"a"}, []string{"b", "c"}},
+		{"a job twice", []string{"a"}, []string{"c", "b", "c"}},
+		{"a parent and its child", nil, []string{"a", "b"}},
+		{"the last jobs", []string{"a", "b"}, []string{"d", "c"}},
+		{"jobs already ended", []string{"a", "b", "c"}, []string{"b", "a", "d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			folded := newEnv(t)
+			rdb, ns := testutil.Redis(t) // a second namespace (newEnv is once per test)
+			alone := &env{t: t, rdb: rdb, ns: ns, keys: wire.NewKeys(ns)}
+			var stores [2]*Store
+			for i, v := range []*env{folded, alone} {
+				stores[i] = v.store("n1")
+				require.NoError(t, v.rdb.ZAdd(ctx(t), v.p("heartbeats"), redis.Z{Score: 1, Member: "n1"}).Err())
+				_, err := createWorkflow(t, stores[i], "w1", "tok")
+				require.NoError(t, err)
+				for _, name := range tc.before {
+					_, err := stores[i].WorkflowSettle(ctx(t), "w1", name, RunSucceeded, flowNow)
+					require.NoError(t, err)
+				}
+			}
+			var reqs []AckReq
+			for _, name := range tc.call {
+				r := flowAck("q", "j"+name, "", "w1", name, "")
+				reqs = append(reqs, r)
+				require.NoError(t, folded.rdb.LPush(ctx(t), folded.p("queue:backup::n1::q"), r.Raw).Err())
+			}
+			// Twice: the first call is given a route the store has not read yet.
+			_, err := stores[0].WorkflowSettle(ctx(t), "w1", "absent", RunSucceeded, flowNow)
+			require.NoError(t, err)
+			failed, err := stores[0].AckMany(ctx(t), reqs)
+			require.NoError(t, err)
+			assert.Nil(t, failed)
+			assert.Empty(t, folded.list(folded.p("queue:backup::n1::q")))
+			_, err = stores[1].WorkflowSettle(ctx(t), "w1", "absent", RunSucceeded, flowNow)
+			require.NoError(t, err)
+			for i, name := range tc.call {
+				want, err := stores[1].WorkflowSettle(ctx(t), "w1", name, RunSucceeded, flowNow)
+				require.NoError(t, err)
+				got, err := WorkflowSettled(reqs[i].Flow.Replies[0])
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "the reply for %s", name)
+			}
+			for _, key := range []string{"wf:w1", "wf:w1:graph", "wf:w1:jobs"} {
+				assert.Equal(t, alone.hash(alone.p(key)), folded.hash(folded.p(key)), key)
+			}
+			for _, q := range []string{"queue:q", "queue:w"} {
+				assert.Equal(t, alone.list(alone.p(q)), folded.list(folded.p(q)), q)
+			}
+		})
+	}
 }

@@ -269,7 +269,7 @@ func oomCases() []oomCase {
 					k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues(), k.Queue("q"), backup(k)}
 			},
 			args: []any{node, 2, "b", 5, 8, 100, "wake", "", "", 0, 0, "j1", "succeeded",
-				"w", 5, 6, "a", "succeeded", 100, "wake", "q", "q", "f", 13, "", 1, 1, 2, job}},
+				"m", 5, 6, 100, "wake", "q", 1, "a", "q", "f", 13, "", 1, 1, 2, job}},
 		{name: "workflow job succeeded", file: "workflow_settle.lua", script: WorkflowSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)
