@@ -103,9 +103,8 @@ func Outcomes(items []store.SettleItem, replies [][]any) []Outcome {
 // transition (Items: idempotent by jid and state). A reply lost on the way back makes the
 // acker send the call again: the transition changes nothing a second time and the LREM
 // removes nothing. A job whose batch or workflow route was stale stays in its backup list
-// in that call; its transition is recorded alone and then the job acknowledged, the order
-// Items describes. docs/workflows.md, "The transition in the acknowledgement", has the whole
-// argument.
+// in that call, its transition unwritten, and the call is sent again for it with the stored
+// route. docs/workflows.md, "The transition in the acknowledgement", has the whole argument.
 func AckFlow(bid, wf, name, jid string, now time.Time, done func([]Outcome)) *store.AckFlow {
 	items := Items(bid, wf, name, jid, store.RunSucceeded)
 	if len(items) == 0 {

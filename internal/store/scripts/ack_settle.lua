@@ -6,8 +6,7 @@
 -- before the call leaves both undone (the job is rescued and runs again), after it both done;
 -- why that is exactly once: docs/workflows.md, "The transition in the acknowledgement".
 -- A job whose item was given a stale route (the item's reply is {-1, ...}: nothing written)
--- is not taken off: its caller records the transition alone with the stored route and then
--- acknowledges the job, the transition first as ever.
+-- is not taken off: its caller sends the call again for it with the stored route.
 -- KEYS[1] P heartbeats   KEYS[2] P heartbeat_epochs   then every item's keys, one item after
 -- the other; then the backup lists and leases sets the groups name.
 -- ARGV[1] node   ARGV[2] I (items)   then per item: "b" (batch), "w" (a workflow's job) or "m"
