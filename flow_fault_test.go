@@ -237,7 +237,8 @@ func TestBatchesAndWorkflowsAreExactlyOnceWhileNodesAreKilled(t *testing.T) {
 	proxy := testutil.NewProxy(t, ro.Addr)
 	u.Host = proxy.Addr()
 	settles := []string{}
-	for _, s := range []*redis.Script{scripts.BatchSettle, scripts.WorkflowSettle, scripts.SettleGroup} {
+	// AckSettle: a success's transition is in its acknowledgement's call (ack_flow.go).
+	for _, s := range []*redis.Script{scripts.BatchSettle, scripts.WorkflowSettle, scripts.SettleGroup, scripts.AckSettle} {
 		require.NoError(t, s.Load(ctx, v.rdb).Err())
 		settles = append(settles, s.Hash())
 	}

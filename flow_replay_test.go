@@ -41,10 +41,11 @@ func TestBatchAndWorkflowTransitionsWithRepliesCutRunEverythingOnce(t *testing.T
 				return nil
 			})))
 			ctx := context.Background()
-			for _, s := range []*redis.Script{scripts.BatchSettle, scripts.WorkflowSettle, scripts.SettleGroup} {
+			for _, s := range []*redis.Script{scripts.BatchSettle, scripts.WorkflowSettle, scripts.SettleGroup, scripts.AckSettle} {
 				require.NoError(t, s.Load(ctx, c.rdb).Err())
 			}
-			cut := c.proxy.CutReplyTo(6, scripts.BatchSettle.Hash(), scripts.WorkflowSettle.Hash(), scripts.SettleGroup.Hash())
+			cut := c.proxy.CutReplyTo(6, scripts.BatchSettle.Hash(), scripts.WorkflowSettle.Hash(), scripts.SettleGroup.Hash(),
+				scripts.AckSettle.Hash())
 
 			bid, jids, err := e.NewBatch(ctx, callbackSpecs(), batchSpecs(30, "W"))
 			require.NoError(t, err)

@@ -22,8 +22,9 @@ import (
 
 // The tests of this file run one job through the runner on a fake JobQueue (no Redis, no
 // timers: persist's wait between attempts returns at once) and check the writes it makes, in
-// order: a batch's or workflow's outcome (Settle) before the acknowledgement, the retry or the
-// death, and a reply lost on the way back sent again without a second effect.
+// order: a batch's or workflow's outcome (Settle) in the acknowledgement's own call for a
+// success, before the retry, the death or a locked job's acknowledgement otherwise, and a reply
+// lost on the way back sent again without a second effect.
 
 var _ jobQueue = (*fakequeue.JobQueue)(nil)
 
@@ -154,14 +155,44 @@ func failWith(err error) func(context.Context, *Job) error {
 	return func(context.Context, *Job) error { return err }
 }
 
-func TestRunOfABatchJobThatSucceedsSettlesBeforeTheAck(t *testing.T) {
+func TestRunOfABatchJobThatSucceedsRecordsItsTransitionInItsAcknowledgement(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t, succeed, nil)
 	o.process(orderDoc("j1", `,"bid":"b1"`))
 	assert.Equal(t, []string{"Settle", "AckMany"}, changed(o.q))
 	assert.Equal(t, []string{"batch " + store.RunSucceeded}, settles(o.q))
+	assert.Equal(t, "AckMany", o.q.Calls()[0].In, "the transition is part of the acknowledgement's call, atomic with its LREM")
 	assert.Empty(t, o.q.Backup("default"))
 	assert.Equal(t, "done", o.outcome(t).name)
+}
+
+func TestRunOfABatchJobWhoseAcknowledgementFailsRecordsNoTransitionAndStaysInItsBackupList(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t, succeed, nil)
+	o.q.Inject("AckMany", fakequeue.Fail)
+	doc := orderDoc("j1", `,"wfid":"w1","wf_job":"a"`)
+	o.process(doc)
+	assert.Empty(t, o.q.Calls(), "neither the transition nor the LREM: one call, all or nothing")
+	assert.Equal(t, []string{doc}, o.q.Backup("default"), "a rescue runs it again, and that run records the transition")
+}
+
+func TestRunOfABatchJobWhoseAcknowledgementReplyIsLostRecordsItsTransitionOnce(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t, succeed, nil)
+	o.q.Inject("AckMany", fakequeue.LoseReply)
+	doc := orderDoc("j1", `,"bid":"b1"`)
+	o.process(doc)
+	// Sent again or not, the transition is recorded once: a job no longer in its backup list
+	// records none, and a settle of a job already settled changes nothing.
+	var transitions int
+	for _, c := range o.q.Calls() {
+		if c.Method == "Settle" && c.Changed {
+			transitions++
+		}
+	}
+	assert.Equal(t, 1, transitions)
+	assert.Empty(t, o.q.Backup("default"))
+	assert.Equal(t, "AckMany", o.q.Calls()[0].In)
 }
 
 func TestRunOfAUniqueWorkflowJobThatSucceedsSettlesBeforeTheAckThatReleasesItsLock(t *testing.T) {
@@ -178,9 +209,12 @@ func TestRunOfAUniqueWorkflowJobThatSucceedsSettlesBeforeTheAckThatReleasesItsLo
 func TestRunWhoseSettleReplyIsLostSendsItAgainThenAcks(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t, succeed, nil)
+	o.q.Lock("tok", "j1")
 	o.q.Inject("Settle", fakequeue.LoseReply)
-	o.process(orderDoc("j1", `,"bid":"b1"`))
-	assert.Equal(t, []string{"Settle", "Settle (again)", "AckMany"}, changed(o.q),
+	// A job with a lock until success settles first and acknowledges second (its Ack releases
+	// the lock), as a failure or a death does.
+	o.process(orderDoc("j1", `,"bid":"b1","unique_until":"success","unique_token":"tok"`))
+	assert.Equal(t, []string{"Settle", "Settle (again)", "Ack"}, changed(o.q),
 		"the settle whose reply was lost is sent again (a no-op), and only then the ack")
 	assert.Empty(t, o.q.Backup("default"))
 	assert.Equal(t, "done", o.outcome(t).name)
@@ -309,7 +343,8 @@ func TestRunWhoseSettleNeverAnswersLeavesTheJobInItsBackupListWhenTheGraceIsOver
 			})
 			close(o.graceOver)
 			o.q.Inject("Settle", fakequeue.Fail)
-			doc := orderDoc("j1", `,"bid":"b1","retry_count":1`)
+			o.q.Lock("tok", "j1") // a success of a job with a lock until success settles on its own
+			doc := orderDoc("j1", `,"bid":"b1","retry_count":1,"unique_until":"success","unique_token":"tok"`)
 			o.process(doc)
 			assert.Empty(t, o.q.Calls(), "no settle happened, so neither does the ack or the retry")
 			assert.Equal(t, []string{doc}, o.q.Backup("default"), "the job stays for a rescue")
@@ -359,16 +394,17 @@ func TestRunWhoseSettleIsSlowWritesNoOutcomeUntilItIsDone(t *testing.T) {
 		name  string
 		err   error
 		write string
-	}{{"success", nil, "AckMany"}, {"failure", errors.New("boom"), "Retry"}} {
+	}{{"success", nil, "Ack"}, {"failure", errors.New("boom"), "Retry"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			o := newOrderRun(t, failWith(tc.err), nil)
 			o.q.Inject("Settle", fakequeue.Hold)
+			o.q.Lock("tok", "j1") // a success of a job with a lock until success settles on its own
 			held := o.q.Held("Settle")
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				o.process(orderDoc("j1", `,"bid":"b1"`))
+				o.process(orderDoc("j1", `,"bid":"b1","unique_until":"success","unique_token":"tok"`))
 			}()
 			release := <-held
 			assert.Empty(t, o.q.Calls(), "nothing written while the settle is on its way")
@@ -404,4 +440,5 @@ func TestRunOfAJobUniqueUntilStartUnlocksBeforeItRunsAndSettlesBeforeTheAck(t *t
 	o.process(orderDoc("j1", `,"bid":"b1","unique_until":"start","unique_token":"tok"`))
 	assert.Empty(t, lockedWhileRunning, "released before the run: a duplicate may be enqueued while it runs")
 	assert.Equal(t, []string{"Unlock", "Unlock (again)", "Settle", "AckMany"}, changed(o.q))
+	assert.Equal(t, "AckMany", o.q.Calls()[2].In, "the success's transition in its acknowledgement")
 }

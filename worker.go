@@ -150,16 +150,16 @@ func (rn *runner) process(r *run) {
 	case err == nil:
 		rn.stats.RecordRun(true, rn.now(), job.Class, time.Since(began))
 		out = outcome{name: "done", retryCount: job.RetryCount}
-		if !rn.settle(r, job, store.RunSucceeded) { // its batch or workflow first (settle)
-			out = out.storedIf(false, job.RetryCount)
-			break
-		}
 		token := ""
 		if job.uniqueUntil == UntilSuccess {
 			token = job.uniqueToken
 		}
-		if token == "" {
-			rn.acker.Submit(r.queue, r.raw, r.epoch)
+		if token == "" { // its batch or workflow in the acknowledgement's call (ack_flow.go)
+			rn.acker.SubmitFlow(r.queue, r.raw, r.epoch, rn.ackFlow(job))
+			break
+		}
+		if !rn.settle(r, job, store.RunSucceeded) { // its batch or workflow first (settle, retry.go)
+			out = out.storedIf(false, job.RetryCount)
 			break
 		}
 		ok := rn.persist(r, "acknowledge", func(ctx context.Context) error {

@@ -66,6 +66,14 @@ func (a *Acker) Submit(queue, raw, epoch string) {
 	a.hand(ackReq{Queue: queue, Raw: raw, Epoch: epoch})
 }
 
+// SubmitFlow is Submit for a job of a batch or workflow: its transition (f, nil for none) is
+// recorded in the same call as its acknowledgement, atomic with the LREM, and f.Done hears the
+// transition's replies once it is in Redis. Until then the job is in its backup list, its
+// transition unrecorded: a crash runs it again, and that run records the transition.
+func (a *Acker) SubmitFlow(queue, raw, epoch string, f *store.AckFlow) {
+	a.hand(ackReq{Queue: queue, Raw: raw, Epoch: epoch, Flow: f})
+}
+
 // Release hands over the lease of a job that ended, whatever its outcome, so that the slot is
 // free for every node as soon as Redis has the ZREM (a lease never released lapses within the
 // heartbeat window: nothing renews it).
@@ -198,6 +206,7 @@ func (a *Acker) stop(batch []ackReq) {
 // acknowledgements failed (a lease that fails to go lapses by itself).
 func (a *Acker) send(ctx context.Context, batch []ackReq) int {
 	failed, err := a.jq.AckMany(ctx, batch)
+	settled(batch, failed)
 	a.written(batch, nil)
 	if err == nil {
 		return 0
@@ -218,6 +227,7 @@ func (a *Acker) flush(batch []ackReq) ([]ackReq, error) {
 	defer cancel()
 	failed, err := a.jq.AckMany(ctx, batch)
 	if err == nil {
+		settled(batch, nil)
 		a.written(batch, batch[:0])
 		clear(batch) // the array is sending's next: let the written jobs' strings go
 		return nil, nil
@@ -230,6 +240,7 @@ func (a *Acker) flush(batch []ackReq) ([]ackReq, error) {
 			ok = append(ok, r)
 		}
 	}
+	settled(ok, nil)
 	a.written(ok, left)
 	return left, err
 }
@@ -293,6 +304,9 @@ func (a *Acker) direct(reqs []ackReq) {
 			err = a.jq.ReleaseLease(ctx, r.Queue, r.Lease)
 		} else {
 			_, err = a.jq.AckMany(ctx, []ackReq{r})
+			if err == nil {
+				settled([]ackReq{r}, nil)
+			}
 		}
 		cancel()
 		a.written([]ackReq{r}, nil)
@@ -303,6 +317,16 @@ func (a *Acker) direct(reqs []ackReq) {
 		case err != nil:
 			a.log.Error("exq: could not acknowledge a finished job; it stays in the backup list and will run again",
 				"queue", r.Queue, "error", err)
+		}
+	}
+}
+
+// settled tells the jobs written (all of reqs but those failed marks) what their transitions
+// did (AckFlow.Done).
+func settled(reqs []ackReq, failed []bool) {
+	for i, r := range reqs {
+		if r.Flow != nil && r.Flow.Done != nil && (failed == nil || !failed[i]) {
+			r.Flow.Done(r.Flow.Replies)
 		}
 	}
 }

@@ -96,3 +96,32 @@ func Outcomes(items []store.SettleItem, replies [][]any) []Outcome {
 	}
 	return out
 }
+
+// AckFlow is the transition of a successful run of job jid (of batch bid and of workflow wf
+// as job name; "" where none) that its acknowledgement records in the same atomic call
+// (store.AckFlow, scripts.AckSettle), or nil when the job belongs to neither. done, when not
+// nil, hears what the transition did once it is in Redis (Outcomes), from the acker.
+//
+// Why one call is exactly once: the transition and the LREM are one Lua script, so they are
+// done together or not at all. A node that dies before the call leaves the job in its backup
+// list with its transition unrecorded: it is rescued, runs again, and that run records the
+// transition (Items: idempotent by jid and state). A reply lost on the way back makes the
+// acker send the call again: the transition changes nothing a second time and the LREM
+// removes nothing. A job whose batch or workflow route was stale stays in its backup list
+// in that call, its transition unwritten, and the call is sent again for it with the stored
+// route. docs/workflows.md, "The transition in the acknowledgement", has the whole argument.
+func AckFlow(bid, wf, name, jid string, now time.Time, done func([]Outcome)) *store.AckFlow {
+	items := Items(bid, wf, name, jid, store.RunSucceeded)
+	if len(items) == 0 {
+		return nil
+	}
+	f := &store.AckFlow{Items: items, Now: now}
+	if done != nil {
+		f.Done = func(replies [][]any) {
+			if o := Outcomes(items, replies); len(o) > 0 {
+				done(o)
+			}
+		}
+	}
+	return f
+}

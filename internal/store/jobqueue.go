@@ -384,7 +384,15 @@ func (jq *Store) Ack(ctx context.Context, q, raw, token, jid, epoch string) erro
 // repeat, each request removes one exact member), skipping the jobs whose run belongs to an
 // incarnation of this node that was buried. On an error, failed tells which did not happen
 // (all of them: the batch is one call).
+//
+// A request with a Flow records its batch's or workflow's transition in the same atomic call
+// (ackSettle), and gets the transition's replies in Flow.Replies.
 func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, err error) {
+	for _, r := range batch {
+		if r.Flow != nil && len(r.Flow.Items) > 0 {
+			return jq.ackSettle(ctx, batch)
+		}
+	}
 	keys := make([]string, 2, 3)
 	keys[0], keys[1] = jq.keys.Heartbeats(), jq.keys.HeartbeatEpochs()
 	args := make([]any, 1, 1+len(batch)+4*2)

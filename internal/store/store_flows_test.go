@@ -70,6 +70,42 @@ func TestBatchWriteCreatesTheDocumentedKeysAndIsIdempotentByToken(t *testing.T) 
 	assert.Len(t, v.list(v.p("queue:q")), 2, "neither wrote")
 }
 
+// A batch of many jobs writes its pending hash as a hash table from the first jid (a listpack
+// of 500 jids cost ~2 µs of Redis time a jid to write and every success a scan), with no
+// trace of the field that turned it; a small one stays a listpack. Both open and closed.
+func TestBatchWriteKeepsTheLargePendingHashOfABatchAHashTable(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode string
+		jobs       int
+		encoding   string
+		pending    int
+	}{
+		{"small", "create", 128, "listpack", 128},
+		{"large", "create", 129, "hashtable", 129},
+		{"large open", "open", 500, "hashtable", 501}, // and the open mark
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			jq := v.store("")
+			jids := make([]string, tc.jobs)
+			for i := range jids {
+				jids[i] = "j" + strconv.Itoa(i)
+			}
+			_, added, err := jq.BatchWrite(ctx(t), "b1", tc.mode, "tok", "", "", flowNow, time.Hour, noCallbacks, flowJobs("q", jids...))
+			require.NoError(t, err)
+			assert.Equal(t, tc.jobs, added)
+			enc, err := v.rdb.ObjectEncoding(ctx(t), v.p("batch:b1:pending")).Result()
+			require.NoError(t, err)
+			assert.Equal(t, tc.encoding, enc)
+			h := v.hash(v.p("batch:b1:pending"))
+			assert.Len(t, h, tc.pending)
+			assert.NotContains(t, h, "batch::ht")
+			ttl := v.rdb.TTL(ctx(t), v.p("batch:b1:pending")).Val()
+			assert.Greater(t, ttl, 59*time.Minute)
+		})
+	}
+}
+
 func TestBatchWriteAddsOnlyNewJobsFromAPendingJobOfTheBatch(t *testing.T) {
 	v := newEnv(t)
 	jq := v.store("")

@@ -31,8 +31,26 @@ type QueueLimits struct {
 
 // AckReq is one acknowledgement of a batch: the finished job Raw taken off Queue's backup list,
 // or, with Lease set, that lease of an ended job removed from Queue's leases; Epoch is the
-// incarnation the job's run belongs to.
-type AckReq struct{ Queue, Raw, Lease, Epoch string }
+// incarnation the job's run belongs to. Flow, for a finished job of a batch or workflow, is
+// the transition recorded in the same call (AckMany).
+type AckReq struct {
+	Queue, Raw, Lease, Epoch string
+	Flow                     *AckFlow
+}
+
+// AckFlow is the transitions of a successful job of a batch or workflow (its SettleItems, each
+// with the outcome RunSucceeded, at time Now) that its acknowledgement records in the same
+// atomic call as the LREM (scripts.AckSettle).
+type AckFlow struct {
+	Items []SettleItem
+	Now   time.Time
+	// Replies are the items' script replies once AckMany has written them, read with
+	// BatchSettled or WorkflowSettled (nil for an item of a batch whose reply another job of
+	// the same call was given).
+	Replies [][]any
+	// Done, when set, is called by the acker with Replies once the acknowledgement is in Redis.
+	Done func(replies [][]any)
+}
 
 // Member is a member of a sorted set with its score.
 type Member struct {

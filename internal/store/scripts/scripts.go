@@ -105,6 +105,8 @@ var (
 	workflowSettleSrc string
 	//go:embed settle_group.lua
 	settleGroupSrc string
+	//go:embed ack_settle.lua
+	ackSettleSrc string
 )
 
 // The scripts, ready to run.
@@ -163,6 +165,11 @@ var (
 	// text of its own script, wrapped as a function that takes the item's KEYS and ARGV.
 	SettleGroup = redis.NewScript("local function batch_settle(KEYS, ARGV)\n" + batchSettleSrc + "\nend\n" +
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + settleGroupSrc)
+	// AckSettle takes finished jobs off the backup lists with the transitions of their batches
+	// and workflows in the same call (acker.go), the transitions by the text of their scripts as
+	// SettleGroup runs them.
+	AckSettle = redis.NewScript("local function batch_settle(KEYS, ARGV)\n" + batchSettleSrc + "\nend\n" +
+		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + ackSettleSrc)
 )
 
 // withPush puts push.lua's functions (the key type check and the pushes of collected jobs)

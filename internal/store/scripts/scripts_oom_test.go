@@ -254,6 +254,22 @@ func oomCases() []oomCase {
 					k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues()}
 			},
 			args: []any{2, "b", 5, 8, 100, "wake", "", "", 0, 0, "j1", "failed", "w", 4, 5, "a", "succeeded", 100, "wake", ""}},
+		{name: "ack with the transitions of a batch and a workflow", file: "ack_settle.lua", script: AckSettle, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), job)
+				c.HSet(ctx, k.Batch("b"), "queues", "", "fresh", 2)
+				c.HSet(ctx, k.BatchPending("b"), "j1", "0", "j2", "0")
+				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)
+				c.HSet(ctx, k.WorkflowGraph("w"), "s:a", "queued", "c:a", "b", "s:b", "waiting", "w:b", 1, "q:b", "q")
+				c.HSet(ctx, k.WorkflowJobs("w"), "b", job)
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Heartbeats(), k.HeartbeatEpochs(),
+					k.Batch("b"), k.BatchPending("b"), k.BatchDead("b"), k.BatchJobs("b"), k.Queues(),
+					k.Workflow("w"), k.WorkflowGraph("w"), k.WorkflowJobs("w"), k.Queues(), k.Queue("q"), backup(k)}
+			},
+			args: []any{node, 2, "b", 5, 8, 100, "wake", "", "", 0, 0, "j1", "succeeded",
+				"m", 5, 6, 100, "wake", "q", 1, "a", "q", "f", 13, "", 1, 1, 2, job}},
 		{name: "workflow job succeeded", file: "workflow_settle.lua", script: WorkflowSettle, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.HSet(ctx, k.Workflow("w"), "queues", "q", "total", 2)

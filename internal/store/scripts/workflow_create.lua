@@ -27,12 +27,8 @@ end
 local chunk = 1000 -- pairs per HSET: well inside Lua's limit on unpacked arguments
 local function hset(key, first, pairs)
   for s = 0, pairs - 1, chunk do
-    local h = {}
-    for p = s, math.min(s + chunk, pairs) - 1 do
-      h[#h + 1] = ARGV[first + 2 * p]
-      h[#h + 1] = ARGV[first + 2 * p + 1]
-    end
-    redis.call('HSET', key, unpack(h))
+    local last = math.min(s + chunk, pairs) - 1
+    redis.call('HSET', key, unpack(ARGV, first + 2 * s, first + 2 * last + 1))
   end
 end
 local m0 = 11 + Q

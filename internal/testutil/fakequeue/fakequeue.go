@@ -44,6 +44,9 @@ type Call struct {
 	Queue, Raw, Doc, Token, JID, Epoch string
 	At                                 time.Time        // Retry: when the job is due; Dead: now
 	Item                               store.SettleItem // Settle
+	// In names the call a Settle was part of ("AckMany" for a success's transition recorded in
+	// its acknowledgement, atomic with it); empty for a call of its own.
+	In string
 	// Changed reports whether the call changed anything: false for a repeat of a write that
 	// already happened, or for a run of a buried incarnation.
 	Changed bool
@@ -232,6 +235,9 @@ func (q *JobQueue) call(method string, do func() *Call) error {
 	return nil
 }
 
+// inBackup reports whether raw is in the backup list of queue. Call with mu held.
+func (q *JobQueue) inBackup(queue, raw string) bool { return slices.Contains(q.backup[queue], raw) }
+
 // takeBackup removes one raw from the backup list of queue; false when it is not there.
 // Call with mu held.
 func (q *JobQueue) takeBackup(queue, raw string) bool {
@@ -266,10 +272,20 @@ func (q *JobQueue) Ack(_ context.Context, queue, raw, token, jid, epoch string) 
 func (q *JobQueue) AckMany(_ context.Context, batch []store.AckReq) ([]bool, error) {
 	err := q.call("AckMany", func() *Call {
 		for _, r := range batch {
-			if r.Lease == "" && !q.buried[r.Epoch] {
-				q.calls = append(q.calls, Call{Method: "AckMany", Queue: r.Queue, Raw: r.Raw, Epoch: r.Epoch,
-					Changed: q.takeBackup(r.Queue, r.Raw)})
+			if r.Lease != "" || q.buried[r.Epoch] {
+				continue
 			}
+			if r.Flow != nil && q.inBackup(r.Queue, r.Raw) {
+				// ack_settle.lua: the transitions first, then the LREM, in one atomic call; a job
+				// no longer in its backup list records none.
+				for _, it := range r.Flow.Items {
+					c := q.settle(it)
+					c.In = "AckMany"
+					q.calls = append(q.calls, *c)
+				}
+			}
+			q.calls = append(q.calls, Call{Method: "AckMany", Queue: r.Queue, Raw: r.Raw, Epoch: r.Epoch,
+				Changed: q.takeBackup(r.Queue, r.Raw)})
 		}
 		return nil
 	})
@@ -321,16 +337,19 @@ func (q *JobQueue) Dead(_ context.Context, queue, raw, doc string, now time.Time
 // Settle records a run's outcome in its batch or workflow, once per job (batch_settle.lua,
 // workflow_settle.lua). Its reply is empty: the fake fires no callbacks.
 func (q *JobQueue) Settle(it store.SettleItem, _ func() time.Time, _ time.Duration) ([]any, error) {
-	err := q.call("Settle", func() *Call {
-		key := "w:" + it.Workflow + ":" + it.WorkflowJob
-		if it.Batch != "" && len(it.Runs) > 0 {
-			key = "b:" + it.Batch + ":" + it.Runs[0][0]
-		}
-		c := &Call{Item: it, Changed: !q.settled[key]}
-		q.settled[key] = true
-		return c
-	})
+	err := q.call("Settle", func() *Call { return q.settle(it) })
 	return nil, err
+}
+
+// settle records it once per job and reports the Settle call it makes.
+func (q *JobQueue) settle(it store.SettleItem) *Call {
+	key := "w:" + it.Workflow + ":" + it.WorkflowJob
+	if it.Batch != "" && len(it.Runs) > 0 {
+		key = "b:" + it.Batch + ":" + it.Runs[0][0]
+	}
+	c := &Call{Method: "Settle", Item: it, Changed: !q.settled[key]}
+	q.settled[key] = true
+	return c
 }
 
 // Unlock releases token if jid holds it.
