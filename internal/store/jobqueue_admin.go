@@ -33,10 +33,10 @@ func (jq *Store) QueueSizes(ctx context.Context, qs []string) (map[string]int64,
 			cmds[i] = p.LLen(ctx, jq.keys.Queue(q))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !onlyWrongType(err, cmds) {
 		return nil, err
 	}
-	out := make(map[string]int64, len(qs))
+	out := make(map[string]int64, len(qs)) // a queue key of another type counts 0 jobs
 	for i, q := range qs {
 		out[q] = cmds[i].Val()
 	}
@@ -334,12 +334,12 @@ func (jq *Store) LiveNodes(ctx context.Context) ([]string, error) {
 			alive[i] = p.HExists(ctx, jq.keys.Node(id), "info")
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !onlyWrongType(err, alive) {
 		return nil, err
 	}
 	live := ids[:0]
 	for i, id := range ids {
-		if alive[i].Val() {
+		if alive[i].Val() { // a member naming a key of another type ("queues") is no node
 			live = append(live, id)
 		}
 	}
@@ -381,6 +381,9 @@ func (jq *Store) hashesOf(ctx context.Context, ids []string, keyFns ...func(id s
 		}
 		return nil
 	})
+	if err != nil && onlyWrongType(err, cmds) {
+		err = nil // a node's key of another type reads as empty: one bad key spoils its own node
+	}
 	hashes := make([]map[string]string, len(ids))
 	for i := range ids {
 		hashes[i] = cmds[i*len(keyFns)].Val()
@@ -396,6 +399,22 @@ func (jq *Store) hashesOf(ctx context.Context, ids []string, keyFns ...func(id s
 		}
 	}
 	return hashes, err
+}
+
+// onlyWrongType reports whether every failed command of cmds failed with WRONGTYPE (err is
+// their pipeline's error): a reader of many records then reads such a record as empty, so that
+// one key of another type (a set member naming another kind of key, or a key written by
+// something else) spoils its own record, never the whole listing.
+func onlyWrongType[C redis.Cmder](err error, cmds []C) bool {
+	if !wrongType(err) {
+		return false
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && e != redis.Nil && !wrongType(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // Counts are the processed and failed counters of a span.
@@ -467,7 +486,8 @@ func (jq *Store) SendSignal(ctx context.Context, node, signal string) error {
 	return err
 }
 
-// OldestJobs reads the next job to run (the oldest) of every queue in qs, "" for an empty one.
+// OldestJobs reads the next job to run (the oldest) of every queue in qs, "" for an empty one
+// (or one whose key is of another type).
 func (jq *Store) OldestJobs(ctx context.Context, qs []string) ([]string, error) {
 	cmds := make([]*redis.StringCmd, len(qs))
 	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -475,8 +495,8 @@ func (jq *Store) OldestJobs(ctx context.Context, qs []string) ([]string, error) 
 			cmds[i] = p.LIndex(ctx, jq.keys.Queue(q), -1)
 		}
 		return nil
-	}); err != nil && err != redis.Nil {
-		return nil, err
+	}); err != nil && err != redis.Nil && !onlyWrongType(err, cmds) {
+		return nil, err // a queue key of another type reads as empty, as in QueueSizes
 	}
 	out := make([]string, len(qs))
 	for i, c := range cmds {
