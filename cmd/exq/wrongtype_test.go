@@ -43,7 +43,8 @@ func (c *cliEnv) seedGood() {
 // One key of another type than its listing expects (a set member naming a key of another
 // kind, or a key something else wrote) spoils its own record, never another command or the
 // other records: every read command still answers, --json is JSON, and the good records are
-// there. Before, one periodic job's key holding a string failed every exq command (even exq
+// there. Before, a listed batch or workflow id naming another kind of key failed the whole
+// listing (exq batch list, GET /batches); one periodic job's key holding a string failed every exq command (even exq
 // batch show), and one process member naming the queues set failed stats, busy and processes.
 func TestAKeyOfAnotherTypeSpoilsOnlyItsOwnRecord(t *testing.T) {
 	t.Parallel()
@@ -87,6 +88,18 @@ func TestAKeyOfAnotherTypeSpoilsOnlyItsOwnRecord(t *testing.T) {
 			}
 			return c.rdb.Set(ctx, c.ns+":queue:evil", "x", 0).Err()
 		}},
+		{"a listed batch id naming another batch's set", func(ctx context.Context, c *cliEnv) error {
+			return c.rdb.ZAdd(ctx, c.ns+":batches", redisZ(float64(time.Now().Unix()+1), "b1:jobs")).Err()
+		}},
+		{"a batch's pending hash that is a string", func(ctx context.Context, c *cliEnv) error {
+			return c.rdb.Set(ctx, c.ns+":batch:b1:pending", "x", 0).Err()
+		}},
+		{"a listed workflow id naming another workflow's graph", func(ctx context.Context, c *cliEnv) error {
+			return c.rdb.ZAdd(ctx, c.ns+":workflows", redisZ(float64(time.Now().Unix()+1), "w1:graph")).Err()
+		}},
+		{"a workflow's graph that is a string", func(ctx context.Context, c *cliEnv) error {
+			return c.rdb.Set(ctx, c.ns+":wf:w1:graph", "x", 0).Err()
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -114,6 +127,16 @@ func TestAKeyOfAnotherTypeSpoilsOnlyItsOwnRecord(t *testing.T) {
 			var queues []map[string]any
 			c.json(&queues, "queues")
 			assert.Contains(t, fmt.Sprint(queues), "default")
+			var batches, workflows []map[string]any
+			c.json(&batches, "batch", "list")
+			require.Len(t, batches, 1, "the good batch, alone")
+			assert.Equal(t, "b1", batches[0]["id"])
+			c.json(&workflows, "workflow", "list")
+			ids := []any{}
+			for _, w := range workflows {
+				ids = append(ids, w["id"])
+			}
+			assert.Contains(t, ids, "w1", "the good workflow") // "w1:graph" names a hash: a row of its own
 			var stats map[string]any
 			c.json(&stats, "stats")
 			assert.EqualValues(t, 1, stats["enqueued"], "the good queue's job is counted")
