@@ -109,7 +109,7 @@ func TestAKeyOfAnotherTypeSpoilsOnlyItsOwnRecord(t *testing.T) {
 			for _, args := range [][]string{
 				{"stats"}, {"queues"}, {"jobs", "default"}, {"busy"}, {"processes"}, {"cron", "list"},
 				{"cron", "history", "c1"}, {"batch", "list"}, {"batch", "show", "b1"}, {"workflow", "list"},
-				{"workflow", "show", "w1"}, {"metrics"}, {"retries"}, {"dead"},
+				{"workflow", "show", "w1"}, {"metrics"}, {"retries"}, {"dead"}, {"job", "j1"}, {"job", "r1"},
 			} {
 				code, out, errOut := c.run(append(args, "--json")...)
 				assert.Equal(t, 0, code, "%v: %s", args, errOut)
@@ -159,5 +159,29 @@ func TestAnIDNoBatchOrWorkflowCanHaveIsNotFound(t *testing.T) {
 		assert.Equal(t, 1, code, "%v: %s", args, out)
 		assert.Contains(t, errOut, "not a", "%v", args)
 		assert.Contains(t, errOut, "not found", "%v", args)
+	}
+}
+
+// A key a whole answer depends on (the paused set, the published limits, the outbox report)
+// of another type is an error naming that key and the type it should have: Redis's WRONGTYPE
+// names neither. The other commands still answer.
+func TestAWholeKeyOfAnotherTypeIsNamed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, kind string }{{"paused", "set"}, {"limits", "hash"}, {"outbox", "hash"}} {
+		t.Run(tc.key, func(t *testing.T) {
+			t.Parallel()
+			c := newCLIEnv(t)
+			c.seedGood()
+			require.NoError(t, c.rdb.Set(context.Background(), c.ns+":"+tc.key, "x", 0).Err())
+			args := []string{"queues"}
+			if tc.key == "outbox" {
+				args = []string{"outbox", "status"}
+			}
+			code, _, errOut := c.run(args...)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errOut, fmt.Sprintf("%s:%s is not a %s", c.ns, tc.key, tc.kind))
+			code, _, errOut = c.run("batch", "show", "b1")
+			assert.Equal(t, 0, code, errOut)
+		})
 	}
 }

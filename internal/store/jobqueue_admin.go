@@ -72,12 +72,27 @@ func (jq *Store) Resume(ctx context.Context, q string) (wakeErr, err error) {
 
 // Paused lists the paused queues.
 func (jq *Store) Paused(ctx context.Context) ([]string, error) {
-	return jq.rdb.SMembers(ctx, jq.keys.Paused()).Result()
+	m, err := jq.rdb.SMembers(ctx, jq.keys.Paused()).Result()
+	return m, namedKey(jq.keys.Paused(), "set", err)
 }
 
-// QueueRange reads the jobs of queue q from index start to stop (LRANGE).
+// QueueRange reads the jobs of queue q from index start to stop (LRANGE); none when its key
+// is of another type, as QueueSizes counts it (a search of every queue for a jid goes on).
 func (jq *Store) QueueRange(ctx context.Context, q string, start, stop int64) ([]string, error) {
-	return jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()
+	jobs, err := jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()
+	if wrongType(err) {
+		return nil, nil
+	}
+	return jobs, err
+}
+
+// namedKey names key and the type it should have in a WRONGTYPE error (Redis names neither):
+// one key of another type that a whole answer depends on is a clear error, naming what to fix.
+func namedKey(key, kind string, err error) error {
+	if wrongType(err) {
+		return fmt.Errorf("exq: %s is not a %s: %w", key, kind, err)
+	}
+	return err
 }
 
 // Set kinds: the sorted sets of jobs a method takes by name.

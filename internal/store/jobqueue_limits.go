@@ -125,7 +125,7 @@ func (jq *Store) QueueUses(ctx context.Context, qs []string, limits map[string]L
 func (jq *Store) PublishedLimits(ctx context.Context) (map[string]LimitsRecord, error) {
 	raw, err := jq.rdb.HGetAll(ctx, jq.keys.Limits()).Result()
 	if err != nil {
-		return nil, err
+		return nil, namedKey(jq.keys.Limits(), "hash", err)
 	}
 	out := make(map[string]LimitsRecord, len(raw))
 	for q, s := range raw {
