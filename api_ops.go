@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,9 @@ func (a *API) Processes(ctx context.Context) ([]Process, error) {
 			p.Concurrency = c // Sidekiq 8.1.2 and later (and exq) keep it here; their info may lack it
 		}
 		p.Busy, _ = strconv.Atoi(h["busy"])
+		if p.Busy < 0 {
+			p.Busy = 0 // not a count: no node runs fewer than no jobs
+		}
 		beat, _ := strconv.ParseFloat(h["beat"], 64)
 		p.Beat = wire.ParseTime(beat)
 		rtt, _ := strconv.ParseInt(h["rtt_us"], 10, 64)
@@ -189,15 +193,37 @@ type Overview struct {
 }
 
 // Add adds p's counts to o: the overview of two namespaces (shards) together.
+// Sums stop at the largest int64 (stored counters are read, never trusted: two near the limit
+// must not wrap into a negative total).
 func (o *Overview) Add(p Overview) {
-	o.Processed += p.Processed
-	o.Failed += p.Failed
-	o.Busy += p.Busy
-	o.Processes += p.Processes
-	o.Enqueued += p.Enqueued
-	o.Retries += p.Retries
-	o.Scheduled += p.Scheduled
-	o.Dead += p.Dead
+	o.Processed = addCount(o.Processed, p.Processed)
+	o.Failed = addCount(o.Failed, p.Failed)
+	o.Busy = addCount(o.Busy, p.Busy)
+	o.Processes = addCount(o.Processes, p.Processes)
+	o.Enqueued = addCount(o.Enqueued, p.Enqueued)
+	o.Retries = addCount(o.Retries, p.Retries)
+	o.Scheduled = addCount(o.Scheduled, p.Scheduled)
+	o.Dead = addCount(o.Dead, p.Dead)
+}
+
+// addCount is a+b, held at the largest or smallest value instead of wrapping.
+func addCount[T int | int64](a, b T) T {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return T(maxOf(a))
+	case b < 0 && s > a:
+		return -T(maxOf(a)) - 1
+	}
+	return s
+}
+
+// maxOf is the largest value of v's type.
+func maxOf[T int | int64](v T) int64 {
+	if _, ok := any(v).(int); ok {
+		return math.MaxInt
+	}
+	return math.MaxInt64
 }
 
 // Overview returns the counters, the live processes and how many jobs are busy, waiting,
@@ -214,14 +240,14 @@ func (a *API) Overview(ctx context.Context) (Overview, error) {
 	}
 	o.Processes = len(procs)
 	for _, p := range procs {
-		o.Busy += p.Busy
+		o.Busy = addCount(o.Busy, p.Busy)
 	}
 	sizes, err := a.QueueSizes(ctx)
 	if err != nil {
 		return o, err
 	}
 	for _, n := range sizes {
-		o.Enqueued += n
+		o.Enqueued = addCount(o.Enqueued, n)
 	}
 	for _, s := range []struct {
 		set Set

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -575,4 +576,38 @@ func TestPrepareJobIsWhatEnqueueWrites(t *testing.T) {
 	j, err = PrepareJob(time.Now(), JobSpec{Queue: "mail", Class: "W", At: at})
 	require.NoError(t, err)
 	assert.WithinDuration(t, at, j.EnqueuedAt, time.Millisecond)
+}
+
+// A node's stored busy count near the int64 limit, or negative, never wraps the overview's
+// total into a negative number of busy jobs (two nodes storing 9223372036854775807 and
+// -9223372036854775808 made exq stats and the dashboard say "-1 busy"); sums over shards
+// stop at the limit too.
+func TestOverviewCountsNeverWrapWhateverNodesStore(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	a, _ := v.api()
+	for id, busy := range map[string]string{"big:1:a": "9223372036854775807", "big:1:b": "9223372036854775807", "neg:1:c": "-9223372036854775808"} {
+		require.NoError(t, v.rdb.HSet(ctx, v.ns+":"+id, "info", `{"hostname":"h"}`, "busy", busy).Err())
+		require.NoError(t, v.rdb.SAdd(ctx, v.ns+":processes", id).Err())
+	}
+	o, err := a.Overview(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.Processes)
+	assert.Equal(t, math.MaxInt, o.Busy, "held at the limit, the negative count read as none")
+	procs, err := a.Processes(ctx)
+	require.NoError(t, err)
+	for _, p := range procs {
+		assert.GreaterOrEqual(t, p.Busy, 0, p.Identity)
+	}
+
+	var sum Overview
+	sum.Add(Overview{Stats: Stats{Processed: math.MaxInt64}, Busy: math.MaxInt, Enqueued: math.MaxInt64})
+	sum.Add(Overview{Stats: Stats{Processed: 5}, Busy: 1, Enqueued: 1})
+	assert.Equal(t, int64(math.MaxInt64), sum.Processed)
+	assert.Equal(t, math.MaxInt, sum.Busy)
+	assert.Equal(t, int64(math.MaxInt64), sum.Enqueued)
+	sum.Add(Overview{Stats: Stats{Failed: math.MinInt64}})
+	sum.Add(Overview{Stats: Stats{Failed: -1}})
+	assert.Equal(t, int64(math.MinInt64), sum.Failed)
 }

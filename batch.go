@@ -245,6 +245,11 @@ type BatchStatus struct {
 
 // Batch reads one batch's status; ErrBatchNotFound when there is no such batch.
 func (a *API) Batch(ctx context.Context, bid string) (BatchStatus, error) {
+	if err := flows.CheckID(bid); err != nil {
+		// No batch has such an id (NewBatch refuses it); its keys would be another batch's
+		// ("b1:pending" read b1's pending hash as a batch).
+		return BatchStatus{}, fmt.Errorf("exq: api: batch %q: not a batch id: %v: %w", bid, err, ErrBatchNotFound)
+	}
 	st, err := flows.ReadBatch(ctx, a.jq, bid)
 	return BatchStatus(st), err
 }
@@ -256,9 +261,11 @@ func (a *API) Batches(ctx context.Context, o ListOptions) ([]BatchStatus, error)
 		return nil, err
 	}
 	list, err := flows.ListBatches(ctx, a.jq, start, stop-start+1)
-	out := make([]BatchStatus, len(list))
-	for i, st := range list {
-		out[i] = BatchStatus(st)
+	out := make([]BatchStatus, 0, len(list))
+	for _, st := range list {
+		if flows.CheckID(st.ID) == nil { // a listed id no batch can have names another batch's key
+			out = append(out, BatchStatus(st))
+		}
 	}
 	return out, err
 }
@@ -268,5 +275,8 @@ func (a *API) Batches(ctx context.Context, o ListOptions) ([]BatchStatus, error)
 // or "unaccounted" (pending, in no queue, set, backup or busy list: run by such a node, or
 // lost). The last two read every queue and set in pages (docs/workflows.md, Exq nodes only).
 func (a *API) BatchJobs(ctx context.Context, bid, which string, limit int) ([]string, error) {
+	if err := flows.CheckID(bid); err != nil {
+		return nil, fmt.Errorf("exq: api: batch %q: not a batch id: %v: %w", bid, err, ErrBatchNotFound)
+	}
 	return flows.BatchJobs(ctx, a.jq, bid, which, limit)
 }

@@ -3,6 +3,7 @@ package exq
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -152,6 +153,11 @@ type WorkflowJobStatus struct {
 
 // Workflow reads one workflow; ErrWorkflowNotFound when there is none with the id.
 func (a *API) Workflow(ctx context.Context, id string) (WorkflowStatus, error) {
+	if err := flows.CheckID(id); err != nil {
+		// No workflow has such an id (EnqueueWorkflow refuses it); its keys would be another
+		// workflow's ("w1:graph" read w1's graph as a workflow).
+		return WorkflowStatus{}, fmt.Errorf("exq: api: workflow %q: not a workflow id: %v: %w", id, err, ErrWorkflowNotFound)
+	}
 	st, err := flows.ReadWorkflow(ctx, a.jq, id)
 	return workflowStatus(st), err
 }
@@ -173,9 +179,11 @@ func (a *API) Workflows(ctx context.Context, o ListOptions) ([]WorkflowStatus, e
 		return nil, err
 	}
 	list, err := flows.ListWorkflows(ctx, a.jq, start, stop-start+1)
-	out := make([]WorkflowStatus, len(list))
-	for i, st := range list {
-		out[i] = workflowStatus(st)
+	out := make([]WorkflowStatus, 0, len(list))
+	for _, st := range list {
+		if flows.CheckID(st.ID) == nil { // a listed id no workflow can have names another's key
+			out = append(out, workflowStatus(st))
+		}
 	}
 	return out, err
 }

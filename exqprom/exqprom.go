@@ -236,8 +236,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.descs.nodes, float64(s.nodes))
 	}
 	if s.statsOK {
-		send(c.descs.processed, prometheus.CounterValue, float64(s.stats.Processed))
-		send(c.descs.failed, prometheus.CounterValue, float64(s.stats.Failed))
+		// A counter is never negative: a stored counter below zero (written by hand, or by
+		// something else) reads as 0, which Prometheus takes for a reset.
+		send(c.descs.processed, prometheus.CounterValue, float64(max(s.stats.Processed, 0)))
+		send(c.descs.failed, prometheus.CounterValue, float64(max(s.stats.Failed, 0)))
 	}
 	if s.outboxOK && s.outbox.Reported {
 		gauge(c.descs.outboxBacklog, float64(s.outbox.Backlog))

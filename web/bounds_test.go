@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,9 @@ func TestEveryPageIsBoundedWhateverTheRecords(t *testing.T) {
 	assert.True(t, strings.Contains(body, "This page would be larger than 4 MiB"), "the page says why: %.200s", body)
 }
 
+// farShown matches a time outside years 0000–9999 written as a date or an age.
+var farShown = regexp.MustCompile(`[0-9]{5,}-[0-9]{2}-[0-9]{2}[T ]|[^0-9]-[0-9]+-[0-9]{2}-[0-9]{2}[T ]|106751|2562047`)
+
 // 3. Times no calendar writer expects (a stored 1e12 seconds is year 33658, 1e300 overflows
 // int64 seconds) are shown on every page that reads them, and stats.json stays JSON.
 func TestPagesShowTimesPastYear9999(t *testing.T) {
@@ -193,10 +197,27 @@ func TestPagesShowTimesPastYear9999(t *testing.T) {
 	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Dead(), redis.Z{Score: 1e12, Member: far}).Err())
 	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Retry(), redis.Z{Score: 1e15, Member: far}).Err())
 	f.push("q", far)
-	for _, path := range []string{"/", "/batches", "/batches/" + bid, "/workflows/" + w.ID, "/dead", "/dead/far", "/retries",
-		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/search?jid=far"} {
+	id := "far:1:abc"
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Node(id), "info", `{"hostname":"h","started_at":1e12,"pid":1,"concurrency":5,"queues":["q"]}`,
+		"busy", "1", "beat", "1e300", "quiet", "false").Err())
+	payload, _ := json.Marshal(far)
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.Workers(id), "t1", fmt.Sprintf(`{"queue":"q","payload":%s,"run_at":1e12}`, payload)).Err())
+	require.NoError(t, f.rdb.SAdd(ctx, f.keys.Processes(), id).Err())
+	// Year 10000 in UTC, 9999 in its own offset.
+	require.NoError(t, f.rdb.HSet(ctx, f.keys.CronJob("far"), "name", "far", "cron", "* * * * *", "klass", "K", "queue", "q",
+		"args", `[]`, "status", "enabled", "last_enqueue_time", "9999-12-31T23:59:59-23:59").Err())
+	require.NoError(t, f.rdb.SAdd(ctx, f.keys.CronJobs(), "cron_job:far").Err())
+	require.NoError(t, f.rdb.LPush(ctx, f.keys.CronJob("far")+":jid_history", `{"jid":"h-far","enqueued":"9999-12-31T23:59:59-23:59"}`).Err())
+	for _, path := range []string{"/", "/batches", "/batches/" + bid, "/workflows", "/workflows/" + w.ID, "/dead", "/dead/far", "/retries",
+		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/search?jid=far", "/busy", "/periodic", "/periodic/far"} {
 		code, body := f.get(path)
 		assert.Equal(t, http.StatusOK, code, "GET %s: %.300s", path, body)
+		// Such a time is "out of range", as JSON writes null for it: never a clamped year
+		// (292277026596), a year of five digits or below zero, nor "106751 days ago".
+		assert.NotRegexp(t, farShown, body, "GET %s shows an out-of-range time as a date", path)
+		if path != "/" { // the dashboard shows no such time (the outbox's says "unreadable")
+			assert.Contains(t, body, "out of range", "GET %s", path)
+		}
 	}
 	code, body := f.get("/stats.json")
 	assert.Equal(t, http.StatusOK, code)

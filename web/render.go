@@ -50,6 +50,7 @@ var funcs = template.FuncMap{
 	"ago":         ago,
 	"stamp":       stamp,
 	"iso":         func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"inRange":     func(t time.Time) bool { return textsafe.InJSONRange(t.UTC()) },
 	"dur":         formatDur,
 	"per":         per,
 	"kb":          formatKB,
@@ -234,13 +235,24 @@ func stamp(t time.Time) string {
 	if t.IsZero() {
 		return "–"
 	}
+	if !textsafe.InJSONRange(t.UTC()) {
+		return outOfRange
+	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
+
+// outOfRange stands for a stored time outside years 0000–9999 (a stored 1e12 or 1e300 seconds),
+// as --json and the API's JSON write null for it: no clamped year 292277026596, no "106751 days
+// ago".
+const outOfRange = "out of range"
 
 // ago says how far t is from now: "3 min ago", "in 2 h".
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return "never"
+	}
+	if !textsafe.InJSONRange(t.UTC()) {
+		return outOfRange
 	}
 	d := time.Since(t)
 	if d < 0 {

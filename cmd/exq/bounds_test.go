@@ -200,6 +200,26 @@ func TestJSONOutputSurvivesTimesPastYear9999(t *testing.T) {
 	assert.Equal(t, "2024-01-02T03:04:05Z", runs[1]["enqueued_at"])
 }
 
+// farShown matches a time outside years 0000–9999 written as a date or an age in a table.
+var farShown = regexp.MustCompile(`[0-9]{5,}-[0-9]{2}-[0-9]{2}T|(^|\s)-[0-9]+-[0-9]{2}-[0-9]{2}T|106751d|2562047h`)
+
+// The tables say "out of range" for such a time, as --json writes null: never a clamped year
+// (292277026596), a year of five digits or below zero, nor an age of "106751d23h47m0s".
+func TestTablesSayOutOfRangeForTimesPastYear9999(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t)
+	f := c.seedFarTimes()
+	for _, cmd := range readCommands(f, "q-far", "dead-far", "dead-far-score", "retry-far", "sched-far", "busy-far") {
+		code, out, errOut := c.run(cmd.args...)
+		require.Equal(t, 0, code, "%v: %s", cmd.args, errOut)
+		assert.NotRegexp(t, farShown, out, "%v shows an out-of-range time as a date", cmd.args)
+	}
+	for _, args := range [][]string{{"processes"}, {"busy"}, {"batch", "list"}, {"workflow", "list"}, {"dead"}, {"job", "busy-far"}} {
+		_, out, _ := c.run(args...)
+		assert.Contains(t, out, "out of range", "%v", args)
+	}
+}
+
 // forge is a stored text that tries to start a line of its own ("FORGED" at a line's start),
 // move the cursor, clear the screen, and hold bytes that are no UTF-8.
 const forge = "x\nFORGED row\r\x1b[2J\x1b]0;t\x07\u202e\xff\xfe"

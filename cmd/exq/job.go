@@ -30,7 +30,7 @@ func (p place) at() string {
 	if p.At == nil {
 		return "-"
 	}
-	return p.At.Format(time.RFC3339)
+	return when(p.At.Time)
 }
 
 func (p place) String() string {

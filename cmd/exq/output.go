@@ -71,10 +71,14 @@ func (a *app) say(v any, format string, args ...any) error {
 	return err
 }
 
-// when is t as the tables show it: RFC 3339 in UTC, or "-" when there is none.
+// when is t as the tables show it: RFC 3339 in UTC, or "-" when there is none; a stored time
+// outside years 0000–9999 is "out of range" (--json writes null for it).
 func when(t time.Time) string {
 	if t.IsZero() {
 		return "-"
+	}
+	if !textsafe.InJSONRange(t.UTC()) {
+		return outOfRange
 	}
 	return t.UTC().Format(time.RFC3339)
 }
@@ -83,6 +87,9 @@ func when(t time.Time) string {
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return "-"
+	}
+	if !textsafe.InJSONRange(t.UTC()) {
+		return outOfRange
 	}
 	d := time.Since(t)
 	switch {
@@ -93,6 +100,10 @@ func ago(t time.Time) string {
 	}
 	return fmt.Sprintf("%dd%s", int(d/(24*time.Hour)), (d % (24 * time.Hour)).Round(time.Minute))
 }
+
+// outOfRange stands for a stored time RFC 3339 cannot write (a stored 1e12 seconds is year
+// 33658): never a clamped year 292277026596 nor "106751d23h47m0s ago".
+const outOfRange = "out of range"
 
 // cut keeps the first n runes of s on one line, with "…" when it cut; it reads no further
 // than it keeps (a job may be megabytes).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -279,17 +280,18 @@ func (a *app) view() view {
 // --redis-url otherwise shows zeros that look like an idle system.
 func (a *app) warnIfEmpty(ctx context.Context) error {
 	for i, api := range a.shards() {
-		o, err := api.Overview(ctx)
-		if err != nil {
-			return err
-		}
-		qs, err := api.QueueStates(ctx)
-		if err != nil {
-			return err
-		}
-		crons, err := api.PeriodicJobs(ctx)
-		if err != nil {
-			return err
+		// Only a namespace that reads as empty is warned about. A read that fails (a stored
+		// key of another type) is not this check's to report: the command reports what it
+		// reads itself, and one bad key must not fail every command (exq batch show failed
+		// when one periodic job's key was a string).
+		o, err1 := api.Overview(ctx)
+		qs, err2 := api.QueueStates(ctx)
+		crons, err3 := api.PeriodicJobs(ctx)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			continue
 		}
 		if o != (exq.Overview{}) || len(qs) > 0 || len(crons) > 0 {
 			continue

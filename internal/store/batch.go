@@ -189,7 +189,10 @@ type BatchState struct {
 	Open                 bool
 }
 
-// BatchRead reads batch bid; a zero fields map means there is no such batch.
+// BatchRead reads batch bid; a zero fields map means there is no such batch. A key of
+// another type reads as empty (a hash: no such batch; a set: no members), so that one bad key
+// (a listed id such as "b1:jobs", naming another batch's set) spoils its own batch, never the
+// listing.
 func (jq *Store) BatchRead(ctx context.Context, bid string) (BatchState, error) {
 	p := jq.rdb.Pipeline()
 	h := p.HGetAll(ctx, jq.keys.Batch(bid))
@@ -197,7 +200,7 @@ func (jq *Store) BatchRead(ctx context.Context, bid string) (BatchState, error) 
 	pending := p.HLen(ctx, jq.keys.BatchPending(bid))
 	dead := p.SCard(ctx, jq.keys.BatchDead(bid))
 	open := p.HExists(ctx, jq.keys.BatchPending(bid), OpenMember)
-	if _, err := p.Exec(ctx); err != nil {
+	if sent, err := p.Exec(ctx); err != nil && !onlyWrongType(err, sent) {
 		return BatchState{}, err
 	}
 	st := BatchState{Fields: h.Val(), Total: total.Val(), Pending: pending.Val(), Dead: dead.Val(), Open: open.Val()}
@@ -212,7 +215,8 @@ func (jq *Store) BatchIDs(ctx context.Context, offset, count int64) ([]string, e
 	return jq.rdb.ZRevRange(ctx, jq.keys.Batches(), offset, offset+count-1).Result()
 }
 
-// BatchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs".
+// BatchMembers reads up to limit jids of batch bid of one set: "pending", "dead" or "jobs"
+// (none when that key is of another type).
 func (jq *Store) BatchMembers(ctx context.Context, bid, set string, limit int64) ([]string, error) {
 	key := jq.keys.BatchJobs(bid)
 	if set == "dead" {
@@ -236,6 +240,9 @@ func (jq *Store) BatchMembers(ctx context.Context, bid, set string, limit int64)
 			page = page[:n]
 		} else {
 			page, next, err = jq.rdb.SScan(ctx, key, cursor, "", 100).Result()
+		}
+		if wrongType(err) {
+			return out, nil // a set of another type holds no jid: the batch's other fields still show
 		}
 		if err != nil {
 			return nil, err

@@ -33,10 +33,10 @@ func (jq *Store) QueueSizes(ctx context.Context, qs []string) (map[string]int64,
 			cmds[i] = p.LLen(ctx, jq.keys.Queue(q))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !onlyWrongType(err, cmds) {
 		return nil, err
 	}
-	out := make(map[string]int64, len(qs))
+	out := make(map[string]int64, len(qs)) // a queue key of another type counts 0 jobs
 	for i, q := range qs {
 		out[q] = cmds[i].Val()
 	}
@@ -72,12 +72,27 @@ func (jq *Store) Resume(ctx context.Context, q string) (wakeErr, err error) {
 
 // Paused lists the paused queues.
 func (jq *Store) Paused(ctx context.Context) ([]string, error) {
-	return jq.rdb.SMembers(ctx, jq.keys.Paused()).Result()
+	m, err := jq.rdb.SMembers(ctx, jq.keys.Paused()).Result()
+	return m, namedKey(jq.keys.Paused(), "set", err)
 }
 
-// QueueRange reads the jobs of queue q from index start to stop (LRANGE).
+// QueueRange reads the jobs of queue q from index start to stop (LRANGE); none when its key
+// is of another type, as QueueSizes counts it (a search of every queue for a jid goes on).
 func (jq *Store) QueueRange(ctx context.Context, q string, start, stop int64) ([]string, error) {
-	return jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()
+	jobs, err := jq.rdb.LRange(ctx, jq.keys.Queue(q), start, stop).Result()
+	if wrongType(err) {
+		return nil, nil
+	}
+	return jobs, err
+}
+
+// namedKey names key and the type it should have in a WRONGTYPE error (Redis names neither):
+// one key of another type that a whole answer depends on is a clear error, naming what to fix.
+func namedKey(key, kind string, err error) error {
+	if wrongType(err) {
+		return fmt.Errorf("exq: %s is not a %s: %w", key, kind, err)
+	}
+	return err
 }
 
 // Set kinds: the sorted sets of jobs a method takes by name.
@@ -334,12 +349,12 @@ func (jq *Store) LiveNodes(ctx context.Context) ([]string, error) {
 			alive[i] = p.HExists(ctx, jq.keys.Node(id), "info")
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !onlyWrongType(err, alive) {
 		return nil, err
 	}
 	live := ids[:0]
 	for i, id := range ids {
-		if alive[i].Val() {
+		if alive[i].Val() { // a member naming a key of another type ("queues") is no node
 			live = append(live, id)
 		}
 	}
@@ -381,6 +396,9 @@ func (jq *Store) hashesOf(ctx context.Context, ids []string, keyFns ...func(id s
 		}
 		return nil
 	})
+	if err != nil && onlyWrongType(err, cmds) {
+		err = nil // a node's key of another type reads as empty: one bad key spoils its own node
+	}
 	hashes := make([]map[string]string, len(ids))
 	for i := range ids {
 		hashes[i] = cmds[i*len(keyFns)].Val()
@@ -396,6 +414,22 @@ func (jq *Store) hashesOf(ctx context.Context, ids []string, keyFns ...func(id s
 		}
 	}
 	return hashes, err
+}
+
+// onlyWrongType reports whether every failed command of cmds failed with WRONGTYPE (err is
+// their pipeline's error): a reader of many records then reads such a record as empty, so that
+// one key of another type (a set member naming another kind of key, or a key written by
+// something else) spoils its own record, never the whole listing.
+func onlyWrongType[C redis.Cmder](err error, cmds []C) bool {
+	if !wrongType(err) {
+		return false
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && e != redis.Nil && !wrongType(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // Counts are the processed and failed counters of a span.
@@ -467,7 +501,8 @@ func (jq *Store) SendSignal(ctx context.Context, node, signal string) error {
 	return err
 }
 
-// OldestJobs reads the next job to run (the oldest) of every queue in qs, "" for an empty one.
+// OldestJobs reads the next job to run (the oldest) of every queue in qs, "" for an empty one
+// (or one whose key is of another type).
 func (jq *Store) OldestJobs(ctx context.Context, qs []string) ([]string, error) {
 	cmds := make([]*redis.StringCmd, len(qs))
 	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -475,8 +510,8 @@ func (jq *Store) OldestJobs(ctx context.Context, qs []string) ([]string, error) 
 			cmds[i] = p.LIndex(ctx, jq.keys.Queue(q), -1)
 		}
 		return nil
-	}); err != nil && err != redis.Nil {
-		return nil, err
+	}); err != nil && err != redis.Nil && !onlyWrongType(err, cmds) {
+		return nil, err // a queue key of another type reads as empty, as in QueueSizes
 	}
 	out := make([]string, len(qs))
 	for i, c := range cmds {

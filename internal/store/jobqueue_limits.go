@@ -90,7 +90,7 @@ func (jq *Store) QueueUses(ctx context.Context, qs []string, limits map[string]L
 	}
 	type cmds struct{ size, inUse, started *redis.IntCmd }
 	byQueue := make(map[string]cmds, len(qs))
-	if _, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if sent, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, q := range qs {
 			c := cmds{size: p.LLen(ctx, jq.keys.Queue(q))}
 			l := limits[q]
@@ -104,8 +104,8 @@ func (jq *Store) QueueUses(ctx context.Context, qs []string, limits map[string]L
 			byQueue[q] = c
 		}
 		return nil
-	}); err != nil {
-		return nil, err
+	}); err != nil && !onlyWrongType(err, sent) {
+		return nil, err // a queue's key of another type reads as empty: it spoils its own row
 	}
 	val := func(c *redis.IntCmd) int64 {
 		if c == nil {
@@ -125,7 +125,7 @@ func (jq *Store) QueueUses(ctx context.Context, qs []string, limits map[string]L
 func (jq *Store) PublishedLimits(ctx context.Context) (map[string]LimitsRecord, error) {
 	raw, err := jq.rdb.HGetAll(ctx, jq.keys.Limits()).Result()
 	if err != nil {
-		return nil, err
+		return nil, namedKey(jq.keys.Limits(), "hash", err)
 	}
 	out := make(map[string]LimitsRecord, len(raw))
 	for q, s := range raw {

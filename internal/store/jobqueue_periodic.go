@@ -79,9 +79,11 @@ func (jq *Store) LoadCron(ctx context.Context) ([]CronRecord, error) {
 			cmds[i] = p.HGetAll(ctx, jq.keys.CronJobOfMember(m))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !onlyWrongType(err, cmds) {
 		return nil, err
 	}
+	// A member naming a key of another type reads as no periodic job: it does not hold back
+	// the others (the runner's ticks, the lists).
 	out := make([]CronRecord, 0, len(members))
 	for i, m := range members {
 		if h := cmds[i].Val(); len(h) > 0 {

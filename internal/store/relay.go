@@ -125,7 +125,7 @@ func (jq *Store) ReportOutbox(ctx context.Context, backlog, failed int64, oldest
 func (jq *Store) Outbox(ctx context.Context) (OutboxStatus, error) {
 	vals, err := jq.rdb.HMGet(ctx, jq.keys.Outbox(), outboxBacklog, outboxFailed, outboxOldestAt, outboxUpdatedAt).Result()
 	if err != nil {
-		return OutboxStatus{}, fmt.Errorf("exq: outbox status: %w", err)
+		return OutboxStatus{}, fmt.Errorf("exq: outbox status: %w", namedKey(jq.keys.Outbox(), "hash", err))
 	}
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	if str(3) == "" {

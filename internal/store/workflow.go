@@ -88,12 +88,12 @@ func WorkflowSettled(res []any) (Settled, error) {
 }
 
 // WorkflowRead reads workflow id's hash and graph; an empty hash means there is no such
-// workflow.
+// workflow. A key of another type reads as empty, as in BatchRead.
 func (jq *Store) WorkflowRead(ctx context.Context, id string) (meta, graph map[string]string, err error) {
 	p := jq.rdb.Pipeline()
 	m := p.HGetAll(ctx, jq.keys.Workflow(id))
 	g := p.HGetAll(ctx, jq.keys.WorkflowGraph(id))
-	if _, err := p.Exec(ctx); err != nil {
+	if sent, err := p.Exec(ctx); err != nil && !onlyWrongType(err, sent) {
 		return nil, nil, err
 	}
 	return m.Val(), g.Val(), nil
@@ -104,7 +104,13 @@ func (jq *Store) WorkflowIDs(ctx context.Context, offset, count int64) ([]string
 	return jq.rdb.ZRevRange(ctx, jq.keys.Workflows(), offset, offset+count-1).Result()
 }
 
-// WorkflowMeta reads workflow id's hash only; empty when there is no such workflow.
+// WorkflowMeta reads workflow id's hash only; empty when there is no such workflow, or when
+// its key is of another type (a listed id such as "w1:graph" spoils its own row, never the
+// listing).
 func (jq *Store) WorkflowMeta(ctx context.Context, id string) (map[string]string, error) {
-	return jq.rdb.HGetAll(ctx, jq.keys.Workflow(id)).Result()
+	m, err := jq.rdb.HGetAll(ctx, jq.keys.Workflow(id)).Result()
+	if wrongType(err) {
+		return map[string]string{}, nil
+	}
+	return m, err
 }
