@@ -207,3 +207,26 @@ func TestQueueUsesCountsLiveLeasesOnly(t *testing.T) {
 	assert.Equal(t, QueueUse{}, uses["bad"])
 	assert.Equal(t, QueueUse{Size: 1, InUse: 1}, uses["q"])
 }
+
+// A paused key of another type (written by someone else) pauses nothing: as an error in the
+// fetch scripts it stopped every fetch of every node, silently.
+func TestFetchTakesJobsWhenThePausedKeyHasAnotherType(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		req  []FetchReq
+	}{
+		{"one queue", []FetchReq{{Queue: "q", N: 1}}},
+		{"two queues", []FetchReq{{Queue: "q", N: 1}, {Queue: "other", N: 1}}},
+		{"with limits", []FetchReq{{Queue: "q", N: 1, Limits: Limits{Global: 5}, First: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t)
+			jq := v.store("n1")
+			v.pushed("q", "a")
+			require.NoError(t, v.rdb.Set(ctx(t), v.keys.Paused(), "x", 0).Err())
+			res, err := jq.Fetch(ctx(t), tc.req, time.Minute, time.Second)
+			require.NoError(t, err)
+			assert.Len(t, res.Jobs[0], 1, "the job is taken")
+		})
+	}
+}

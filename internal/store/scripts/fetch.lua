@@ -33,7 +33,9 @@ for i = 1, nq do
   out[#out + 1] = redis.call('LLEN', dst)
   local count = #out + 1 -- where the number of jobs taken goes, the jobs after it
   out[count] = 0
-  if not anyPaused or redis.call('SISMEMBER', KEYS[1], ARGV[2*i + 1]) == 0 then
+  -- pcall: a paused key of another type (written by someone else) pauses nothing; as an
+  -- error it stopped every fetch of every node.
+  if not anyPaused or redis.pcall('SISMEMBER', KEYS[1], ARGV[2*i + 1]) ~= 1 then
     local n = tonumber(ARGV[2*i + 2])
     if n > 0 then
       -- The n oldest jobs at once: LRANGE, then LTRIM, so that the script's first write is a

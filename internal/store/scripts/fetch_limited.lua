@@ -71,7 +71,8 @@ for i = 1, nq do
   end
   local got = {redis.call('LLEN', dst), -1}
   local n, wait = want, -1
-  if n > 0 and redis.call('SISMEMBER', KEYS[1], ARGV[a]) == 1 then
+  -- pcall: a paused key of another type pauses nothing (as an error it stopped every fetch).
+  if n > 0 and redis.pcall('SISMEMBER', KEYS[1], ARGV[a]) == 1 then
     n, wait = 0, 0
   end
   local capped = false -- the global limit, or this node's share of it, held jobs back
