@@ -88,6 +88,25 @@ func TestEveryKeyOfABatchExpiresWithItWhateverItsJobsDo(t *testing.T) {
 			}
 		}
 	})
+	// A parent whose hash is gone (it expired before its child's news) records nothing: its
+	// pending hash, emptied, was written again with no TTL and stayed for good.
+	t.Run("the parent expired first", func(t *testing.T) {
+		v := newEnv(t)
+		jq := v.store("")
+		_, _, err := jq.BatchWrite(ctx(t), "p", "create", "t1", "", "", flowNow, 2*time.Hour, noCallbacks, flowJobs("q", "pj"))
+		require.NoError(t, err)
+		_, _, err = jq.BatchWrite(ctx(t), "c", "create", "t2", "p", "pj", flowNow, time.Hour, noCallbacks, flowJobs("q", "cj"))
+		require.NoError(t, err)
+		require.NoError(t, v.rdb.Del(ctx(t), v.p("batch:p"), v.p("batch:p:pending"), v.p("batch:p:jobs")).Err())
+		_, _, err = jq.BatchSettle(ctx(t), "c", "cj", RunDied, flowNow)
+		require.NoError(t, err)
+		ttls := v.ttls("batch:")
+		assert.NotContains(t, ttls, "batch:p:pending", "not written again")
+		assert.NotContains(t, ttls, "batch:p:dead", "not created")
+		for key, ttl := range ttls {
+			assert.Positive(t, ttl, "%s expires", key)
+		}
+	})
 }
 
 func keysOf[V any](m map[string]V) []string {

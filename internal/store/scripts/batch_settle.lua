@@ -43,6 +43,9 @@ for q = 1, Q do qkey[ARGV[6 + q]] = KEYS[4 * D + 5 + q] end
 -- how many jobs changed state and the callbacks it fired.
 local function settle(k0, runs)
   local B, P, X, J = KEYS[k0], KEYS[k0 + 1], KEYS[k0 + 2], KEYS[k0 + 3]
+  -- A batch whose hash is gone (a parent that expired before its child's news) records
+  -- nothing: a write would create its pending hash or dead set again, with no TTL and no owner.
+  if k0 > 1 and redis.call('EXISTS', B) == 0 then return 0, {} end
   local ok, other, seen = {}, {}, {}
   for _, r in ipairs(runs) do
     if not seen[r[1] .. ' ' .. r[2]] then
@@ -122,10 +125,11 @@ local function settle(k0, runs)
   else
     -- A key this call created (the dead set's first member; the pending hash written again
     -- after a failure emptied it) expires with the batch: no key of a batch outlives its hash.
+    -- (PTTL is 0 in the hash's last millisecond: the key still gets one, never none.)
     local ttl = redis.call('PTTL', B)
-    if ttl > 0 then
+    if ttl >= 0 then
       for _, key in ipairs({P, X}) do
-        if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
+        if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, math.max(ttl, 1)) end
       end
     end
   end
