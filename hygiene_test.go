@@ -190,7 +190,8 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 		if ttl == -2 {
 			continue // expired meanwhile
 		}
-		assert.Positive(t, ttl, "%s lives for good: it needs a TTL, or an owner that removes it and a row in docs/wire.md's table of every key", name)
+		// (0 is a TTL in its last millisecond: index_trim's claim lives 20 ms here.)
+		assert.GreaterOrEqual(t, ttl, time.Duration(0), "%s lives for good: it needs a TTL, or an owner that removes it and a row in docs/wire.md's table of every key", name)
 		if ok, _ := path.Match("batch:*:dead", name); ok {
 			kinds["batch dead set"] = true
 		}
