@@ -137,7 +137,9 @@ func TestBatchJobsReportsNothingForJobsRunningOnExqNodes(t *testing.T) {
 }
 
 func TestANodeReportsJobsOfBatchesAndWorkflowsRunningOnASidekiqNodeOnce(t *testing.T) {
-	t.Parallel()
+	// Serial, as it was before 2026-12-06: run in parallel it missed the two foreign runs for
+	// 20 s once in 20 runs of the root package, a cause not found yet (see the closing note of
+	// issue 39's session); serial, it never failed in the history of this test.
 	v := newEnv(t)
 	ctx := context.Background()
 	var mu sync.Mutex
