@@ -261,8 +261,8 @@ func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
 	batch := []JobSpec{
-		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})}},
-		{Queue: "default", Class: "U", Args: []any{1}, In: 50 * time.Millisecond, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute})}},
+		{Queue: "default", Class: "U", Args: []any{1}, In: time.Hour, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: 2 * time.Hour})}},
+		{Queue: "default", Class: "U", Args: []any{1}, In: time.Hour, Options: []EnqueueOption{Unique(UniqueOpts{Until: UntilSuccess, For: 2 * time.Hour})}},
 		{Queue: "default", Class: "U", Args: []any{2}},
 	}
 	res, err := e.EnqueueAll(ctx, batch)
@@ -273,6 +273,9 @@ func TestEnqueueAllWithTwoIdenticalUniqueJobs(t *testing.T) { // Exq 42
 	assert.Equal(t, res[0].JID, res[1].JID, "the conflict names the first job")
 	assert.NoError(t, res[2].Err)
 	assert.Equal(t, 1, v.zcard(v.keys.Schedule()))
+	// Due in an hour, so nothing can take it before the count above; run it now.
+	_, err = e.API().RequeueJob(ctx, ScheduledSet, res[0].JID)
+	require.NoError(t, err)
 	testutil.WaitFor(t, "both written jobs ran", func() bool { return rec.count() == 2 })
 	testutil.WaitFor(t, "the lock is released", func() bool { return len(v.rdb.Keys(ctx, v.ns+":unique:*").Val()) == 0 })
 	res, err = e.EnqueueAll(ctx, batch[:1])
