@@ -242,7 +242,7 @@ func TestScheduledUniqueJobsHoldTheirLockUntilTheyRun(t *testing.T) { // Exq 41
 	ctx := context.Background()
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
-	j1, err := e.EnqueueIn(ctx, "default", "U", 100*time.Millisecond, []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
+	j1, err := e.EnqueueIn(ctx, "default", "U", time.Second, []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	require.NoError(t, err)
 	j2, err := e.Enqueue(ctx, "default", "U", []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	conflictWith(t, j1, j2, err)
