@@ -42,7 +42,8 @@ const (
 // ordinary job enqueued exactly once when its condition first holds. See docs/workflows.md.
 type BatchOptions struct {
 	// ID names the batch; empty means a new random id. A batch that exists is not created
-	// again (ErrBatchExists).
+	// again (ErrBatchExists). An id is at most 200 bytes of UTF-8 without spaces, control
+	// characters, ':', '{', '}', '*', '?', '[', ']' or '\' (ErrInvalidBatch otherwise).
 	ID string
 	// Description is shown by the dashboard and the exq command.
 	Description string

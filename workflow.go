@@ -55,7 +55,8 @@ type WorkflowJob struct {
 // WorkflowOptions describe a workflow.
 type WorkflowOptions struct {
 	// ID names the workflow; empty means a new random id. An id in use is refused
-	// (ErrWorkflowExists).
+	// (ErrWorkflowExists). An id is at most 200 bytes of UTF-8 without spaces, control
+	// characters, ':', '{', '}', '*', '?', '[', ']' or '\' (ErrInvalidWorkflow otherwise).
 	ID string
 	// Description is shown by the dashboard and the exq command.
 	Description string

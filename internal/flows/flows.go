@@ -12,6 +12,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
@@ -152,14 +154,23 @@ func ttlSeconds(d, def time.Duration) string {
 	return fmt.Sprint(max(int64(orDefault(d, def)/time.Second), 1))
 }
 
-// CheckID refuses a batch or workflow id that would make its keys ambiguous or unreadable.
+// CheckID refuses a batch or workflow id that would make its keys ambiguous or unreadable:
+// longer than 200 bytes, not valid UTF-8, or holding a space, a control or format character
+// (bidi overrides included), ':' (the key separator), '{' or '}' (a Redis Cluster hash tag, which
+// would move the id's keys to another slot), or a glob character ('*', '?', '[', ']', '\').
 func CheckID(id string) error {
 	if len(id) > 200 {
 		return fmt.Errorf("longer than 200 bytes")
 	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%q is not valid UTF-8", id)
+	}
 	for _, r := range id {
-		if r < 0x21 || r == 0x7f || r == ':' || r == '*' || r == '?' || r == '[' || r == ']' || r == '\\' {
-			return fmt.Errorf("%q holds %q: use letters, digits, '-', '_' or '.'", id, r)
+		if r < 0x21 || r == 0x7f || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) {
+			return fmt.Errorf("%q holds the space or control character %U: use letters, digits, '-', '_' or '.'", id, r)
+		}
+		if strings.ContainsRune(":*?[]\\{}", r) {
+			return fmt.Errorf("%q holds %q, which has a meaning in a Redis key: use letters, digits, '-', '_' or '.'", id, r)
 		}
 	}
 	return nil

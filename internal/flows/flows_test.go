@@ -78,6 +78,9 @@ func TestCheckIDRefusesIDsThatWouldMakeKeysAmbiguous(t *testing.T) {
 		{"batch-1_a.b", true},
 		{"a:b", false}, {"a b", false}, {"a*", false}, {"a?", false}, {"[a]", false}, {`a\b`, false},
 		{"a\x7f", false}, {strings.Repeat("x", 200), true}, {strings.Repeat("x", 201), false},
+		{"{a}", false}, {"a{b", false}, {"a}", false}, // a Cluster hash tag would move the keys' slot
+		{"a\u0085", false}, {"a\u202eb", false}, {"a\u200b", false}, {"a\u00a0b", false}, // C1 control, bidi override, zero width, no-break space
+		{"a\xff", false}, {"日本-1", true}, {"Ünïcode_ok.1", true},
 	} {
 		assert.Equal(t, tc.ok, CheckID(tc.id) == nil, "%q", tc.id)
 	}
