@@ -150,6 +150,11 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Retry = *cfg.maxRetries
 	}
 	j.Meta = cfg.meta
+	if e := cfg.expiry; e != nil {
+		if j.ExpiresAt, err = e.resolve(now, at); err != nil {
+			return bad("%v", err)
+		}
+	}
 	if f := cfg.flow; f != nil {
 		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
 	}
