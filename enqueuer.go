@@ -150,8 +150,8 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Retry = *cfg.maxRetries
 	}
 	j.Meta = cfg.meta
-	if e := cfg.expiry; e != nil {
-		if j.ExpiresAt, err = e.resolve(now, at); err != nil {
+	if cfg.expiresIn > 0 || !cfg.expiresAt.IsZero() {
+		if j.ExpiresAt, err = resolveExpiry(cfg.expiresIn, cfg.expiresAt, now, at); err != nil {
 			return bad("%v", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -171,30 +172,30 @@ func (s *stepConfig) save(ctx context.Context, jid, name string, b []byte) (stoo
 	return nil, err
 }
 
-// endSteps sets how long the steps of a job that called Step in this run are kept, once the
-// run's outcome is stored: StepTTL after a success, until StepTTL past a retry's due time, as
-// long as the dead job after a death. A run that stored no outcome (handed back, rescued,
-// left in the backup list) leaves them as they are: the job runs again. A job that did not
-// call Step costs nothing here.
-func (rn *runner) endSteps(job *Job, out outcome) {
-	if rn.steps == nil || job.stepsUsed == nil || !job.stepsUsed.Load() {
+// end sets how long the steps of a job that called Step in this run are kept, once the run's
+// outcome out is stored (now is the Redis server's clock): StepTTL after a success, until
+// StepTTL past a retry's due time, as long as the dead job (deadTimeout) after a death. A run
+// that stored no outcome (handed back, rescued, left in the backup list) leaves them as they
+// are: the job runs again. A job that did not call Step costs nothing here.
+func (s *stepConfig) end(job *Job, out outcome, now func() time.Time, deadTimeout time.Duration, log *slog.Logger) {
+	if s == nil || job.stepsUsed == nil || !job.stepsUsed.Load() {
 		return
 	}
 	var ttl time.Duration
 	switch out.name {
 	case "done":
-		ttl = rn.steps.ttl
+		ttl = s.ttl
 	case "retry", "snoozed":
-		ttl = max(out.at.Sub(rn.now()), 0) + rn.steps.ttl
+		ttl = max(out.at.Sub(now()), 0) + s.ttl
 	case "dead":
-		ttl = max(rn.deadTimeout, rn.steps.ttl)
+		ttl = max(deadTimeout, s.ttl)
 	default:
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rn.redisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	if err := rn.steps.store.ExpireSteps(ctx, job.JID, ttl); err != nil {
-		rn.log.Warn("exq: could not set how long a job's steps are kept; they expire StepTTL after their last save",
+	if err := s.store.ExpireSteps(ctx, job.JID, ttl); err != nil {
+		log.Warn("exq: could not set how long a job's steps are kept; they expire StepTTL after their last save",
 			"class", job.Class, "jid", job.JID, "error", err)
 	}
 }

@@ -179,7 +179,7 @@ func (rn *runner) process(r *run) {
 		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
 		out = rn.fail(r, job, err)
 	}
-	rn.endSteps(job, out)
+	rn.steps.end(job, out, rn.now, rn.deadTimeout, rn.log)
 	rn.reportOutcome(job, out)
 	if rn.events.has() {
 		rn.events.jobOutcome(job, out, time.Since(began))
