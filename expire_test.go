@@ -190,3 +190,56 @@ func TestExpiryOptionsRefuseBadInput(t *testing.T) {
 	}
 	assert.Zero(t, v.rdb.LLen(ctx, v.keys.Queue("q")).Val()+v.rdb.ZCard(ctx, v.keys.Schedule()).Val(), "nothing written")
 }
+
+// An expired job of a batch counts as a success when dropped (as Sidekiq Pro's batches count
+// it), as a death when kept dead (Options.KeepExpiredJobs): the batch's callbacks say so.
+func TestAnExpiredBatchJobCountsAsASuccessOrWhenKeptAsADeath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		keep bool
+		want []string // the callbacks that ran, sorted
+	}{
+		{"dropped", false, []string{"complete", "success"}},
+		{"kept dead", true, []string{"complete", "death"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t)
+			ctx := context.Background()
+			var mu sync.Mutex
+			var fired []string
+			callbacks := WorkerFunc(func(_ context.Context, job *Job) error {
+				var event string
+				if err := job.Bind(&event); err != nil {
+					return err
+				}
+				mu.Lock()
+				fired = append(fired, event)
+				mu.Unlock()
+				return nil
+			})
+			// The producer runs only the callbacks: the batch's jobs wait until the worker
+			// node starts, after one of them expired.
+			producer := v.start(Options{Queues: []Queue{{Name: "cb", Concurrency: 1}}, Workers: map[string]Worker{"Callback": callbacks}})
+			_, jids, err := producer.NewBatch(ctx, callbackSpecs(), []JobSpec{
+				{Queue: "q", Class: "W", Args: []any{1}},
+				{Queue: "q", Class: "W", Args: []any{2}, Options: []EnqueueOption{ExpiresIn(100 * time.Millisecond)}},
+			})
+			require.NoError(t, err)
+			expiry := v.serverTime().Add(100 * time.Millisecond)
+			testutil.WaitFor(t, "the second job expired", func() bool { return v.serverTime().After(expiry) })
+			rec := &recorder{}
+			v.start(Options{Queues: []Queue{{Name: "q", Concurrency: 2}}, Workers: map[string]Worker{"W": rec}, KeepExpiredJobs: tc.keep})
+			testutil.WaitFor(t, "the batch completed", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(fired) == 2
+			})
+			ranOnce(t, rec, jids[:1])
+			mu.Lock()
+			defer mu.Unlock()
+			assert.ElementsMatch(t, tc.want, fired)
+		})
+	}
+}
