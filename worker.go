@@ -31,7 +31,7 @@ type runnerParts struct {
 	events   listeners                  // Options.Listeners
 	node     jobNode                    // the node, for a job's own calls (SetResult, AddToBatch)
 	release  func(*run)                 // frees the run's slot (manager.release); every run ends there
-	steps    *stepConfig                // durable steps' and expired jobs' writes (step.go, expire.go); nil: none
+	steps    *stepConfig                // durable steps' and expired jobs' writes (step.go, expire_run.go); nil: none
 	setJID   func(r *run, jid string)   // records the decoded jid, for a CANCEL (manager.setJID)
 	// done is closed when the node is asked to stop; graceOver when the shutdown grace
 	// period is over, after which an outcome that Redis does not take is left in the backup list.
