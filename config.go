@@ -289,6 +289,12 @@ type Options struct {
 	// ResultMaxBytes is the largest result, as JSON, a job of this node may store; a larger
 	// one is refused with ErrResultTooLarge. Default (0) DefaultResultMaxBytes.
 	ResultMaxBytes int
+	// StepTTL is how long the durable steps of a job of this node (Step) are kept once the job
+	// has succeeded, and past a retry's due time. Default (0) DefaultStepTTL.
+	StepTTL time.Duration
+	// KeepExpiredJobs moves a job that expired before it started (ExpiresIn, ExpiresAt) to the
+	// dead set, with error_class "exq.Expired", instead of dropping it. Default false: dropped.
+	KeepExpiredJobs bool
 
 	// JobTimeout bounds how long a job may run: when it passes, the job's context is cancelled
 	// and, once the worker returns, the job fails with error_class "exq.Timeout" and is retried
@@ -516,6 +522,7 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		{"HeartbeatInterval", &o.HeartbeatInterval, DefaultHeartbeatInterval},
 		{"ForeignHeartbeatWindow", &o.ForeignHeartbeatWindow, ForeignHeartbeatWindow},
 		{"JobTimeout", &o.JobTimeout, 0},
+		{"StepTTL", &o.StepTTL, DefaultStepTTL},
 	} {
 		if *d.v < 0 {
 			return bad(d.field, "must not be negative, got %s", *d.v)

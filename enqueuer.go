@@ -150,6 +150,11 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Retry = *cfg.maxRetries
 	}
 	j.Meta = cfg.meta
+	if cfg.expiresIn > 0 || !cfg.expiresAt.IsZero() {
+		if j.ExpiresAt, err = resolveExpiry(cfg.expiresIn, cfg.expiresAt, now, at); err != nil {
+			return bad("%v", err)
+		}
+	}
 	if f := cfg.flow; f != nil {
 		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
 	}

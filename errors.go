@@ -356,3 +356,16 @@ type SnoozeError struct {
 }
 
 func (s *SnoozeError) Error() string { return fmt.Sprintf("exq: snoozed for %s", s.Delay) }
+
+// Sentinel errors of durable steps (Step).
+var (
+	// ErrInvalidStep is wrapped by Step when its name is not acceptable or it is called
+	// outside a job; fn is not called.
+	ErrInvalidStep = errors.New("exq: invalid step")
+	// ErrStepTooLarge is wrapped by Step when fn's result is more than MaxStepBytes of JSON:
+	// nothing is saved, and the step runs again on the job's next attempt.
+	ErrStepTooLarge = errors.New("exq: step result too large")
+	// ErrTooManySteps is wrapped by Step when the job has saved MaxSteps steps already; fn is
+	// not called.
+	ErrTooManySteps = errors.New("exq: too many steps")
+)

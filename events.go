@@ -60,11 +60,16 @@ const (
 	// ForeignRun: this node saw the job JID of batch or workflow Flow running on node From, a
 	// Sidekiq or Exq node, which records nothing there (docs/workflows.md). Once per job.
 	ForeignRun
+	// JobExpired: the job was not run because its expiry (ExpiresIn, ExpiresAt) had passed by
+	// the Redis server's clock when it was fetched; At is the expiry. It was dropped, or with
+	// Options.KeepExpiredJobs moved to the dead set.
+	JobExpired
 )
 
 var eventNames = [...]string{"", "job_enqueued", "job_started", "job_succeeded", "job_retried", "job_died", "job_snoozed",
 	"job_handed_back", "job_not_stored", "jobs_rescued", "node_started", "node_quiet", "node_stopping", "node_stopped",
-	"redis_lost", "redis_back", "batch_callback", "workflow_released", "foreign_run"}
+	"redis_lost", "redis_back", "batch_callback", "workflow_released", "foreign_run",
+	"job_expired"}
 
 // String names the kind: "job_succeeded", "redis_lost", …
 func (k EventKind) String() string {
@@ -90,8 +95,8 @@ type Event struct {
 	// JobDied, JobSnoozed, JobHandedBack, JobNotStored), and how long Redis was lost for
 	// RedisBack.
 	Duration time.Duration
-	// At is when the job runs again (JobRetried, JobSnoozed) or is due (a scheduled
-	// JobEnqueued).
+	// At is when the job runs again (JobRetried, JobSnoozed), is due (a scheduled
+	// JobEnqueued), or expired (JobExpired).
 	At time.Time
 	// Err is the failure (JobRetried, JobDied, JobNotStored) or Redis' error (RedisLost).
 	Err error

@@ -170,7 +170,8 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 	e.runner = newRunner(runnerParts{jq: e.jq, acker: e.acker, registry: e.registry, stats: e.stats, events: e.events, node: e,
 		release: e.mgr.release, setJID: e.mgr.setJID, done: e.done, graceOver: e.graceOver, middleware: o.Middleware,
 		now: o.now, log: e.log, maxRetries: o.MaxRetries, jobTimeout: o.JobTimeout, redisTimeout: o.RedisTimeout,
-		deadTimeout: o.DeadTimeout, deadMaxJobs: o.DeadMaxJobs, defaultBackoff: o.Backoff, unit: e.enq.unit})
+		deadTimeout: o.DeadTimeout, deadMaxJobs: o.DeadMaxJobs, defaultBackoff: o.Backoff, unit: e.enq.unit,
+		steps: &stepConfig{store: e.jq, ttl: o.StepTTL, timeout: o.RedisTimeout}, keepExpired: o.KeepExpiredJobs})
 	e.mgr.perform = e.runner.process // the manager hands each fetched job to the runner
 	e.pinger = presence.New(presence.Parts{Store: e.jq, View: pingView{e.mgr}, Handle: e.handleSignal, Stopping: e.stopping.Load,
 		Tag: o.Tag, Labels: o.Labels, Version: nodeVersion(), StatsDisabled: o.DisableStats, Refresh: o.statsInterval,

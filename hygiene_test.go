@@ -101,6 +101,8 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 			}
 		case "fail-then-die":
 			err = errors.New("fails")
+		case "steps":
+			_, err = Step(ctx, "s", func(context.Context) (int, error) { return 1, nil })
 		case "result":
 			_ = SetProgress(ctx, 0.5, "half")
 			_ = SetResult(ctx, map[string]int{"n": 1})
@@ -127,6 +129,9 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 	enq("fail-once")
 	enq("die", MaxRetries(0))
 	enq("result")
+	enq("steps")
+	enq("steps", MaxRetries(0))
+	v.push("q", expiringDoc("expired", v.serverTime().Add(-time.Second)))
 	enq("ok", Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	enq("ok", Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "start"}))
 	jid, err := e.EnqueueIn(ctx, "q", "W", 50*time.Millisecond, []any{"ok"})
@@ -170,7 +175,7 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 		n := len(done)
 		mu.Unlock()
 		// 4 batches: success + complete, complete + death, complete + death, complete + death.
-		return n >= len(jids)+8 && v.rdb.Exists(ctx, v.keys.CronHistory("tick")).Val() == 1
+		return n >= len(jids)+8 && v.rdb.Exists(ctx, v.keys.CronHistory("tick"), v.keys.ExpiredStat()).Val() == 2
 	})
 	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

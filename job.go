@@ -52,6 +52,10 @@ type Job struct {
 	bid, wf, wfJob string
 	node           jobNode
 	progress       *atomic.Pointer[wire.Progress]
+	// steps is the node's store and settings for Step, nil outside a node; stepsUsed is set by
+	// the run's first Step call (step.go).
+	steps     *stepConfig
+	stepsUsed *atomic.Bool
 }
 
 // jobNode is what a running job's own calls (SetResult, ParentResult, AddToBatch) reach of the

@@ -24,6 +24,9 @@ type enqueueConfig struct {
 	jid        string
 	unique     *UniqueOpts
 	meta       [][2]string
+	// expiresIn and expiresAt are ExpiresIn's and ExpiresAt's (expire.go); zero when not given.
+	expiresIn time.Duration
+	expiresAt time.Time
 	// flow holds the batch and workflow fields of a job of a batch or a workflow (set by
 	// batch.go and workflow.go, never by an option a caller can pass).
 	flow *wire.NewJob

@@ -41,6 +41,7 @@ type run struct {
 	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
 	epoch    string                        // the incarnation of this node the fetch ran as
 	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
+	stepped  atomic.Bool                   // the job called Step in this run (step.go)
 	state    atomic.Int32
 	// ctx is the job's context, carrying the job; the manager cancels it (cancelRuns,
 	// orphanAll, cancelJID, release). job is the worker's view of the document, and args holds

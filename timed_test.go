@@ -27,6 +27,7 @@ var timedFleets = []timedTest{
 	{"FleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow", testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow},
 	{"KilledNodesJobsAreRescuedByAnotherNodeAndComplete", testKilledNodesJobsAreRescuedByAnotherNodeAndComplete},
 	{"AKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode", testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode},
+	{"KilledNodesStepsAreNotRunAgainAfterTheRescue", testKilledNodesStepsAreNotRunAgainAfterTheRescue},
 }
 
 // timedNodes run their nodes in this process.

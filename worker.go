@@ -31,6 +31,7 @@ type runnerParts struct {
 	events   listeners                  // Options.Listeners
 	node     jobNode                    // the node, for a job's own calls (SetResult, AddToBatch)
 	release  func(*run)                 // frees the run's slot (manager.release); every run ends there
+	steps    *stepConfig                // durable steps' and expired jobs' writes (step.go, expire_run.go); nil: none
 	setJID   func(r *run, jid string)   // records the decoded jid, for a CANCEL (manager.setJID)
 	// done is closed when the node is asked to stop; graceOver when the shutdown grace
 	// period is over, after which an outcome that Redis does not take is left in the backup list.
@@ -49,6 +50,7 @@ type runnerParts struct {
 	deadMaxJobs    int
 	defaultBackoff func(n int, job *Job) time.Duration // Options.Backoff
 	unit           wire.TimeUnit                       // of the failure timestamps written
+	keepExpired    bool                                // Options.KeepExpiredJobs
 }
 
 // runStats is the Stats component as a run records into it.
@@ -93,7 +95,11 @@ func (rn *runner) process(r *run) {
 		job.Args = json.RawMessage(h.Args)
 	}
 	job.node, job.progress = rn.node, &r.progress
+	job.steps, job.stepsUsed = rn.steps, &r.stepped
 	rn.setJID(r, job.JID)
+	if h.ExpiresAt.OK && rn.expired(r, job, h.ExpiresAt.Expiry()) {
+		return // not run: it expired before it started (expire.go)
+	}
 	job.worker, _ = rn.registry.Lookup(job.Class)
 	if job.worker == nil && rn.registry.Registering() && rn.awaitWorker(r, job) {
 		return // back in its queue: its worker is not registered yet
@@ -173,6 +179,7 @@ func (rn *runner) process(r *run) {
 		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
 		out = rn.fail(r, job, err)
 	}
+	rn.steps.end(job, out, rn.now, rn.deadTimeout, rn.log)
 	rn.reportOutcome(job, out)
 	if rn.events.has() {
 		rn.events.jobOutcome(job, out, time.Since(began))

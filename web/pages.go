@@ -430,6 +430,9 @@ type jobData struct {
 	MoreFields, MoreTrace int
 	Back                  string
 	Actions               bool
+	// Steps are the durable steps the job saved (steps.go); StepsErr why they could not be read.
+	Steps    exq.JobSteps
+	StepsErr string
 }
 
 type field struct {
@@ -477,7 +480,7 @@ func (h *handler) jobData(rec exq.JobRecord) jobData {
 						d.Trace = append(d.Trace, truncate(l, maxFieldShown))
 					}
 				}
-			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at":
+			case "enqueued_at", "created_at", "failed_at", "retried_at", "unlocks_at", "expires_at":
 				if at, ok := exq.ParseJobTime(string(v)); ok { // seconds, or Sidekiq 8's ms
 					f.Time = at
 				}
@@ -511,6 +514,7 @@ func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := h.jobData(rec)
+	h.addSteps(r.Context(), &d)
 	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+pathSeg(name)
 	d.RawLink = "/queues/" + pathSeg(name) + "/jobs/" + pathSeg(rec.Ref()) + "?raw"
 	h.render(w, r, http.StatusOK, "job.html", "queues", "Job "+jid, d)
@@ -730,6 +734,7 @@ func (h *handler) setJob(s setInfo) http.HandlerFunc {
 			return
 		}
 		d := h.jobData(rec)
+		h.addSteps(r.Context(), &d)
 		d.Where, d.Set, d.Back = string(s.Set), &s, "/"+s.Path
 		d.RawLink = "/" + s.Path + "/" + pathSeg(rec.Ref()) + "?raw"
 		h.render(w, r, http.StatusOK, "job.html", s.Path, "Job "+jid, d)

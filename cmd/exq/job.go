@@ -55,7 +55,7 @@ func (a *app) jobCmd() *cobra.Command {
 		Short: "Everything about one job, wherever it is",
 		Long: `Everything about one job: where it is (waiting in a queue, scheduled, in retry, dead, or
 running on which node), its fields, its last error and backtrace, its raw JSON pretty-printed,
-and the result it stored (SetResult, TypedResult). Looks in every queue, set and node (of every
+the result it stored (SetResult, TypedResult), and the durable steps it saved (Step). Looks in every queue, set and node (of every
 namespace given). A job found nowhere that stored a result has finished: it is shown with its
 result, for as long as the result is kept (Options.ResultTTL).`,
 		Args: nArgs(1, 1, "job JID"),
@@ -66,6 +66,7 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			}
 			var places []place
 			var result exq.StoredResult
+			var steps exq.JobSteps
 			for i, api := range a.shards() {
 				found, err := findJob(ctx, api, jid)
 				if err != nil {
@@ -74,6 +75,13 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 				res, err := api.Results(ctx, []string{jid}, maxShownRaw)
 				if err != nil {
 					return err
+				}
+				st, err := api.Steps(ctx, jid, maxShownStep)
+				if err != nil {
+					return err
+				}
+				if st.Total > 0 {
+					steps = st
 				}
 				if r, ok := res[jid]; ok {
 					result = r
@@ -91,7 +99,7 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			if len(places) == 0 {
 				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)", exq.ErrJobNotFound, jid)
 			}
-			return a.showJob(jid, places, result)
+			return a.showJob(jid, places, result, steps)
 		},
 	}
 }
@@ -178,16 +186,16 @@ func (p place) jid() string {
 	return "JID"
 }
 
-func (a *app) showJob(jid string, places []place, result exq.StoredResult) error {
+func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps exq.JobSteps) error {
 	if places[0].State == "finished" {
-		return a.showFinished(jid, places, result)
+		return a.showFinished(jid, places, result, steps)
 	}
 	rec := places[0].rec
 	bt := backtrace(rec.Raw)
 	if a.json {
 		j := toJobJSON(rec)
 		j.Backtrace = bt
-		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result)})
+		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result), stepsJSON: toStepsJSON(steps)})
 	}
 	w := &strings.Builder{}
 	// One line per field, whatever it holds: a stored line break or escape is shown escaped
@@ -224,6 +232,7 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult) error
 		}
 	}
 	resultLines(w, result)
+	stepLines(w, steps)
 	if len(bt) > 0 {
 		line("BACKTRACE", "")
 		for i, l := range bt {
@@ -256,12 +265,13 @@ type jobShowJSON struct {
 	Places []place  `json:"places"`
 	Job    *jobJSON `json:"job,omitempty"`
 	resultJSON
+	stepsJSON
 }
 
 // showFinished shows a job found nowhere that stored a result: it has finished.
-func (a *app) showFinished(jid string, places []place, result exq.StoredResult) error {
+func (a *app) showFinished(jid string, places []place, result exq.StoredResult, steps exq.JobSteps) error {
 	if a.json {
-		return a.printJSON(jobShowJSON{Places: places, resultJSON: toResultJSON(result)})
+		return a.printJSON(jobShowJSON{Places: places, resultJSON: toResultJSON(result), stepsJSON: toStepsJSON(steps)})
 	}
 	w := &strings.Builder{}
 	line := func(k string, v any) { fmt.Fprintf(w, "%-10s %v\n", k, v) }
@@ -274,6 +284,7 @@ func (a *app) showFinished(jid string, places []place, result exq.StoredResult) 
 	}
 	line("JID", jid)
 	resultLines(w, result)
+	stepLines(w, steps)
 	_, err := fmt.Fprint(a.stdout, w.String())
 	return err
 }
@@ -290,3 +301,52 @@ func resultLines(w *strings.Builder, r exq.StoredResult) {
 		fmt.Fprintf(w, "  (cut: the result is %d bytes; --json prints its first %d KiB)\n", r.Size, maxShownRaw>>10)
 	}
 }
+
+// maxShownStep is how much of each step's result exq job reads (--json prints that much).
+const maxShownStep = 4 << 10
+
+// stepsJSON are the durable steps a job saved, as exq job --json prints them.
+type stepsJSON struct {
+	Steps      []stepJSON `json:"steps,omitempty"`
+	StepsTotal int        `json:"steps_total,omitempty"`
+}
+
+// stepJSON is one saved step: its name, the start of its result's JSON (a string: a cut
+// document is no JSON), its whole size, and whether it was cut.
+type stepJSON struct {
+	Name      string `json:"name"`
+	Result    string `json:"result"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+func toStepsJSON(s exq.JobSteps) stepsJSON {
+	out := stepsJSON{StepsTotal: s.Total}
+	for _, st := range s.Steps {
+		out.Steps = append(out.Steps, stepJSON{Name: st.Name, Result: st.JSON, Bytes: st.Size, Truncated: st.Truncated()})
+	}
+	return out
+}
+
+// stepLines writes the steps a job saved for exq job: one line each, its name and the start
+// of its result, escaped.
+func stepLines(w *strings.Builder, s exq.JobSteps) {
+	if s.Total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%-10s %s\n", "STEPS", count(s.Total, "step saved", "steps saved"))
+	for _, st := range s.Steps {
+		text := textsafe.Terminal(clip(st.JSON, 200))
+		if st.Truncated() || utf8.RuneCountInString(st.JSON) > 200 {
+			text += fmt.Sprintf(" (cut: %d bytes)", st.Size)
+		}
+		fmt.Fprintf(w, "  %s = %s\n", textsafe.Terminal(clip(st.Name, maxShownStepName)), text)
+	}
+	if s.Total > len(s.Steps) {
+		fmt.Fprintf(w, "  … %d more step(s) not read\n", s.Total-len(s.Steps))
+	}
+}
+
+// maxShownStepName bounds a step name on a line (exq writes at most exq.MaxStepName bytes;
+// another writer may write more).
+const maxShownStepName = 200

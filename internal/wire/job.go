@@ -40,6 +40,9 @@ type NewJob struct {
 	WorkflowParents       [][2]string
 	// CallbackOf is, for a batch's callback job, the batch ("callback_bid", exq's own).
 	CallbackOf string
+	// ExpiresAt is when the job expires if it has not started ("expires_at", float seconds
+	// as Sidekiq Pro's expiring jobs write it); zero for never.
+	ExpiresAt time.Time
 }
 
 // reserved are the top-level fields Exq, Sidekiq or exq give a meaning: not metadata.
@@ -49,7 +52,7 @@ var reserved = map[string]bool{
 	"error_backtrace": true, "backtrace": true, "unique_for": true, "unique_until": true, "unique_token": true,
 	"unlocks_at": true, "at": true, "wrapped": true, "dead": true, "retry_queue": true, "bid": true, "tags": true,
 	"processor": true, "finished_at": true, "discarded_at": true, "wfid": true, "wf_job": true, "wf_parents": true,
-	"callback_bid": true,
+	"callback_bid": true, "expires_at": true,
 }
 
 // Reserved reports whether a top-level field of a job has a meaning to Exq, Sidekiq or exq.
@@ -117,6 +120,10 @@ func (j NewJob) Encode() string {
 			b = append(b, '}')
 		}
 	}
+	if !j.ExpiresAt.IsZero() {
+		b = append(b, `,"expires_at":`...)
+		b = AppendTime(b, j.ExpiresAt)
+	}
 	for _, m := range j.Meta {
 		b = append(b, ',')
 		b = AppendQuote(b, m[0])
@@ -180,6 +187,22 @@ type Header struct {
 	// Bid is the job's batch ("bid"), Workflow and WorkflowJob its workflow and name there
 	// ("wfid", "wf_job"); "" when absent or not strings.
 	Bid, Workflow, WorkflowJob string
+	// ExpiresAt is "expires_at", when the job expires if it has not started (Expiry reads it).
+	ExpiresAt Number
+}
+
+// Expiry reads "expires_at": float seconds since the epoch, as Sidekiq Pro writes it; an
+// integer past 1e11 is read as milliseconds (no seconds value is that large before year
+// 5138, and a Sidekiq 8 style writer would use them). Absent, zero, negative or not finite
+// gives the zero time: no expiry.
+func (n Number) Expiry() time.Time {
+	switch {
+	case !n.OK || !(n.V > 0) || math.IsInf(n.V, 0):
+		return time.Time{}
+	case n.Int && n.V >= 1e11:
+		return time.UnixMilli(int64(n.V))
+	}
+	return ParseTime(n.V)
 }
 
 // Number is a numeric field of a job: OK is false when the field is absent or not a number.
@@ -283,6 +306,8 @@ func DecodeHeader(raw string) (Header, error) {
 				h.Workflow = stringAt(v, escaped)
 			case "wf_job":
 				h.WorkflowJob = stringAt(v, escaped)
+			case "expires_at":
+				h.ExpiresAt = numberOf(v)
 			}
 			if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {
 				i = skipWS(raw, i+1)

@@ -277,3 +277,11 @@ func (k Keys) Result(jid string) string { return k.Prefix + "result:" + jid }
 // ResultReady is the pub/sub channel on which the storing of job jid's result is announced, so
 // that a client waiting for it wakes at once. A channel, not a key: nothing is stored under it.
 func (k Keys) ResultReady(jid string) string { return k.Prefix + "result_ready:" + jid }
+
+// Steps is the hash of the durable steps job jid saved (exq.Step): field the step's name,
+// value its result as JSON. exq's own; it expires (StepTTL) once the job has ended.
+func (k Keys) Steps(jid string) string { return k.Prefix + "steps:" + jid }
+
+// ExpiredStat is exq's own counter of the jobs that were not run because they had expired
+// (ExpiresIn, ExpiresAt): an integer, never reset.
+func (k Keys) ExpiredStat() string { return k.Prefix + "exq_stat:expired" }
