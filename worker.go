@@ -143,6 +143,11 @@ func (rn *runner) process(r *run) {
 		// Cancelled by a CANCEL signal: dead, whatever the worker returned.
 		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
 		out = rn.bury(r, job, "Canceled", "exq.Canceled")
+	case errors.Is(err, errIterationInterrupted): // the node stops (iteration.go)
+		out = rn.interrupt(r, job)
+	case errors.Is(err, errIterationCanceled): // cancelled: dead, as a CANCEL signal
+		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
+		out = rn.bury(r, job, "Canceled", "exq.Canceled")
 	case timeout > 0 && errors.Is(context.Cause(ctx), errTimeout):
 		// Out of time: a failure, whatever the worker returned.
 		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))

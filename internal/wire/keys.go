@@ -277,3 +277,8 @@ func (k Keys) Result(jid string) string { return k.Prefix + "result:" + jid }
 // ResultReady is the pub/sub channel on which the storing of job jid's result is announced, so
 // that a client waiting for it wakes at once. A channel, not a key: nothing is stored under it.
 func (k Keys) ResultReady(jid string) string { return k.Prefix + "result_ready:" + jid }
+
+// Iteration is the state of iterable job jid: a hash in Sidekiq 7.3's layout ("it-<jid>",
+// fields ex, c, rt, cancelled), under the namespace prefix, so that with the empty namespace
+// it is exactly Sidekiq's key and either side reads and cancels the other's jobs.
+func (k Keys) Iteration(jid string) string { return k.Prefix + "it-" + jid }
