@@ -312,18 +312,18 @@ func (a *API) StopNode(ctx context.Context, node string) error {
 	return a.SendSignal(ctx, node, "TERM")
 }
 
-// CancelJob sends a CANCEL signal for running job jid to the node running it and returns that
-// node. The job goes to the dead set with error_message "Canceled" once its worker returns.
+// CancelJob cancels job jid wherever it is, and returns the node running it ("" when it was
+// waiting):
+//   - waiting in a queue, the retry set or the schedule set: it moves to the dead set (error
+//     "Canceled" is not written: the document is unchanged) and never runs;
+//   - running: a CANCEL signal goes to its node; the job goes to the dead set with
+//     error_message "Canceled" once its worker returns (an Iteration stops at its next item);
+//   - in every case the cancellation flag of Sidekiq 7.3's iteration state (it-<jid>) is set
+//     first, so an iterable job (Iteration, or a Sidekiq::IterableJob in Ruby) that is moving
+//     between those places meanwhile stops at its next start or save.
+//
+// A jid found nowhere is ErrJobNotFound, and the flag is removed again, unless the job has an
+// iteration state: then it is between runs (being handed back, rescued) and the flag stops it.
 func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
-	busy, err := a.BusyJobs(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, b := range busy {
-		if j, err := b.Job(); err == nil && j.JID == jid {
-			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
-			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
-		}
-	}
-	return "", fmt.Errorf("%w: %s is not running on any node", ErrJobNotFound, jid)
+	return a.cancelJob(ctx, jid)
 }

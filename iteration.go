@@ -326,3 +326,86 @@ func iterProgressOf(st store.IterationState) IterationProgress {
 	}
 	return p
 }
+
+// cancelJob is CancelJob. The places are searched in the direction jobs move between them by
+// themselves (retry and schedule, then the queues, then the nodes running them), so a job moving
+// on during the search is found at a later step. The flag, set before the search, covers what
+// the search cannot see: a running iterable job (which a CANCEL signal also stops), and one
+// fetched but not yet in its node's busy list.
+func (a *API) cancelJob(ctx context.Context, jid string) (string, error) {
+	if jid == "" {
+		return "", fmt.Errorf("exq: api: cancel job: the jid is empty")
+	}
+	now, err := a.now(ctx)
+	if err != nil {
+		return "", fmt.Errorf("exq: api: cancel job: %w", err)
+	}
+	_, existed, err := a.jq.CancelIteration(ctx, jid, now)
+	if err != nil {
+		return "", fmt.Errorf("exq: api: cancel job %s: %w", jid, err)
+	}
+	for _, s := range []Set{RetrySet, ScheduledSet} {
+		rec, err := a.Find(ctx, s, jid)
+		if errors.Is(err, ErrJobNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		n, err := a.Kill(ctx, s, []string{rec.Raw})
+		if err != nil {
+			return "", err
+		}
+		if n == 1 {
+			return "", a.dropFlag(ctx, jid, existed)
+		}
+	}
+	queues, err := a.Queues(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, q := range queues {
+		rec, err := a.FindInQueue(ctx, q, jid)
+		if errors.Is(err, ErrJobNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		moved, err := a.jq.KillQueued(ctx, q, rec.Raw, now, DefaultDeadTimeout, DefaultDeadMaxJobs)
+		if err != nil {
+			return "", err
+		}
+		if moved {
+			return "", a.dropFlag(ctx, jid, existed)
+		}
+	}
+	busy, err := a.BusyJobs(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range busy {
+		if j, err := b.Job(); err == nil && j.JID == jid {
+			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
+			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
+		}
+	}
+	if existed {
+		return "", nil // an iterable job between two runs: its flag stops it
+	}
+	_ = a.dropFlag(ctx, jid, false)
+	return "", fmt.Errorf("%w: %s is not waiting or running anywhere", ErrJobNotFound, jid)
+}
+
+// dropFlag removes the flag cancelJob set on a jid that had no iteration state (existed false)
+// once the flag is not needed: the job was buried where it waited, or is nowhere. A failure is
+// logged, not returned: the flag expires by itself.
+func (a *API) dropFlag(ctx context.Context, jid string, existed bool) error {
+	if existed {
+		return nil
+	}
+	if err := a.jq.UncancelIteration(ctx, jid); err != nil {
+		a.log.Warn("exq: api: cancel job: could not remove the cancellation flag; it expires by itself", "jid", jid, "error", err)
+	}
+	return nil
+}

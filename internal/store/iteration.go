@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/exqgo/exq/internal/store/scripts"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // IterationTTL is how long an iterable job's state lives after its last write: Sidekiq 7.3's
@@ -163,4 +166,13 @@ func (jq *Store) UncancelIteration(ctx context.Context, jid string) error {
 		return jq.rdb.Unlink(ctx, key).Err()
 	}
 	return nil
+}
+
+// KillQueued moves raw from queue q to the dead set, scored now, if it is still there, and trims
+// the dead set as KillSet does (kill.lua): a waiting job that CancelJob cancels. It reports
+// whether the job moved.
+func (jq *Store) KillQueued(ctx context.Context, q, raw string, now time.Time, keepFor time.Duration, keepMax int) (bool, error) {
+	n, err := scripts.Kill.Run(ctx, jq.rdb, []string{jq.keys.Queue(q), jq.keys.Dead()},
+		wire.FormatTime(now), wire.FormatTime(now.Add(-keepFor)), keepMax, raw).Int()
+	return n == 1, err
 }
