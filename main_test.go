@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		runFlowNode() // this process is a node of the batch and workflow fault test
 		return
 	}
+	if os.Getenv(iterNodeEnv) != "" {
+		runIterNode() // this process is one node of an iteration's fleet (iteration_fleet_test.go)
+		return
+	}
 	if os.Getenv(fleetNodeEnv) != "" {
 		runFleetNode() // this process is one node of a fleet a test starts
 		return
