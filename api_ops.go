@@ -318,6 +318,8 @@ func (a *API) StopNode(ctx context.Context, node string) error {
 //     "Canceled" is not written: the document is unchanged) and never runs;
 //   - running: a CANCEL signal goes to its node; the job goes to the dead set with
 //     error_message "Canceled" once its worker returns (an Iteration stops at its next item);
+//     a job running on a Sidekiq or Exq node gets no signal (they have none for it), only the
+//     flag below, which a Sidekiq 7.3 iterable job honours at its next save;
 //   - in every case the cancellation flag of Sidekiq 7.3's iteration state (it-<jid>) is set
 //     first, so an iterable job (Iteration, or a Sidekiq::IterableJob in Ruby) that is moving
 //     between those places meanwhile stops at its next start or save.

@@ -385,10 +385,22 @@ func (a *API) cancelJob(ctx context.Context, jid string) (string, error) {
 		return "", err
 	}
 	for _, b := range busy {
-		if j, err := b.Job(); err == nil && j.JID == jid {
-			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
-			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
+		if j, err := b.Job(); err != nil || j.JID != jid {
+			continue
 		}
+		procs, err := a.Processes(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range procs {
+			if p.Identity == b.Node && p.Runtime != "exq" {
+				// Sidekiq and Exq have no CANCEL signal (Sidekiq would take it for a Unix
+				// signal's name): the flag alone stops a Sidekiq 7.3 iterable job.
+				return b.Node, nil
+			}
+		}
+		body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
+		return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
 	}
 	if existed {
 		return "", nil // an iterable job between two runs: its flag stops it
