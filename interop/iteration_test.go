@@ -67,7 +67,9 @@ func (p *peer) items() map[int]int {
 	return out
 }
 
-func (p *peer) hooks() []string { return p.rdb.LRange(context.Background(), "itest:hooks", 0, -1).Val() }
+func (p *peer) hooks() []string {
+	return p.rdb.LRange(context.Background(), "itest:hooks", 0, -1).Val()
+}
 
 // sidekiqState is the state as Sidekiq's fetch_previous_iteration_state reads it (iterable.rb state).
 type sidekiqState struct {
