@@ -311,21 +311,3 @@ func (a *API) QuietNode(ctx context.Context, node string) error {
 func (a *API) StopNode(ctx context.Context, node string) error {
 	return a.SendSignal(ctx, node, "TERM")
 }
-
-// CancelJob cancels job jid wherever it is, and returns the node running it ("" when it was
-// waiting):
-//   - waiting in a queue, the retry set or the schedule set: it moves to the dead set (error
-//     "Canceled" is not written: the document is unchanged) and never runs;
-//   - running: a CANCEL signal goes to its node; the job goes to the dead set with
-//     error_message "Canceled" once its worker returns (an Iteration stops at its next item);
-//     a job running on a Sidekiq or Exq node gets no signal (they have none for it), only the
-//     flag below, which a Sidekiq 7.3 iterable job honours at its next save;
-//   - in every case the cancellation flag of Sidekiq 7.3's iteration state (it-<jid>) is set
-//     first, so an iterable job (Iteration, or a Sidekiq::IterableJob in Ruby) that is moving
-//     between those places meanwhile stops at its next start or save.
-//
-// A jid found nowhere is ErrJobNotFound, and the flag is removed again, unless the job has an
-// iteration state: then it is between runs (being handed back, rescued) and the flag stops it.
-func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
-	return a.cancelJob(ctx, jid)
-}

@@ -31,7 +31,7 @@ const DefaultIterationSaveEvery = 5 * time.Second
 //     at every save: the run stops, OnCancel runs, and the job goes to the dead set with error
 //     "Canceled" and is not retried.
 //
-// The state is the hash it-<jid> in Sidekiq 7.3's layout (docs/long-jobs.md, docs/wire.md), so
+// The state is the hash it-<jid> in Sidekiq 7.3's layout (the guide "Long jobs: iteration"), so
 // a Sidekiq iterable job and an exq one read and cancel each other's state.
 //
 // A is the job's args as Typed decodes them: the job has one arg, decoded into A with
@@ -93,9 +93,6 @@ type iterationNode interface {
 	iterationTimeout() time.Duration
 }
 
-func (e *Exq) iterationStore() *store.Store         { return e.jq }
-func (e *Exq) iterationStopping() <-chan struct{}   { return e.done }
-func (e *Exq) iterationTimeout() time.Duration      { return e.opts.RedisTimeout }
 func (it Iteration[A, C]) saveEvery() time.Duration { return iterSaveEvery(it.SaveEvery) }
 func iterSaveEvery(d time.Duration) time.Duration {
 	if d == 0 {
@@ -266,43 +263,6 @@ func decodeIterationArgs[A any](job *Job, dst *A) error {
 	}
 }
 
-// interrupt puts a job whose iteration stopped for the node's stop back at the front of its
-// queue, byte for byte: no retry counted, and the next run resumes from the saved cursor.
-func (rn *runner) interrupt(r *run, job *Job) outcome {
-	ok := rn.persist(r, "interrupted iteration hand-back", func(ctx context.Context) error {
-		_, err := rn.jq.Requeue(ctx, r.queue, []string{r.raw})
-		return err
-	})
-	return outcome{name: "interrupted", retryCount: job.RetryCount}.storedIf(ok, job.RetryCount)
-}
-
-// IterationProgress reads the saved state of iterable job jid; ok is false when it has none
-// (not an iterable job, not started, or finished long ago).
-func (a *API) IterationProgress(ctx context.Context, jid string) (p IterationProgress, ok bool, err error) {
-	st, err := a.jq.Iteration(ctx, jid)
-	if err != nil {
-		return IterationProgress{}, false, fmt.Errorf("exq: api: iteration progress of %s: %w", jid, err)
-	}
-	if !st.Exists {
-		return IterationProgress{}, false, nil
-	}
-	return iterProgressOf(st), true, nil
-}
-
-// IterationProgresses reads the saved states of jids in one round trip; jids without one are
-// not in the map.
-func (a *API) IterationProgresses(ctx context.Context, jids []string) (map[string]IterationProgress, error) {
-	sts, err := a.jq.Iterations(ctx, jids)
-	if err != nil {
-		return nil, fmt.Errorf("exq: api: iteration progress: %w", err)
-	}
-	out := make(map[string]IterationProgress, len(sts))
-	for jid, st := range sts {
-		out[jid] = iterProgressOf(st)
-	}
-	return out, nil
-}
-
 // iterProgressOf is the public view of a saved state. A cursor that is not valid JSON (the hash
 // may have been written by anyone) shows as a JSON string holding it, so --json stays valid.
 func iterProgressOf(st store.IterationState) IterationProgress {
@@ -325,99 +285,4 @@ func iterProgressOf(st store.IterationState) IterationProgress {
 		p.Cancelled = time.Unix(st.Cancelled, 0).UTC()
 	}
 	return p
-}
-
-// cancelJob is CancelJob. The places are searched in the direction jobs move between them by
-// themselves (retry and schedule, then the queues, then the nodes running them), so a job moving
-// on during the search is found at a later step. The flag, set before the search, covers what
-// the search cannot see: a running iterable job (which a CANCEL signal also stops), and one
-// fetched but not yet in its node's busy list.
-func (a *API) cancelJob(ctx context.Context, jid string) (string, error) {
-	if jid == "" {
-		return "", fmt.Errorf("exq: api: cancel job: the jid is empty")
-	}
-	now, err := a.now(ctx)
-	if err != nil {
-		return "", fmt.Errorf("exq: api: cancel job: %w", err)
-	}
-	_, existed, err := a.jq.CancelIteration(ctx, jid, now)
-	if err != nil {
-		return "", fmt.Errorf("exq: api: cancel job %s: %w", jid, err)
-	}
-	for _, s := range []Set{RetrySet, ScheduledSet} {
-		rec, err := a.Find(ctx, s, jid)
-		if errors.Is(err, ErrJobNotFound) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		n, err := a.Kill(ctx, s, []string{rec.Raw})
-		if err != nil {
-			return "", err
-		}
-		if n == 1 {
-			return "", a.dropFlag(ctx, jid, existed)
-		}
-	}
-	queues, err := a.Queues(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, q := range queues {
-		rec, err := a.FindInQueue(ctx, q, jid)
-		if errors.Is(err, ErrJobNotFound) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		moved, err := a.jq.KillQueued(ctx, q, rec.Raw, now, DefaultDeadTimeout, DefaultDeadMaxJobs)
-		if err != nil {
-			return "", err
-		}
-		if moved {
-			return "", a.dropFlag(ctx, jid, existed)
-		}
-	}
-	busy, err := a.BusyJobs(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, b := range busy {
-		if j, err := b.Job(); err != nil || j.JID != jid {
-			continue
-		}
-		procs, err := a.Processes(ctx)
-		if err != nil {
-			return "", err
-		}
-		for _, p := range procs {
-			if p.Identity == b.Node && p.Runtime != "exq" {
-				// Sidekiq and Exq have no CANCEL signal (Sidekiq would take it for a Unix
-				// signal's name): the flag alone stops a Sidekiq 7.3 iterable job.
-				return b.Node, nil
-			}
-		}
-		body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
-		return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
-	}
-	if existed {
-		return "", nil // an iterable job between two runs: its flag stops it
-	}
-	_ = a.dropFlag(ctx, jid, false)
-	return "", fmt.Errorf("%w: %s is not waiting or running anywhere", ErrJobNotFound, jid)
-}
-
-// dropFlag removes the flag cancelJob set on a jid that had no iteration state (existed false)
-// once the flag is not needed: the job was buried where it waited, or is nowhere. A failure is
-// logged, not returned: the flag expires by itself.
-func (a *API) dropFlag(ctx context.Context, jid string, existed bool) error {
-	if existed {
-		return nil
-	}
-	if err := a.jq.UncancelIteration(ctx, jid); err != nil {
-		a.log.Warn("exq: api: cancel job: could not remove the cancellation flag; it expires by itself", "jid", jid, "error", err)
-	}
-	return nil
 }
