@@ -81,6 +81,9 @@ type BusyJob struct {
 	RunAt time.Time
 	// Progress is what the job last reported with SetProgress; nil when it reported none.
 	Progress *Progress
+	// Iteration is the saved state of an iterable job (Iteration, or Sidekiq 7.3's
+	// IterableJob); nil for any other job, or one that has saved none yet.
+	Iteration *IterationProgress
 	JobRecord
 }
 
@@ -116,7 +119,7 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RunAt.Before(out[j].RunAt) })
-	return out, nil
+	return out, a.addIterations(ctx, out)
 }
 
 // Stats returns the all-time counters.

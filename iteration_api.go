@@ -30,6 +30,31 @@ func (a *API) IterationProgress(ctx context.Context, jid string) (p IterationPro
 	return iterProgressOf(st), true, nil
 }
 
+// addIterations fills the Iteration of the busy jobs that have a saved state, in one round trip.
+func (a *API) addIterations(ctx context.Context, busy []BusyJob) error {
+	if len(busy) == 0 {
+		return nil
+	}
+	jids := make([]string, 0, len(busy))
+	for _, b := range busy {
+		if j, err := b.Job(); err == nil && j.JID != "" {
+			jids = append(jids, j.JID)
+		}
+	}
+	its, err := a.IterationProgresses(ctx, jids)
+	if err != nil {
+		return err
+	}
+	for i := range busy {
+		if j, err := busy[i].Job(); err == nil {
+			if p, ok := its[j.JID]; ok {
+				busy[i].Iteration = &p
+			}
+		}
+	}
+	return nil
+}
+
 // IterationProgresses reads the saved states of jids in one round trip; jids without one are
 // not in the map.
 func (a *API) IterationProgresses(ctx context.Context, jids []string) (map[string]IterationProgress, error) {
