@@ -66,7 +66,15 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			}
 			var places []place
 			var result exq.StoredResult
+			var iter *exq.IterationProgress
 			for i, api := range a.shards() {
+				if iter == nil {
+					if p, ok, err := api.IterationProgress(ctx, jid); err != nil {
+						return err
+					} else if ok {
+						iter = &p
+					}
+				}
 				found, err := findJob(ctx, api, jid)
 				if err != nil {
 					return err
@@ -91,7 +99,7 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			if len(places) == 0 {
 				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)", exq.ErrJobNotFound, jid)
 			}
-			return a.showJob(jid, places, result)
+			return a.showJob(jid, places, result, iter)
 		},
 	}
 }
@@ -178,7 +186,7 @@ func (p place) jid() string {
 	return "JID"
 }
 
-func (a *app) showJob(jid string, places []place, result exq.StoredResult) error {
+func (a *app) showJob(jid string, places []place, result exq.StoredResult, iter *exq.IterationProgress) error {
 	if places[0].State == "finished" {
 		return a.showFinished(jid, places, result)
 	}
@@ -187,7 +195,7 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult) error
 	if a.json {
 		j := toJobJSON(rec)
 		j.Backtrace = bt
-		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result)})
+		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result), Iteration: iter})
 	}
 	w := &strings.Builder{}
 	// One line per field, whatever it holds: a stored line break or escape is shown escaped
@@ -223,6 +231,9 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult) error
 			line("ERROR", cut(e, maxShownArgs))
 		}
 	}
+	if iter != nil {
+		line("ITERATION", iterationText(iter))
+	}
 	resultLines(w, result)
 	if len(bt) > 0 {
 		line("BACKTRACE", "")
@@ -256,6 +267,22 @@ type jobShowJSON struct {
 	Places []place  `json:"places"`
 	Job    *jobJSON `json:"job,omitempty"`
 	resultJSON
+	// Iteration is an iterable job's saved state: executions, cursor (JSON), runtime_ns,
+	// cancelled, done.
+	Iteration *exq.IterationProgress `json:"iteration,omitempty"`
+}
+
+// iterationText is one line of an iterable job's saved state (the API bounds the cursor and
+// keeps it JSON; the caller escapes the line).
+func iterationText(p *exq.IterationProgress) string {
+	s := fmt.Sprintf("cursor %s, run %d, %s iterating", cut(string(p.Cursor), maxShownArgs), p.Executions, p.Runtime.Round(100*time.Millisecond))
+	if !p.Cancelled.IsZero() {
+		s += ", cancelled " + when(p.Cancelled)
+	}
+	if p.Done {
+		s += ", done"
+	}
+	return s
 }
 
 // showFinished shows a job found nowhere that stored a result: it has finished.
