@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/exqgo/exq/internal/bind"
@@ -91,6 +92,7 @@ type iterationNode interface {
 	iterationStore() *store.Store
 	iterationStopping() <-chan struct{}
 	iterationTimeout() time.Duration
+	iterationLog() *slog.Logger
 }
 
 func (it Iteration[A, C]) saveEvery() time.Duration { return iterSaveEvery(it.SaveEvery) }
@@ -220,9 +222,10 @@ func (it Iteration[A, C]) Perform(ctx context.Context, job *Job) error {
 				c, cancel := wctx()
 				err = jq.CompleteIteration(c, job.JID, executions, b, runtime())
 				cancel()
-				if err != nil {
+				if err != nil && node != nil {
 					// The job succeeds anyway; its state expires with its TTL.
-					_ = err
+					node.iterationLog().Warn("exq: iteration: could not mark the state done; it expires by itself",
+						"class", job.Class, "jid", job.JID, "error", err)
 				}
 			}
 			call(it.OnComplete)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/exqgo/exq/internal/store"
@@ -16,6 +17,7 @@ import (
 func (e *Exq) iterationStore() *store.Store       { return e.jq }
 func (e *Exq) iterationStopping() <-chan struct{} { return e.done }
 func (e *Exq) iterationTimeout() time.Duration    { return e.opts.RedisTimeout }
+func (e *Exq) iterationLog() *slog.Logger         { return e.log }
 
 // IterationProgress reads the saved state of iterable job jid; ok is false when it has none
 // (not an iterable job, not started, or finished long ago).
