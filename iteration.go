@@ -159,6 +159,11 @@ func (it Iteration[A, C]) Perform(ctx context.Context, job *Job) error {
 	if st.Cancelled > 0 {
 		return cancelled()
 	}
+	select {
+	case <-stopping: // fetched as the node began to stop: back to the queue, the state untouched
+		return errIterationInterrupted
+	default:
+	}
 	executions := st.Executions + 1
 	began := time.Now()
 	runtime := func() float64 { return st.Runtime + time.Since(began).Seconds() }
