@@ -81,6 +81,9 @@ type BusyJob struct {
 	RunAt time.Time
 	// Progress is what the job last reported with SetProgress; nil when it reported none.
 	Progress *Progress
+	// Iteration is the saved state of an iterable job (Iteration, or Sidekiq 7.3's
+	// IterableJob); nil for any other job, or one that has saved none yet.
+	Iteration *IterationProgress
 	JobRecord
 }
 
@@ -116,7 +119,7 @@ func (a *API) BusyJobs(ctx context.Context) ([]BusyJob, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RunAt.Before(out[j].RunAt) })
-	return out, nil
+	return out, a.addIterations(ctx, out)
 }
 
 // Stats returns the all-time counters.
@@ -310,20 +313,4 @@ func (a *API) QuietNode(ctx context.Context, node string) error {
 // StopNode asks node to go quiet and its application to stop it (TERM).
 func (a *API) StopNode(ctx context.Context, node string) error {
 	return a.SendSignal(ctx, node, "TERM")
-}
-
-// CancelJob sends a CANCEL signal for running job jid to the node running it and returns that
-// node. The job goes to the dead set with error_message "Canceled" once its worker returns.
-func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
-	busy, err := a.BusyJobs(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, b := range busy {
-		if j, err := b.Job(); err == nil && j.JID == jid {
-			body, _ := json.Marshal(map[string]string{"jid": jid, "pid": b.RunID})
-			return b.Node, a.SendSignal(ctx, b.Node, "CANCEL:"+string(body))
-		}
-	}
-	return "", fmt.Errorf("%w: %s is not running on any node", ErrJobNotFound, jid)
 }

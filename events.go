@@ -157,6 +157,7 @@ func (ls listeners) call(l Listener, ev Event) {
 var outcomeEvents = map[string]EventKind{
 	"done": JobSucceeded, "retry": JobRetried, "dead": JobDied, "snoozed": JobSnoozed,
 	"handed back": JobHandedBack, "rescued": JobHandedBack, "left in backup": JobNotStored,
+	"interrupted": JobHandedBack, // an iteration the node's stop interrupted (iteration.go)
 }
 
 // jobOutcome reports the outcome of a run that took d.

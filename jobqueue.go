@@ -50,6 +50,9 @@ type runQueue interface {
 	Unlock(ctx context.Context, token, jid string) error
 	// PutBack returns a job whose class has no worker yet to its queue.
 	PutBack(ctx context.Context, queue, raw string) (bool, error)
+	// Requeue moves raws from this node's backup list of queue back to the queue's front (an
+	// interrupted iteration).
+	Requeue(ctx context.Context, queue string, raws []string) (int, error)
 	// BackupListName names the backup list of queue, for the logs.
 	BackupListName(queue string) string
 }

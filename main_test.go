@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		runStepNode() // this process is a node killed inside a job of durable steps
 		return
 	}
+	if os.Getenv(iterNodeEnv) != "" {
+		runIterNode() // this process is one node of an iteration's fleet (iteration_fleet_test.go)
+		return
+	}
 	if os.Getenv(fleetNodeEnv) != "" {
 		runFleetNode() // this process is one node of a fleet a test starts
 		return

@@ -232,3 +232,13 @@ func (rn *runner) settle(r *run, job *Job, out string) bool {
 	}
 	return ok
 }
+
+// interrupt puts a job whose iteration stopped for the node's stop back at the front of its
+// queue, byte for byte: no retry counted, and the next run resumes from the saved cursor.
+func (rn *runner) interrupt(r *run, job *Job) outcome {
+	ok := rn.persist(r, "interrupted iteration hand-back", func(ctx context.Context) error {
+		_, err := rn.jq.Requeue(ctx, r.queue, []string{r.raw})
+		return err
+	})
+	return outcome{name: "interrupted", retryCount: job.RetryCount}.storedIf(ok, job.RetryCount)
+}

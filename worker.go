@@ -172,6 +172,11 @@ func (rn *runner) process(r *run) {
 			return rn.jq.Ack(ctx, r.queue, r.raw, token, job.JID, r.epoch) // releases the lock in the same script
 		})
 		out = out.storedIf(ok, job.RetryCount)
+	case errors.Is(err, errIterationInterrupted): // the node stops (iteration.go)
+		out = rn.interrupt(r, job)
+	case errors.Is(err, errIterationCanceled): // cancelled: dead, as a CANCEL signal
+		rn.stats.RecordRun(false, rn.now(), job.Class, time.Since(began))
+		out = rn.bury(r, job, "Canceled", "exq.Canceled")
 	case snoozeOf(err) != nil:
 		rn.stats.RecordRun(true, rn.now(), job.Class, time.Since(began)) // a snooze is not a failure (Exq)
 		out = rn.snooze(r, job, snoozeOf(err).Delay)

@@ -433,6 +433,18 @@ type jobData struct {
 	// Steps are the durable steps the job saved (steps.go); StepsErr why they could not be read.
 	Steps    exq.JobSteps
 	StepsErr string
+	Iter     string // an iterable job's saved state (iterSummary)
+}
+
+// withIteration adds an iterable job's saved state to its page (a job waiting to resume, or in
+// retry, has one). A failed read leaves the line out: the rest of the page stands.
+func (h *handler) withIteration(r *http.Request, d *jobData) {
+	if d.Job == nil || d.Job.JID == "" {
+		return
+	}
+	if p, ok, err := h.api.IterationProgress(r.Context(), d.Job.JID); err == nil && ok {
+		d.Iter = iterSummary(&p)
+	}
 }
 
 type field struct {
@@ -516,6 +528,7 @@ func (h *handler) queueJob(w http.ResponseWriter, r *http.Request) {
 	d := h.jobData(rec)
 	h.addSteps(r.Context(), &d)
 	d.Where, d.Queue, d.Back = "queue", name, "/queues/"+pathSeg(name)
+	h.withIteration(r, &d)
 	d.RawLink = "/queues/" + pathSeg(name) + "/jobs/" + pathSeg(rec.Ref()) + "?raw"
 	h.render(w, r, http.StatusOK, "job.html", "queues", "Job "+jid, d)
 }
@@ -546,7 +559,24 @@ type busyRow struct {
 	Node     string
 	RunAt    time.Time
 	Progress *exq.Progress // bounded and checked by the API; escaped by the template
+	Iter     string        // an iterable job's saved state (iterSummary), escaped by the template
 	row
+}
+
+// iterSummary is one line of an iterable job's saved state: its cursor (cut), runs and time
+// spent. The API bounds the cursor and keeps it valid JSON.
+func iterSummary(p *exq.IterationProgress) string {
+	if p == nil {
+		return ""
+	}
+	s := fmt.Sprintf("cursor %s · run %d · %s iterating", truncate(string(p.Cursor), 200), p.Executions, p.Runtime.Round(100*time.Millisecond))
+	if !p.Cancelled.IsZero() {
+		s += " · cancelled"
+	}
+	if p.Done {
+		s += " · done"
+	}
+	return s
 }
 
 // runtimeOf tells exq, Exq and Sidekiq nodes apart by what they write: exq's label, Exq's
@@ -585,7 +615,7 @@ func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
 		d.Busy += p.Busy
 	}
 	for _, j := range jobs {
-		d.Jobs = append(d.Jobs, busyRow{Node: j.Node, RunAt: j.RunAt, Progress: j.Progress, row: h.row(j.JobRecord)})
+		d.Jobs = append(d.Jobs, busyRow{Node: j.Node, RunAt: j.RunAt, Progress: j.Progress, Iter: iterSummary(j.Iteration), row: h.row(j.JobRecord)})
 	}
 	h.render(w, r, http.StatusOK, "busy.html", "busy", "Busy", d)
 }
@@ -736,6 +766,7 @@ func (h *handler) setJob(s setInfo) http.HandlerFunc {
 		d := h.jobData(rec)
 		h.addSteps(r.Context(), &d)
 		d.Where, d.Set, d.Back = string(s.Set), &s, "/"+s.Path
+		h.withIteration(r, &d)
 		d.RawLink = "/" + s.Path + "/" + pathSeg(rec.Ref()) + "?raw"
 		h.render(w, r, http.StatusOK, "job.html", s.Path, "Job "+jid, d)
 	}

@@ -67,7 +67,15 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			var places []place
 			var result exq.StoredResult
 			var steps exq.JobSteps
+			var iter *exq.IterationProgress
 			for i, api := range a.shards() {
+				if iter == nil {
+					if p, ok, err := api.IterationProgress(ctx, jid); err != nil {
+						return err
+					} else if ok {
+						iter = &p
+					}
+				}
 				found, err := findJob(ctx, api, jid)
 				if err != nil {
 					return err
@@ -99,7 +107,7 @@ result, for as long as the result is kept (Options.ResultTTL).`,
 			if len(places) == 0 {
 				return fmt.Errorf("%w: no job %s waiting, scheduled, in retry, dead or running, and no result stored (a job that succeeded leaves nothing else)", exq.ErrJobNotFound, jid)
 			}
-			return a.showJob(jid, places, result, steps)
+			return a.showJob(jid, places, result, steps, iter)
 		},
 	}
 }
@@ -186,7 +194,7 @@ func (p place) jid() string {
 	return "JID"
 }
 
-func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps exq.JobSteps) error {
+func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps exq.JobSteps, iter *exq.IterationProgress) error {
 	if places[0].State == "finished" {
 		return a.showFinished(jid, places, result, steps)
 	}
@@ -195,7 +203,7 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps
 	if a.json {
 		j := toJobJSON(rec)
 		j.Backtrace = bt
-		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result), stepsJSON: toStepsJSON(steps)})
+		return a.printJSON(jobShowJSON{Places: places, Job: &j, resultJSON: toResultJSON(result), stepsJSON: toStepsJSON(steps), Iteration: iter})
 	}
 	w := &strings.Builder{}
 	// One line per field, whatever it holds: a stored line break or escape is shown escaped
@@ -230,6 +238,9 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps
 		if e := errorText(j); e != "" {
 			line("ERROR", cut(e, maxShownArgs))
 		}
+	}
+	if iter != nil {
+		line("ITERATION", iterationText(iter))
 	}
 	resultLines(w, result)
 	stepLines(w, steps)
@@ -266,6 +277,22 @@ type jobShowJSON struct {
 	Job    *jobJSON `json:"job,omitempty"`
 	resultJSON
 	stepsJSON
+	// Iteration is an iterable job's saved state: executions, cursor (JSON), runtime_ns,
+	// cancelled, done.
+	Iteration *exq.IterationProgress `json:"iteration,omitempty"`
+}
+
+// iterationText is one line of an iterable job's saved state (the API bounds the cursor and
+// keeps it JSON; the caller escapes the line).
+func iterationText(p *exq.IterationProgress) string {
+	s := fmt.Sprintf("cursor %s, run %d, %s iterating", cut(string(p.Cursor), maxShownArgs), p.Executions, p.Runtime.Round(100*time.Millisecond))
+	if !p.Cancelled.IsZero() {
+		s += ", cancelled " + when(p.Cancelled)
+	}
+	if p.Done {
+		s += ", done"
+	}
+	return s
 }
 
 // showFinished shows a job found nowhere that stored a result: it has finished.

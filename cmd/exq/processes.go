@@ -146,10 +146,11 @@ nodes all honour it. With several namespaces, NODE is signalled in each where it
 func (a *app) cancelCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel JID",
-		Short: "Cancel running job JID (it goes to dead as \"Canceled\")",
-		Long: `Cancel running job JID: its node cancels the job's context and the job goes to the dead set
-with error_message "Canceled". Only exq nodes honour cancel: a job running on an Exq or Sidekiq
-node is not signalled, and the command fails naming the node.`,
+		Short: "Cancel job JID, running or waiting (it goes to dead)",
+		Long: `Cancel job JID. A running job: its node cancels the job's context and the job goes to the dead
+set with error_message "Canceled" (an iterable job stops at its next item). Only exq nodes honour
+cancel: a job running on an Exq or Sidekiq node is not signalled, and the command fails naming the
+node. A job waiting in a queue, the schedule or the retry set moves to the dead set and never runs.`,
 		Args: nArgs(1, 1, "cancel JID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, jid := cmd.Context(), args[0]
@@ -178,6 +179,21 @@ node is not signalled, and the command fails naming the node.`,
 				v := map[string]any{"jid": jid, "node": node}
 				in := a.where(i, v)
 				return a.say(v, "asked %s to cancel %s%s; it goes to dead as Canceled", node, jid, in)
+			}
+			for i, api := range a.shards() { // not running: waiting in a queue, the schedule or retries
+				node, err := api.CancelJob(ctx, jid)
+				if errors.Is(err, exq.ErrJobNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				v := map[string]any{"jid": jid, "node": node}
+				in := a.where(i, v)
+				if node != "" { // started meanwhile
+					return a.say(v, "asked %s to cancel %s%s; it goes to dead as Canceled", node, jid, in)
+				}
+				return a.say(v, "cancelled %s%s: it was waiting, and is in the dead set now (an iterable job between two runs stops at its next start)", jid, in)
 			}
 			return fmt.Errorf("%w: %s is not running on any node (see exq job %s)", exq.ErrJobNotFound, jid, jid)
 		},

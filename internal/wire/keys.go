@@ -285,3 +285,8 @@ func (k Keys) Steps(jid string) string { return k.Prefix + "steps:" + jid }
 // ExpiredStat is exq's own counter of the jobs that were not run because they had expired
 // (ExpiresIn, ExpiresAt): an integer, never reset.
 func (k Keys) ExpiredStat() string { return k.Prefix + "exq_stat:expired" }
+
+// Iteration is the state of iterable job jid: a hash in Sidekiq 7.3's layout ("it-<jid>",
+// fields ex, c, rt, cancelled), under the namespace prefix, so that with the empty namespace
+// it is exactly Sidekiq's key and either side reads and cancels the other's jobs.
+func (k Keys) Iteration(jid string) string { return k.Prefix + "it-" + jid }

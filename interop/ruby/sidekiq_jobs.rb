@@ -6,8 +6,10 @@
 #   POLL_INTERVAL  seconds between polls of the schedule and retry sets (Sidekiq's default is 5 s,
 #                  after a first wait of 10-15 s; the tests use 1)
 #   EXTRA_CLASSES  comma list of more class names that behave like RecordJob (e.g. GoJob)
+#   ITERABLE_JOBS  when set, the iterable job classes of iterable_jobs.rb too (Sidekiq 7.3 or later)
 require "json"
 require_relative "sidekiq_env"
+require_relative "iterable_jobs" if ENV["ITERABLE_JOBS"]
 
 RECORD_FILE = ENV.fetch("RECORD_FILE") { abort "sidekiq_jobs.rb: RECORD_FILE is not set" }
 InteropEnv.set_option(:poll_interval_average, Float(ENV["POLL_INTERVAL"])) if ENV["POLL_INTERVAL"]
