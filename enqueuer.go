@@ -63,6 +63,8 @@ type built struct {
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
 	done []func(string, error)
+	// debounce is set for a job enqueued with Debounce (debounce.go).
+	debounce *store.Debounced
 }
 
 // finish tells the EnqueueHooks how the write went.
@@ -124,6 +126,12 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 			return bad("%v", err)
 		}
 	}
+	if o := cfg.debounce; o != nil {
+		if msg := o.refuse(&cfg, at); msg != "" {
+			return bad("%s", msg)
+		}
+		cfg.meta = append(cfg.meta, [2]string{wire.DebounceField, o.key})
+	}
 	j := wire.NewJob{
 		Class:      class,
 		Args:       rawArgs,
@@ -184,6 +192,14 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		err := tooLarge(op, len(b.doc), "the job")
 		b.finish("", err)
 		return built{}, err
+	}
+	if o := cfg.debounce; o != nil {
+		head, tail, err := j.DebounceParts(b.doc)
+		if err != nil {
+			b.finish("", err)
+			return built{}, fmt.Errorf("exq: %s: %w", op, err)
+		}
+		b.debounce = &store.Debounced{Key: o.key, Wait: o.d, MaxWait: o.maxWait, JID: j.JID, Head: head, Tail: tail, Unit: j.Unit}
 	}
 	return b, nil
 }
@@ -253,6 +269,9 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	b, err := en.build(ctx, "enqueue", queue, class, args, time.Time{}, opts)
 	if err != nil {
 		return "", err
+	}
+	if b.debounce != nil {
+		return en.enqueueDebounced(ctx, b)
 	}
 	release := en.hold(b.jid)
 	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
@@ -324,6 +343,9 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	for i, s := range specs {
 		b, err := en.buildSpec(ctx, now, "enqueue all", s)
+		if err == nil && b.debounce != nil {
+			err = b.refuseInBatch("enqueue all")
+		}
 		if err != nil {
 			err = inBatch(err, i)
 			for _, done := range bs[:i] {
