@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/exqgo/exq/internal/store"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // MaxDebounceKeyBytes is the longest debounce key Debounce accepts. The key is part of a Redis
@@ -121,4 +122,10 @@ func (b built) refuseInBatch(op string) error {
 	err := &invalidJobError{op: op, msg: "Debounce is for Enqueue, not EnqueueAll"}
 	b.finish("", err)
 	return err
+}
+
+// DebounceKey is the debounce key the job was enqueued with (Debounce), "" for none.
+func (j *Job) DebounceKey() string {
+	key, _ := j.Meta(wire.DebounceField)
+	return key
 }
