@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,93 +307,120 @@ func TestADebouncedEnqueueWhoseReplyIsLostWritesOneJob(t *testing.T) {
 	}
 }
 
-// Schedulers (exq's, and one that moves jobs as Sidekiq's poller does, ZREM then push) move
-// debounced jobs while many goroutines enqueue: every jid an enqueue returned runs exactly
-// once, with the args of a call that returned that jid, and no other job runs.
+// Schedulers move debounced jobs while many goroutines enqueue: every jid an enqueue returned
+// runs exactly once, with the args of a call that returned that jid, and no other job runs.
+// Two ways: exq's schedulers alone, which move a job when it is due (racing the enqueues that
+// come at the cap), and with a foreign scheduler as Sidekiq's poller is, which reads what is
+// due by its own clock, here d ahead of the server's, pops it and pushes it to its queue: it
+// moves every job while its burst is still open, so each later enqueue must start a new burst.
 func TestDebounceRacingSchedulersRunsEveryBurstExactlyOnce(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t)
-	ctx := context.Background()
-	var mu sync.Mutex
-	runs := map[string][]string{} // jid → args of each run
-	w := WorkerFunc(func(_ context.Context, j *Job) error {
-		var arg string
-		if err := j.Bind(&arg); err != nil {
-			return err
-		}
-		mu.Lock()
-		runs[j.JID] = append(runs[j.JID], arg)
-		mu.Unlock()
-		return nil
-	})
-	for range 2 {
-		v.start(Options{Queues: []Queue{{Name: "default", Concurrency: 10}}, Workers: map[string]Worker{"W": w},
-			SchedulerPollTimeout: time.Millisecond})
-	}
-	moverCtx, stopMover := context.WithCancel(ctx)
-	moverDone := make(chan struct{})
-	go func() { // a foreign scheduler: read what is due, then ZREM and push each one it removed
-		defer close(moverDone)
-		for moverCtx.Err() == nil {
-			now := v.serverTime()
-			due, _ := v.rdb.ZRangeByScore(ctx, v.keys.Schedule(), &redis.ZRangeBy{Min: "-inf", Max: wire.FormatTime(now), Count: 10}).Result()
-			for _, raw := range due {
-				if v.rdb.ZRem(ctx, v.keys.Schedule(), raw).Val() == 1 {
-					v.rdb.LPush(ctx, v.keys.Queue("default"), raw)
+	const d, maxWait = 10 * time.Millisecond, 40 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		ahead time.Duration // the foreign scheduler's clock ahead of the server's; 0: none
+	}{
+		{"exq's schedulers", 0},
+		{"and a foreign scheduler moving jobs early", d},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t)
+			ctx := context.Background()
+			var mu sync.Mutex
+			runs := map[string][]string{} // jid → args of each run
+			w := WorkerFunc(func(_ context.Context, j *Job) error {
+				var arg string
+				if err := j.Bind(&arg); err != nil {
+					return err
 				}
+				mu.Lock()
+				runs[j.JID] = append(runs[j.JID], arg)
+				mu.Unlock()
+				return nil
+			})
+			for range 2 {
+				v.start(Options{Queues: []Queue{{Name: "default", Concurrency: 10}}, Workers: map[string]Worker{"W": w},
+					SchedulerPollTimeout: time.Millisecond})
 			}
-		}
-	}()
-	const goroutines, calls = 8, 40
-	returned := map[string]map[string]bool{} // jid → args of the calls that returned it
-	var rmu sync.Mutex
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		cl := v.client_()
-		go func() {
-			defer wg.Done()
-			for i := range calls {
-				key := fmt.Sprintf("k%d", i%3)
-				arg := fmt.Sprintf("%d-%d", g, i)
-				jid, err := cl.Enqueue(ctx, "default", "W", []any{arg}, Debounce(key, 2*time.Millisecond, 10*time.Millisecond))
-				if !assert.NoError(t, err) {
-					return
+			moverCtx, stopMover := context.WithCancel(ctx)
+			moverDone := make(chan struct{})
+			var moved atomic.Int64
+			// Sidekiq 7's poller pops one due job at a time by its own clock (ZRANGEBYSCORE and
+			// ZREM in one script), then pushes it to its queue.
+			pop := redis.NewScript(`local j = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 1)[1]
+if j then redis.call('ZREM', KEYS[1], j) end
+return j`)
+			go func() {
+				defer close(moverDone)
+				for tc.ahead > 0 && moverCtx.Err() == nil {
+					now := v.serverTime().Add(tc.ahead)
+					raw, err := pop.Run(ctx, v.rdb, []string{v.keys.Schedule()}, wire.FormatTime(now)).Text()
+					if err == nil {
+						moved.Add(1)
+						v.rdb.LPush(ctx, v.keys.Queue("default"), raw)
+					}
 				}
-				rmu.Lock()
-				if returned[jid] == nil {
-					returned[jid] = map[string]bool{}
-				}
-				returned[jid][arg] = true
-				rmu.Unlock()
+			}()
+			const goroutines, calls = 8, 40
+			returned := map[string]map[string]bool{} // jid → args of the calls that returned it
+			var rmu sync.Mutex
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Add(1)
+				cl := v.client_()
+				go func() {
+					defer wg.Done()
+					for i := range calls {
+						key := fmt.Sprintf("k%d", i%8)
+						arg := fmt.Sprintf("%d-%d", g, i)
+						jid, err := cl.Enqueue(ctx, "default", "W", []any{arg}, Debounce(key, d, maxWait))
+						if !assert.NoError(t, err) {
+							return
+						}
+						rmu.Lock()
+						if returned[jid] == nil {
+							returned[jid] = map[string]bool{}
+						}
+						returned[jid][arg] = true
+						rmu.Unlock()
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	ran := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(runs) >= len(returned)
-	}
-	ok := testutil.Within(ran)
-	testutil.WaitFor(t, "schedule and queue empty", func() bool {
-		return v.zcard(v.keys.Schedule()) == 0 && len(v.list(v.keys.Queue("default"))) == 0
-	})
-	stopMover()
-	<-moverDone
-	mu.Lock()
-	defer mu.Unlock()
-	assert.True(t, ok, "every burst ran: %d bursts, %d ran", len(returned), len(runs))
-	t.Logf("%d calls made %d bursts", goroutines*calls, len(returned))
-	assert.Greater(t, len(returned), 3, "the schedulers ended bursts while calls came in")
-	assert.Less(t, len(returned), goroutines*calls, "calls joined bursts")
-	for jid, args := range runs {
-		require.Contains(t, returned, jid, "job %s ran, but no enqueue returned its jid", jid)
-		assert.Len(t, args, 1, "burst %s runs once", jid)
-		assert.True(t, returned[jid][args[0]], "burst %s ran with %q, the args of a call that returned it", jid, args[0])
-	}
-	for jid := range returned {
-		assert.Contains(t, runs, jid, "burst %s ran", jid)
+			wg.Wait()
+			ok := testutil.Within(func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(runs) >= len(returned)
+			})
+			testutil.WaitFor(t, "schedule and queue empty", func() bool {
+				return v.zcard(v.keys.Schedule()) == 0 && len(v.list(v.keys.Queue("default"))) == 0
+			})
+			stopMover()
+			<-moverDone
+			mu.Lock()
+			defer mu.Unlock()
+			assert.True(t, ok, "every burst ran: %d bursts, %d ran", len(returned), len(runs))
+			total := 0
+			for _, a := range runs {
+				total += len(a)
+			}
+			t.Logf("%d calls made %d bursts, %d runs; the foreign scheduler moved %d", goroutines*calls, len(returned), total, moved.Load())
+			assert.Greater(t, len(returned), 3, "bursts ended while calls came in")
+			if tc.ahead == 0 {
+				assert.Less(t, len(returned), goroutines*calls/2, "calls joined bursts")
+			} else {
+				assert.Positive(t, moved.Load(), "the foreign scheduler moved jobs")
+			}
+			for jid, args := range runs {
+				require.Contains(t, returned, jid, "job %s ran, but no enqueue returned its jid", jid)
+				assert.Len(t, args, 1, "burst %s runs once", jid)
+				assert.True(t, returned[jid][args[0]], "burst %s ran with %q, the args of a call that returned it", jid, args[0])
+			}
+			for jid := range returned {
+				assert.Contains(t, runs, jid, "burst %s ran", jid)
+			}
+		})
 	}
 }
 
