@@ -1,14 +1,12 @@
 package exq
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/exqgo/exq/internal/store"
 	"github.com/exqgo/exq/internal/wire"
 )
 
@@ -61,11 +59,6 @@ func Debounce(key string, d, maxWait time.Duration) EnqueueOption {
 	}}
 }
 
-type debounceOpts struct {
-	key        string
-	d, maxWait time.Duration
-}
-
 func checkDebounceKey(key string) error {
 	switch {
 	case key == "":
@@ -95,33 +88,6 @@ func (o *debounceOpts) refuse(cfg *enqueueConfig, at time.Time) string {
 		return "Debounce is not for a job of a batch or a workflow"
 	}
 	return ""
-}
-
-// enqueueDebounced writes b, built with a Debounce option, into the schedule set
-// (debounce.lua) and reports it as Enqueue does: the jid returned is the burst's.
-func (en *enqueuer) enqueueDebounced(ctx context.Context, b built) (string, error) {
-	res, err := en.jq.Debounce(ctx, *b.debounce)
-	if err != nil && !errors.Is(err, ErrNotReplicated) {
-		err = fmt.Errorf("exq: enqueue %s to %s: %w", b.class, b.queue, err)
-		b.finish("", err)
-		return "", err
-	}
-	if res.How != store.DebounceRepeat {
-		en.enqueued(b.queue, b.class, res.JID, res.At)
-	}
-	if err != nil {
-		err = fmt.Errorf("exq: enqueue %s to %s: job %s written on the master: %w", b.class, b.queue, res.JID, err)
-	}
-	b.finish(res.JID, err)
-	return res.JID, err
-}
-
-// refuseInBatch is the refusal of a debounced job in EnqueueAll, whose one atomic write has no
-// place for a burst's replacement; b's EnqueueHooks hear it.
-func (b built) refuseInBatch(op string) error {
-	err := &invalidJobError{op: op, msg: "Debounce is for Enqueue, not EnqueueAll"}
-	b.finish("", err)
-	return err
 }
 
 // DebounceKey is the debounce key the job was enqueued with (Debounce), "" for none.

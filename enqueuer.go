@@ -386,3 +386,30 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	return results, err
 }
+
+// enqueueDebounced writes b, built with a Debounce option, into the schedule set
+// (debounce.lua) and reports it as Enqueue does: the jid returned is the burst's.
+func (en *enqueuer) enqueueDebounced(ctx context.Context, b built) (string, error) {
+	res, err := en.jq.Debounce(ctx, *b.debounce)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		err = fmt.Errorf("exq: enqueue %s to %s: %w", b.class, b.queue, err)
+		b.finish("", err)
+		return "", err
+	}
+	if res.How != store.DebounceRepeat {
+		en.enqueued(b.queue, b.class, res.JID, res.At)
+	}
+	if err != nil {
+		err = fmt.Errorf("exq: enqueue %s to %s: job %s written on the master: %w", b.class, b.queue, res.JID, err)
+	}
+	b.finish(res.JID, err)
+	return res.JID, err
+}
+
+// refuseInBatch is the refusal of a debounced job in EnqueueAll, whose one atomic write has no
+// place for a burst's replacement; b's EnqueueHooks hear it.
+func (b built) refuseInBatch(op string) error {
+	err := &invalidJobError{op: op, msg: "Debounce is for Enqueue, not EnqueueAll"}
+	b.finish("", err)
+	return err
+}

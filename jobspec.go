@@ -30,6 +30,12 @@ type enqueueConfig struct {
 	flow *wire.NewJob
 }
 
+// debounceOpts are Debounce's (debounce.go).
+type debounceOpts struct {
+	key        string
+	d, maxWait time.Duration
+}
+
 type optionFunc struct {
 	name string
 	f    func(*enqueueConfig) error
