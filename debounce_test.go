@@ -477,3 +477,35 @@ func TestShardedDebounceKeepsABurstInOneShard(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkDebouncedEnqueue compares one caller's debounced Enqueue, joining one burst or
+// starting a new one each call, with a plain Enqueue and an EnqueueIn of the same job.
+func BenchmarkDebouncedEnqueue(b *testing.B) {
+	rdb, ns := testutil.Redis(b)
+	ctx := context.Background()
+	en := &enqueuer{jq: testStore(rdb, keysFor(ns), ""), now: time.Now, maxRetries: DefaultMaxRetries}
+	args := []any{42, "welcome"}
+	for _, bc := range []struct {
+		name string
+		call func(i int) error
+	}{
+		{"plain", func(int) error { _, err := en.enqueue(ctx, "default", "W", args, nil); return err }},
+		{"EnqueueIn", func(int) error { _, err := en.enqueueIn(ctx, "default", "W", time.Hour, args, nil); return err }},
+		{"debounce joining one burst", func(int) error {
+			_, err := en.enqueue(ctx, "default", "W", args, []EnqueueOption{Debounce("one", time.Hour, 2*time.Hour)})
+			return err
+		}},
+		{"debounce starting a burst per call", func(i int) error {
+			_, err := en.enqueue(ctx, "default", "W", args, []EnqueueOption{Debounce(fmt.Sprint("k", i), time.Hour, 2*time.Hour)})
+			return err
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := bc.call(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
