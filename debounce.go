@@ -40,6 +40,10 @@ const MaxDebounceKeyBytes = 256
 // EnqueueAt and EnqueueAll refuse it, as do batches and workflows, and it cannot be combined
 // with Unique; each refusal is an ErrInvalidJob and writes nothing.
 //
+// EnqueueHooks see the call's own job (its jid, At zero: the due time is decided in Redis);
+// their done function gets the jid Enqueue returns, the burst's, and a JobEnqueued event carries
+// the burst's jid and due time.
+//
 // The job is an ordinary scheduled job (Exq and Sidekiq nodes move and run it, their UIs show
 // it) with one field of exq's own, "debounce_key". The burst's state is exq's own hash
 // "<ns>:debounce:<key>", which expires a minute after the job is due.
