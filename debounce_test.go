@@ -509,3 +509,39 @@ func BenchmarkDebouncedEnqueue(b *testing.B) {
 		})
 	}
 }
+
+// EnqueueHooks hear each call's outcome as the burst's jid, and a JobEnqueued event carries
+// the burst's jid and due time.
+func TestDebouncedEnqueueReportsTheBurstToHooksAndListeners(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var done []string
+	var events []Event
+	hook := func(_ context.Context, _ *OutgoingJob) func(string, error) {
+		return func(jid string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			done = append(done, jid)
+		}
+	}
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, EnqueueHooks: []EnqueueHook{hook},
+		Listeners: []Listener{func(e Event) { mu.Lock(); defer mu.Unlock(); events = append(events, e) }}})
+	require.NoError(t, err)
+	defer c.Close()
+	first, err := c.Enqueue(ctx, "default", "W", []any{1}, Debounce("k", time.Hour, time.Hour))
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, "default", "W", []any{2}, Debounce("k", time.Hour, time.Hour))
+	require.NoError(t, err)
+	due := v.scheduled()[0].at()
+	testutil.WaitFor(t, "two events", func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{first, first}, done)
+	for _, e := range events {
+		assert.Equal(t, JobEnqueued, e.Kind)
+		assert.Equal(t, first, e.JID)
+		assert.True(t, due.Equal(e.At), "event at %s, due %s", e.At, due)
+	}
+}
