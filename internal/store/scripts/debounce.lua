@@ -20,6 +20,8 @@
 -- later enqueue to a burst whose job is due.
 -- Returns {jid, due score, how}: how 0 a new burst, 1 joined the waiting burst, 2 a repeat of
 -- the burst's last call (its jid: a call sent again after a lost reply), which writes nothing.
+-- (Only the last call is remembered: a call sent again after a later call of the burst joins
+-- the burst once more, its args winning; a client resends at once, so that needs a race.)
 -- The first write is the ZADD, so out of memory the call is refused whole (scripts.go). A
 -- state key or schedule of another type fails the script before anything is written.
 -- (PUBLISH uses pcall: wake-ups are best effort.)
