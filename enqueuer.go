@@ -390,8 +390,10 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 // enqueueDebounced writes b, built with a Debounce option, into the schedule set
 // (debounce.lua) and reports it as Enqueue does: the jid returned is the burst's.
 func (en *enqueuer) enqueueDebounced(ctx context.Context, b built) (string, error) {
+	release := en.hold(b.jid) // the jid of a burst this call starts
 	res, err := en.jq.Debounce(ctx, *b.debounce)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		release()
 		err = fmt.Errorf("exq: enqueue %s to %s: %w", b.class, b.queue, err)
 		b.finish("", err)
 		return "", err
@@ -399,6 +401,7 @@ func (en *enqueuer) enqueueDebounced(ctx context.Context, b built) (string, erro
 	if res.How != store.DebounceRepeat {
 		en.enqueued(b.queue, b.class, res.JID, res.At)
 	}
+	release()
 	if err != nil {
 		err = fmt.Errorf("exq: enqueue %s to %s: job %s written on the master: %w", b.class, b.queue, res.JID, err)
 	}
