@@ -34,11 +34,11 @@ const MaxDebounceKeyBytes = 256
 //     call its own jid, or none.
 //
 // d must be at least a millisecond and maxWait at least d. key must be non-empty valid UTF-8
-// without control characters, at most MaxDebounceKeyBytes. Calls with one key should pass the
-// same d and maxWait (each call applies its own). Debounce is for Enqueue (and EnqueueArgs) of
-// a node, a Client or a sharded node or client (which routes a key to one shard): EnqueueIn,
-// EnqueueAt and EnqueueAll refuse it, as do batches and workflows, and it cannot be combined
-// with Unique; each refusal is an ErrInvalidJob and writes nothing.
+// without control or format characters, at most MaxDebounceKeyBytes. Calls with one key should
+// pass the same d and maxWait (each call applies its own). Debounce is for Enqueue (and
+// EnqueueArgs) of a node, a Client or a sharded node or client (which routes a key to one shard):
+// EnqueueIn, EnqueueAt and EnqueueAll refuse it, as do batches and workflows, and it cannot be
+// combined with Unique; each refusal is an ErrInvalidJob and writes nothing.
 //
 // EnqueueHooks see the call's own job (its jid, At zero: the due time is decided in Redis);
 // their done function gets the jid Enqueue returns, the burst's, and a JobEnqueued event carries
@@ -73,8 +73,9 @@ func checkDebounceKey(key string) error {
 		return fmt.Errorf("Debounce: the key %q is not valid UTF-8", key)
 	}
 	for _, r := range key {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("Debounce: the key %q holds a control character", key)
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			// Format characters too: a bidi override would make the key read otherwise in a UI.
+			return fmt.Errorf("Debounce: the key %q holds the control or format character %U", key, r)
 		}
 	}
 	return nil

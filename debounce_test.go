@@ -186,7 +186,11 @@ func TestDebounceRefusesNonsenseAndLeavesRedisUnchanged(t *testing.T) {
 		{"key with a line break", func() error {
 			_, err := c.Enqueue(ctx, "default", "W", nil, Debounce("a\nb", time.Second, time.Second))
 			return err
-		}, "control character"},
+		}, "control or format character U+000A"},
+		{"key with a bidi override", func() error {
+			_, err := c.Enqueue(ctx, "default", "W", nil, Debounce("a\u202eb", time.Second, time.Second))
+			return err
+		}, "control or format character U+202E"},
 		{"d zero", func() error { _, err := c.Enqueue(ctx, "default", "W", nil, Debounce("k", 0, time.Second)); return err }, "d must be at least 1ms"},
 		{"d negative", func() error {
 			_, err := c.Enqueue(ctx, "default", "W", nil, Debounce("k", -time.Second, time.Second))
