@@ -63,6 +63,8 @@ type built struct {
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
 	done []func(string, error)
+	// debounce is set for a job enqueued with Debounce (debounce.go).
+	debounce *store.Debounced
 }
 
 // finish tells the EnqueueHooks how the write went.
@@ -123,6 +125,12 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		if err := o.apply(&cfg); err != nil {
 			return bad("%v", err)
 		}
+	}
+	if o := cfg.debounce; o != nil {
+		if msg := o.refuse(&cfg, at); msg != "" {
+			return bad("%s", msg)
+		}
+		cfg.meta = append(cfg.meta, [2]string{wire.DebounceField, o.key})
 	}
 	j := wire.NewJob{
 		Class:      class,
@@ -189,6 +197,14 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		err := tooLarge(op, len(b.doc), "the job")
 		b.finish("", err)
 		return built{}, err
+	}
+	if o := cfg.debounce; o != nil {
+		head, tail, err := j.DebounceParts(b.doc)
+		if err != nil {
+			b.finish("", err)
+			return built{}, fmt.Errorf("exq: %s: %w", op, err)
+		}
+		b.debounce = &store.Debounced{Key: o.key, Wait: o.d, MaxWait: o.maxWait, JID: j.JID, Head: head, Tail: tail, Unit: j.Unit}
 	}
 	return b, nil
 }
@@ -258,6 +274,9 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	b, err := en.build(ctx, "enqueue", queue, class, args, time.Time{}, opts)
 	if err != nil {
 		return "", err
+	}
+	if b.debounce != nil {
+		return en.enqueueDebounced(ctx, b)
 	}
 	release := en.hold(b.jid)
 	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
@@ -329,6 +348,9 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	for i, s := range specs {
 		b, err := en.buildSpec(ctx, now, "enqueue all", s)
+		if err == nil && b.debounce != nil {
+			err = b.refuseInBatch("enqueue all")
+		}
 		if err != nil {
 			err = inBatch(err, i)
 			for _, done := range bs[:i] {
@@ -368,4 +390,34 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 		bs[i].finish(results[i].JID, results[i].Err)
 	}
 	return results, err
+}
+
+// enqueueDebounced writes b, built with a Debounce option, into the schedule set
+// (debounce.lua) and reports it as Enqueue does: the jid returned is the burst's.
+func (en *enqueuer) enqueueDebounced(ctx context.Context, b built) (string, error) {
+	release := en.hold(b.jid) // the jid of a burst this call starts
+	res, err := en.jq.Debounce(ctx, *b.debounce)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		release()
+		err = fmt.Errorf("exq: enqueue %s to %s: %w", b.class, b.queue, err)
+		b.finish("", err)
+		return "", err
+	}
+	if res.How != store.DebounceRepeat {
+		en.enqueued(b.queue, b.class, res.JID, res.At)
+	}
+	release()
+	if err != nil {
+		err = fmt.Errorf("exq: enqueue %s to %s: job %s written on the master: %w", b.class, b.queue, res.JID, err)
+	}
+	b.finish(res.JID, err)
+	return res.JID, err
+}
+
+// refuseInBatch is the refusal of a debounced job in EnqueueAll, whose one atomic write has no
+// place for a burst's replacement; b's EnqueueHooks hear it.
+func (b built) refuseInBatch(op string) error {
+	err := &invalidJobError{op: op, msg: "Debounce is for Enqueue, not EnqueueAll"}
+	b.finish("", err)
+	return err
 }

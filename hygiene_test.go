@@ -64,7 +64,7 @@ func matchesAny(patterns []string, key string) bool {
 
 // After a mixed workload (batches that succeed, have a dead job, or a job that fails and then
 // dies; workflows that finish and that cancel after a death; unique, scheduled, failing, dying
-// jobs; results, progress; a periodic job) and a clean stop, every key of the namespace is
+// jobs; a debounced job; results, progress; a periodic job) and a clean stop, every key of the namespace is
 // either one that lives for good by design (docs/wire.md's table says so, with what bounds it)
 // or has a TTL.
 func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
@@ -134,6 +134,7 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 	v.push("q", expiringDoc("expired", v.serverTime().Add(-time.Second)))
 	enq("ok", Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	enq("ok", Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "start"}))
+	enq("ok", Debounce("hygiene", 50*time.Millisecond, time.Second))
 	jid, err := e.EnqueueIn(ctx, "q", "W", 50*time.Millisecond, []any{"ok"})
 	require.NoError(t, err)
 	add(jid)

@@ -27,9 +27,16 @@ type enqueueConfig struct {
 	// expiresIn and expiresAt are ExpiresIn's and ExpiresAt's (expire.go); zero when not given.
 	expiresIn time.Duration
 	expiresAt time.Time
+	debounce  *debounceOpts
 	// flow holds the batch and workflow fields of a job of a batch or a workflow (set by
 	// batch.go and workflow.go, never by an option a caller can pass).
 	flow *wire.NewJob
+}
+
+// debounceOpts are Debounce's (debounce.go).
+type debounceOpts struct {
+	key        string
+	d, maxWait time.Duration
 }
 
 type optionFunc struct {

@@ -44,7 +44,8 @@ type ShardOptions struct {
 	// every enqueuer of a set of shards must list them in the same order.
 	Namespaces []string
 	// By picks a job's shard. Default ByQueue. Unique jobs are always routed by their unique
-	// token, so that a duplicate meets the lock of the first, whatever By says.
+	// token, so that a duplicate meets the lock of the first, whatever By says, and debounced
+	// jobs by their debounce key, so that a burst lives in one shard.
 	By ShardBy
 }
 

@@ -23,6 +23,8 @@ func (s *sharder) index(queue string, b built) int {
 	switch {
 	case b.token != "":
 		key = "unique:" + b.token
+	case b.debounce != nil:
+		key = "debounce:" + b.debounce.Key
 	case s.by == ByJID:
 		key = b.jid
 	}
@@ -41,6 +43,9 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 	if err != nil {
 		return "", err
 	}
+	if b.debounce != nil {
+		return s.ens[s.place(queue, b)].enqueueDebounced(ctx, b)
+	}
 	jq := s.ens[s.place(queue, b)].jq
 	var holder string
 	if b.at.IsZero() {
@@ -54,7 +59,7 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 }
 
 // Enqueue pushes a job onto queue in the shard it routes to (ShardOptions.By, or its unique
-// token) and returns its jid; see Exq.Enqueue.
+// token, or its debounce key) and returns its jid; see Exq.Enqueue.
 func (s *sharder) Enqueue(ctx context.Context, queue, class string, args any, opts ...EnqueueOption) (string, error) {
 	return s.enqueueAt(ctx, "enqueue", queue, class, time.Time{}, args, opts)
 }
@@ -91,6 +96,9 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	builts := make([]built, len(specs))
 	for i, sp := range specs {
 		b, err := s.ens[0].buildSpec(ctx, now, "enqueue all", sp)
+		if err == nil && b.debounce != nil {
+			err = b.refuseInBatch("enqueue all")
+		}
 		if err != nil {
 			err = inBatch(err, i)
 			for _, done := range builts[:i] {

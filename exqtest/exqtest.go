@@ -139,6 +139,9 @@ func prepareAll(now time.Time, specs []exq.JobSpec) ([]*exq.Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("exq: enqueue all: job %d: %w", i, err)
 		}
+		if j.DebounceKey() != "" {
+			return nil, invalid(fmt.Sprintf("exq: enqueue all: job %d: Debounce is for Enqueue, not EnqueueAll", i))
+		}
 		jobs[i] = j
 	}
 	return jobs, nil

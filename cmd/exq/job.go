@@ -226,6 +226,9 @@ func (a *app) showJob(jid string, places []place, result exq.StoredResult, steps
 		line("CLASS", j.Class)
 		line("QUEUE", j.Queue)
 		line("ARGS", cut(string(j.Args), maxShownArgs))
+		if k := j.DebounceKey(); k != "" {
+			line("DEBOUNCE", k) // exq.Debounce: the burst's key (a scheduled job replaced by later calls)
+		}
 		line("RETRIES", fmt.Sprintf("%s, %s allowed", count(j.RetryCount, "failed run", "failed runs"), count(j.MaxRetries, "retry", "retries")))
 		for _, t := range []struct {
 			k string

@@ -6,7 +6,7 @@
 //
 // When Redis is out of memory (maxmemory reached under noeviction), what brings new data into
 // Redis is refused and what the running nodes do with the jobs already there goes on: the
-// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, CronEnqueue, PushRelayed,
+// enqueue scripts (Enqueue, EnqueueAll, EnqueueGroup, EnqueueAt, Debounce, CronEnqueue, PushRelayed,
 // BatchAdd, WorkflowCreate), ForeignMark, CronSave, CronStatus, StatsFlush and a node's join (Beat with
 // "join") are refused and write nothing; every other script runs (beats, fetches,
 // acknowledgements, retries, rescues, the scheduler's moves, removals, and the outcomes of

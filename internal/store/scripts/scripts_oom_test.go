@@ -60,6 +60,16 @@ func oomCases() []oomCase {
 			args: []any{"q", job, "wake", "j1", 60000}},
 		{name: "enqueue at", file: "enqueue_at.lua", script: EnqueueAt,
 			keys: func(k wire.Keys) []string { return []string{k.Schedule()} }, args: []any{"1e9", job, "wake"}},
+		{name: "debounce, a new burst", file: "debounce.lua", script: Debounce,
+			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Debounce("k")} },
+			args: []any{1000, 1000, "j1", `"j1"`, `{"class":"T","args":[],"queue":"q","jid":`, `,"created_at":1}`, "s", "wake", 60000}},
+		{name: "debounce, joining a waiting burst", file: "debounce.lua", script: Debounce,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.ZAdd(ctx, k.Schedule(), redis.Z{Score: 9e9, Member: job})
+				c.HSet(ctx, k.Debounce("k"), "jid", "j1", "jidq", `"j1"`, "first", "8999999999000000", "due", "9000000000000000", "doc", job, "last", "j1")
+			},
+			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Debounce("k")} },
+			args: []any{1000, 1000, "j2", `"j2"`, `{"class":"T","args":[],"queue":"q","jid":`, `,"created_at":1}`, "s", "wake", 60000}},
 		{name: "enqueue all", file: "enqueue_all.lua", script: EnqueueAll,
 			keys: func(k wire.Keys) []string { return []string{k.Schedule(), k.Queues(), k.Queue("q")} },
 			args: []any{"wake", 1, 2, 0, "q", "1,;0,1e9;", job, job}},
