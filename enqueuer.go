@@ -59,6 +59,8 @@ type built struct {
 	// queue and class are the job's (a typed JobSpec's, filled in).
 	queue, class string
 	lock         *store.Lock
+	// key is the job's key (Key), "" for none: it is written by the keyed script.
+	key string
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
@@ -150,10 +152,14 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 		j.Retry = *cfg.maxRetries
 	}
 	j.Meta = cfg.meta
+	j.Key = cfg.key
 	if f := cfg.flow; f != nil {
 		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
 	}
-	b := built{jid: j.JID, queue: queue, class: class, at: at}
+	b := built{jid: j.JID, queue: queue, class: class, at: at, key: cfg.key}
+	if cfg.key != "" && cfg.flow != nil {
+		return bad("Key is not supported for jobs of batches and workflows yet")
+	}
 	if u := cfg.unique; u != nil {
 		token := u.Token
 		if token == "" {
@@ -239,6 +245,9 @@ func (s JobSpec) resolved() (JobSpec, error) {
 			return s, fmt.Errorf("class %q, but the args are a %T, whose Class() is %q: leave Class empty", s.Class, a, class)
 		}
 		s.Class, s.Args = class, []any{a}
+		if k := keyOf(a); k != "" {
+			s.Options = append([]EnqueueOption{Key(k)}, s.Options...) // a Key option given wins
+		}
 		if q, ok := a.(interface{ Queue() string }); ok && s.Queue == "" {
 			s.Queue = q.Queue()
 		}
@@ -255,7 +264,7 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
+	holder, err := en.write(ctx, b, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -263,6 +272,15 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	jid, err := b.result("enqueue", class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
+}
+
+// write writes one built job: a keyed one by its own script (never onto the queue's list),
+// any other with the writes of concurrent callers (groupcommit.go).
+func (en *enqueuer) write(ctx context.Context, b built, it store.BatchItem) (string, error) {
+	if b.key != "" {
+		return en.jq.EnqueueKeyed(ctx, it, b.key)
+	}
+	return en.group.Write(ctx, en.jq, it)
 }
 
 // result turns what a one-job write returned into Enqueue's reply. An error wrapping
@@ -302,7 +320,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
+	holder, err := en.write(ctx, b, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
@@ -329,6 +347,14 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			for _, done := range bs[:i] {
 				done.finish("", err) // nothing of the batch is written
 			}
+			return nil, err
+		}
+		if b.key != "" {
+			err := inBatch(&invalidJobError{op: "enqueue all", msg: errKeyedEnqueueAll.Error()}, i)
+			for _, done := range bs[:i] {
+				done.finish("", err)
+			}
+			b.finish("", err)
 			return nil, err
 		}
 		items[i] = store.BatchItem{Queue: b.queue, At: b.at, Job: b.doc, Lock: b.lock}

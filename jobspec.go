@@ -24,6 +24,7 @@ type enqueueConfig struct {
 	jid        string
 	unique     *UniqueOpts
 	meta       [][2]string
+	key        string // Key
 	// flow holds the batch and workflow fields of a job of a batch or a workflow (set by
 	// batch.go and workflow.go, never by an option a caller can pass).
 	flow *wire.NewJob

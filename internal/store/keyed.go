@@ -18,6 +18,8 @@ type KeyPolicy struct {
 	RateN       int
 	RatePer     time.Duration
 	Weights     map[string]int
+	// Hold is read by the runner, not the fetch: a failed job holds its key (a Sequence).
+	Hold bool
 }
 
 // keyScopeSep separates the queue from the key in a keyed job's lease scope: the name under
