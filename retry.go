@@ -65,8 +65,7 @@ func (rn *runner) fail(r *run, job *Job, cause error) outcome {
 		at := now.Add(rn.backoff(count, job, cause))
 		rn.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		ok := rn.settle(r, job, store.RunFailed) && rn.persist(r, "retry", func(ctx context.Context) error {
-			_, err := rn.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
-			return err
+			return rn.retry(ctx, r, job, doc, at)
 		})
 		out.name, out.at = "retry", at
 		return out.storedIf(ok, before)

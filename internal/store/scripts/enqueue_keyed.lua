@@ -24,6 +24,6 @@ if ARGV[8] ~= '' then
   return 0
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-key_ready(ARGV[7], ARGV[1], ARGV[6], 1, false)
+key_ready(ARGV[7], ARGV[1], ARGV[6], 0, false)
 redis.pcall('PUBLISH', ARGV[3], ARGV[1])
 return 0

@@ -70,7 +70,7 @@ for i = 1, nq do
           key_ready(prefix, q, k, 0, true)
         else
           redis.call('RPUSH', list, job)
-          key_ready(prefix, q, k, 1, false)
+          key_ready(prefix, q, k, 0, false)
         end
       end
     end
@@ -78,7 +78,7 @@ for i = 1, nq do
     for _, k in ipairs(redis.call('ZRANGEBYSCORE', blocked, '-inf', now, 'LIMIT', 0, 100)) do
       redis.call('ZREM', blocked, k)
       if redis.call('LLEN', prefix .. 'key_jobs:' .. q .. ':' .. k) > 0 then
-        key_ready(prefix, q, k, 1, false)
+        key_ready(prefix, q, k, 0, false)
       end
     end
     local plain = redis.call('LLEN', src)

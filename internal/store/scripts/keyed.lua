@@ -18,7 +18,7 @@ local function key_of(job)
   return k, doc['jid']
 end
 
--- key_ready puts key k into the ready set, after the keys there by step turns (a key that
+-- key_ready puts key k into the ready set at the lowest turn there plus step (0: a key that
 -- enters is served within one round of those already waiting), unless it is there already or
 -- held (a failed job of its sequence waits for its retry). With unblock, a key waiting for a
 -- time is readied too (the fetch checks its limits again); without, it keeps waiting.

@@ -12,7 +12,7 @@ for i = 3, #ARGV, 3 do
   local leases = prefix .. 'key_leases:' .. q .. ':' .. k
   removed = removed + redis.call('ZREM', leases, lease)
   if redis.call('LLEN', prefix .. 'key_jobs:' .. q .. ':' .. k) > 0 then
-    if key_ready(prefix, q, k, 1, true) then woken[q] = true end
+    if key_ready(prefix, q, k, 0, true) then woken[q] = true end
   end
 end
 for q in pairs(woken) do redis.pcall('PUBLISH', ARGV[2], q) end
