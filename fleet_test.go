@@ -89,7 +89,9 @@ func runFleetNode() {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	fmt.Println("node", e.NodeID())
+	id := e.NodeID()
+	fleetNodeID.Store(&id)
+	fmt.Println("node", id)
 	term := make(chan os.Signal, 1)
 	ossignal.Notify(term, syscall.SIGTERM)
 	<-term

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 // ends; the test adds "k <node>" once it killed a node.
 func fleetSeqLog(ns string) string { return ns + ":test:seqlog" }
 
+// fleetNodeID is this fleet node's id, once started.
+var fleetNodeID atomic.Pointer[string]
+
 // seqJob is the fleet's keyed sequence job: args [key, n]; it logs its begin and end.
 func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 	return WorkerFunc(func(ctx context.Context, job *Job) error {
@@ -29,9 +33,13 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 		if err := job.Bind(&key, &n); err != nil {
 			return err
 		}
-		node := JobFromContext(ctx).node
+		node := fleetNodeID.Load()
+		for node == nil { // a job may begin before Start returned the id
+			time.Sleep(time.Millisecond)
+			node = fleetNodeID.Load()
+		}
 		log := fleetSeqLog(c.Namespace)
-		if err := rdb.RPush(ctx, log, fmt.Sprintf("b %s %s %d %s", node, key, n, job.JID)).Err(); err != nil {
+		if err := rdb.RPush(ctx, log, fmt.Sprintf("b %s %s %d %s", *node, key, n, job.JID)).Err(); err != nil {
 			return err
 		}
 		time.Sleep(c.JobDuration)
@@ -40,7 +48,7 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 		if fail {
 			end = "fail"
 		}
-		rdb.RPush(context.WithoutCancel(ctx), log, fmt.Sprintf("e %s %s %d %s %s", node, key, n, job.JID, end))
+		rdb.RPush(context.WithoutCancel(ctx), log, fmt.Sprintf("e %s %s %d %s %s", *node, key, n, job.JID, end))
 		if fail {
 			return fmt.Errorf("planned failure of %s/%d", key, n)
 		}
@@ -51,7 +59,7 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 // checkSequences reads the fleet's run log and reports every breach: two runs of a key at
 // once (a killed node's runs end at its kill), a job that began before its key's previous job
 // succeeded, a job that never succeeded. It returns the number of successes counted by jid.
-func checkSequences(t *testing.T, events []string, keys, perKey int) int {
+func checkSequences(t *testing.T, events []string, keys, perKey int) (successes, cut int) {
 	t.Helper()
 	type open struct{ node, jid string }
 	running := map[string]*open{}  // key -> the run in progress
@@ -65,6 +73,7 @@ func checkSequences(t *testing.T, events []string, keys, perKey int) int {
 			for k, r := range running {
 				if r.node == f[1] {
 					delete(running, k)
+					cut++
 				}
 			}
 		case "b":
@@ -94,7 +103,7 @@ func checkSequences(t *testing.T, events []string, keys, perKey int) int {
 	for k := 0; k < keys; k++ {
 		assert.Equal(t, perKey, next[fmt.Sprintf("k%d", k)], "key k%d: every job succeeded in order", k)
 	}
-	return len(succeeded)
+	return len(succeeded), cut
 }
 
 // Sequences across 3 node processes, one killed with SIGKILL every so often and replaced:
@@ -106,7 +115,7 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 	}
 	v := newEnv(t)
 	ctx := context.Background()
-	keys, perKey, kills := 10, 20, 2
+	keys, perKey, kills := 10, 30, 2
 	if testutil.Long() {
 		keys, perKey, kills = 200, 50, 10
 	}
@@ -121,7 +130,12 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 		}
 	}
 	cfg := fleetConfig{Queue: Queue{Name: "seq", Concurrency: 8, Keys: KeyPolicy{Sequence: true}},
-		Heartbeat: 300 * time.Millisecond, JobDuration: 2 * time.Millisecond, FailEvery: 7}
+		Heartbeat: 300 * time.Millisecond, JobDuration: 5 * time.Millisecond, FailEvery: 7}
+	t.Cleanup(func() {
+		if t.Failed() {
+			v.dumpKeyed("seq")
+		}
+	})
 	nodes := v.startFleet(3, cfg)
 	total := keys * perKey
 	succeeded := func() int {
@@ -147,13 +161,41 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 	for _, n := range nodes {
 		n.stop()
 	}
-	got := checkSequences(t, v.list(fleetSeqLog(v.ns)), keys, perKey)
+	got, cut := checkSequences(t, v.list(fleetSeqLog(v.ns)), keys, perKey)
 	assert.Equal(t, total, got, "every job succeeded, counted by jid")
-	t.Logf("%d keys × %d jobs over 3 processes, %d SIGKILLs: %d successes by jid, %d log events", keys, perKey, kills, got, len(v.list(fleetSeqLog(v.ns))))
+	t.Logf("%d keys × %d jobs over 3 processes, %d SIGKILLs cutting %d runs: %d successes by jid, %d log events",
+		keys, perKey, kills, cut, got, len(v.list(fleetSeqLog(v.ns))))
 	require.Eventually(t, func() bool {
 		n, err := v.rdb.Exists(ctx, v.keys.KeyReady("seq"), v.keys.KeyBlocked("seq"), v.keys.KeyDelayed("seq"), v.keys.KeyHeld("seq")).Result()
 		return err == nil && n == 0
 	}, 5*time.Second, 20*time.Millisecond, "no per-key state is left")
+}
+
+// dumpKeyed logs the keyed state of queue q, for a failed test.
+func (v *env) dumpKeyed(q string) {
+	ctx := context.Background()
+	keys, _ := v.rdb.Keys(ctx, v.ns+":*").Result()
+	for _, k := range keys {
+		typ := v.rdb.Type(ctx, k).Val()
+		var val any
+		switch typ {
+		case "list":
+			val = v.rdb.LRange(ctx, k, 0, 5).Val()
+		case "zset":
+			val = v.rdb.ZRangeWithScores(ctx, k, 0, 5).Val()
+		case "hash":
+			val = v.rdb.HGetAll(ctx, k).Val()
+		case "set":
+			val = v.rdb.SMembers(ctx, k).Val()
+		default:
+			val = v.rdb.Get(ctx, k).Val()
+		}
+		if !strings.HasSuffix(k, "seqlog") && !strings.Contains(k, ":stat") {
+			v.t.Logf("%s %s %v", typ, k, val)
+		}
+	}
+	now, _ := v.rdb.Time(ctx).Result()
+	v.t.Logf("server time %.3f", float64(now.UnixMicro())/1e6)
 }
 
 // checkSequencesQuiet reports whether every key's jobs all succeeded.

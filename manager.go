@@ -32,21 +32,21 @@ const (
 
 // run is one job this node has taken from a queue.
 type run struct {
-	queue    string
-	raw      string
-	seq      uint64 // fetch order, to hand jobs back oldest-next
-	at       int    // its index in manager.running, under manager.mu
-	started  time.Time
-	jid      string                        // set once decoded, under manager.mu
-	lease    string                        // the job's lease on a slot of its queue's GlobalLimit or of its key, or ""
+	queue   string
+	raw     string
+	seq     uint64 // fetch order, to hand jobs back oldest-next
+	at      int    // its index in manager.running, under manager.mu
+	started time.Time
+	jid     string // set once decoded, under manager.mu
+	lease   string // the job's lease on a slot of its queue's GlobalLimit or of its key, or ""
 	// key is the key the keyed fetch served the job under ("" for a job of a queue's own
 	// list), scope the lease's scope (store.KeyScope) when it holds a key's lease, and hold
 	// whether a failure holds the key (KeyPolicy.hold).
 	key, scope string
 	hold       bool
-	epoch    string                        // the incarnation of this node the fetch ran as
-	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
-	state    atomic.Int32
+	epoch      string                        // the incarnation of this node the fetch ran as
+	progress   atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
+	state      atomic.Int32
 	// ctx is the job's context, carrying the job; the manager cancels it (cancelRuns,
 	// orphanAll, cancelJID, release). job is the worker's view of the document, and args holds
 	// its Args when they fit. They are part of the run so that a job costs one allocation,
