@@ -274,6 +274,39 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	return jid, err
 }
 
+// writeAll writes the jobs of EnqueueAll: the keyed ones (without locks) in one call of their
+// own, after the others, which go in one call as ever. The two calls are not one atomic
+// write: an error of the second leaves the first written.
+func (en *enqueuer) writeAll(ctx context.Context, items []store.BatchItem, bs []built) ([]string, error) {
+	var keyed []store.KeyedItem
+	var plain []store.BatchItem
+	for i, b := range bs {
+		if b.key != "" {
+			keyed = append(keyed, store.KeyedItem{BatchItem: items[i], Key: b.key})
+		} else {
+			plain = append(plain, items[i])
+		}
+	}
+	if len(keyed) == 0 {
+		return en.jq.EnqueueAll(ctx, items)
+	}
+	holders := make([]string, len(items))
+	if len(plain) > 0 {
+		hs, err := en.jq.EnqueueAll(ctx, plain)
+		if err != nil && !errors.Is(err, ErrNotReplicated) {
+			return nil, err
+		}
+		j := 0
+		for i, b := range bs {
+			if b.key == "" {
+				holders[i] = hs[j]
+				j++
+			}
+		}
+	}
+	return holders, en.jq.EnqueueKeyedAll(ctx, keyed)
+}
+
 // write writes one built job: a keyed one by its own script (never onto the queue's list),
 // any other with the writes of concurrent callers (groupcommit.go).
 func (en *enqueuer) write(ctx context.Context, b built, it store.BatchItem) (string, error) {
@@ -349,7 +382,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			}
 			return nil, err
 		}
-		if b.key != "" {
+		if b.key != "" && b.lock != nil {
 			err := inBatch(&invalidJobError{op: "enqueue all", msg: errKeyedEnqueueAll.Error()}, i)
 			for _, done := range bs[:i] {
 				done.finish("", err)
@@ -366,7 +399,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	release := en.hold(jids...)
 	defer release() // after the JobEnqueued events below (or the failure)
-	holders, err := en.jq.EnqueueAll(ctx, items)
+	holders, err := en.writeAll(ctx, items, bs)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
 		for _, b := range bs {

@@ -37,7 +37,7 @@ type KeyedArgs interface {
 }
 
 // errKeyedEnqueueAll refuses a keyed job in EnqueueAll.
-var errKeyedEnqueueAll = errors.New("Key is not supported by EnqueueAll yet: enqueue keyed jobs one by one")
+var errKeyedEnqueueAll = errors.New("Key with Unique is not supported by EnqueueAll yet: enqueue such jobs one by one")
 
 // MaxKeyBytes is the longest key Key accepts.
 const MaxKeyBytes = 200

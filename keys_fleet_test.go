@@ -70,6 +70,9 @@ func checkSequences(t *testing.T, events []string, keys, perKey int) (successes,
 		f := strings.Fields(ev)
 		switch f[0] {
 		case "k":
+			if testing.Verbose() {
+				t.Logf("kill of %s with %d keys running: %v", f[1], len(running), running)
+			}
 			for k, r := range running {
 				if r.node == f[1] {
 					delete(running, k)
@@ -115,7 +118,7 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 	}
 	v := newEnv(t)
 	ctx := context.Background()
-	keys, perKey, kills := 10, 30, 2
+	keys, perKey, kills := 10, 20, 2
 	if testutil.Long() {
 		keys, perKey, kills = 200, 50, 10
 	}
@@ -130,7 +133,7 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 		}
 	}
 	cfg := fleetConfig{Queue: Queue{Name: "seq", Concurrency: 8, Keys: KeyPolicy{Sequence: true}},
-		Heartbeat: 300 * time.Millisecond, JobDuration: 5 * time.Millisecond, FailEvery: 7}
+		Heartbeat: 300 * time.Millisecond, JobDuration: 30 * time.Millisecond, FailEvery: 7}
 	t.Cleanup(func() {
 		if t.Failed() {
 			v.dumpKeyed("seq")

@@ -102,8 +102,15 @@ func TestKeyedArgsGiveTheirJobsAKey(t *testing.T) {
 	assert.Len(t, v.list(v.keys.KeyJobs("sync", "other")), 1)
 	_, err = c.Enqueue(ctx, "k", "W", nil, Key(""))
 	assert.ErrorIs(t, err, ErrInvalidJob)
-	_, err = c.EnqueueAll(ctx, []JobSpec{{Queue: "k", Class: "W", Options: []EnqueueOption{Key("a")}}})
-	assert.ErrorIs(t, err, ErrInvalidJob)
+	_, err = c.EnqueueAll(ctx, []JobSpec{{Queue: "k", Class: "W", Options: []EnqueueOption{Key("a"), Unique(UniqueOpts{Until: UntilSuccess, For: time.Hour})}}})
+	assert.ErrorIs(t, err, ErrInvalidJob, "Key with Unique is refused in EnqueueAll")
+	res, err := c.EnqueueAll(ctx, []JobSpec{{Queue: "k", Class: "W", Options: []EnqueueOption{Key("a")}}, {Queue: "k", Class: "W"},
+		{Queue: "k", Class: "W", In: time.Hour, Options: []EnqueueOption{Key("a")}}})
+	require.NoError(t, err)
+	assert.Len(t, res, 3)
+	assert.Len(t, v.list(v.keys.KeyJobs("k", "a")), 1)
+	assert.Len(t, v.list(v.keys.Queue("k")), 1, "only the job without a key is in the queue's list")
+	assert.Equal(t, 1, v.zcard(v.keys.KeyDelayed("k")))
 }
 
 type tenantSync struct {

@@ -95,8 +95,8 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 	for i, sp := range specs {
 		b, err := s.ens[0].buildSpec(ctx, now, "enqueue all", sp)
 		if err == nil && b.key != "" {
-			b.finish("", errKeyedEnqueueAll)
-			err = &invalidJobError{op: "enqueue all", msg: errKeyedEnqueueAll.Error()}
+			err = &invalidJobError{op: "enqueue all", msg: "Key is not supported by a sharded EnqueueAll yet: enqueue keyed jobs one by one"}
+			b.finish("", err)
 		}
 		if err != nil {
 			err = inBatch(err, i)

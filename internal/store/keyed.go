@@ -66,6 +66,30 @@ func (jq *Store) EnqueueKeyed(ctx context.Context, it BatchItem, key string) (ho
 	return holder, replErr
 }
 
+// KeyedItem is one keyed job of EnqueueKeyedAll.
+type KeyedItem struct {
+	BatchItem
+	Key string
+}
+
+// EnqueueKeyedAll writes keyed jobs without locks in one call (enqueue_keyed_all.lua).
+func (jq *Store) EnqueueKeyedAll(ctx context.Context, items []KeyedItem) error {
+	args := make([]any, 2, 2+4*len(items))
+	args[0], args[1] = jq.keys.Wake(), jq.keys.Prefix
+	for _, it := range items {
+		due := ""
+		if !it.At.IsZero() {
+			due = wire.FormatTime(it.At)
+		}
+		args = append(args, it.Queue, it.Key, it.Job, due)
+	}
+	cmd, replErr := jq.evalScript(ctx, scripts.EnqueueKeyedAll, []string{jq.keys.Queues()}, args...)
+	if err := cmd.Err(); err != nil {
+		return err
+	}
+	return replErr
+}
+
 // RetryKeyed is Retry for a keyed job (retry_keyed.lua): the rewritten job waits in its
 // queue's delayed set until at, and with hold its key runs nothing else before it.
 func (jq *Store) RetryKeyed(ctx context.Context, q, key, jid string, hold bool, raw, rewritten string, at time.Time, epoch string) (bool, error) {

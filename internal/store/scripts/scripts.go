@@ -118,6 +118,8 @@ var (
 	releaseKeysSrc string
 	//go:embed retry_keyed.lua
 	retryKeyedSrc string
+	//go:embed enqueue_keyed_all.lua
+	enqueueKeyedAllSrc string
 )
 
 // The scripts, ready to run.
@@ -183,9 +185,10 @@ var (
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + ackSettleSrc)
 )
 
-// EnqueueKeyed, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs (docs/keys.md).
+// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs (docs/keys.md).
 var (
-	EnqueueKeyed = redis.NewScript(withKeyed(enqueueKeyedSrc))
+	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
+	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
 	FetchKeyed   = redis.NewScript(withKeyed(fetchKeyedSrc))
 	ReleaseKeys  = redis.NewScript(withKeyed(releaseKeysSrc))
 	RetryKeyed   = redis.NewScript(retryKeyedSrc)

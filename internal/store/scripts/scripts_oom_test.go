@@ -197,6 +197,9 @@ func oomCases() []oomCase {
 		{name: "keyed enqueue", file: "enqueue_keyed.lua", script: EnqueueKeyed,
 			keys:    func(k wire.Keys) []string { return []string{k.Queues(), k.KeyJobs("q", "a"), k.KeyDelayed("q")} },
 			argsFor: func(k wire.Keys) []any { return []any{"q", keyedJob, "wake", "", 0, "a", k.Prefix, ""} }},
+		{name: "keyed enqueue all", file: "enqueue_keyed_all.lua", script: EnqueueKeyedAll,
+			keys:    func(k wire.Keys) []string { return []string{k.Queues()} },
+			argsFor: func(k wire.Keys) []any { return []any{"wake", k.Prefix, "q", "a", keyedJob, ""} }},
 		{name: "keyed fetch", file: "fetch_keyed.lua", script: FetchKeyed, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.RPush(ctx, k.KeyJobs("q", "a"), keyedJob)
