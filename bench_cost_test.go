@@ -27,7 +27,7 @@ func clientCPUSeconds(b *testing.B) float64 {
 
 // costKinds are the rows of BenchmarkFeatureCost, in the order of the table in
 // docs/benchmarks.md ("What each feature costs"); "plain" first, the others compared to it.
-var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow", "keyed"}
+var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow", "keyed", "keyed-fair"}
 
 // BenchmarkFeatureCost measures what each feature adds to the whole life of a no-op job
 // (enqueue in groups of 500, fetch, run, outcome, acknowledgement) on one node (concurrency
@@ -39,7 +39,7 @@ var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "bat
 // two runs count as one job), it is one of a 500-job batch with two callbacks (batch), or one
 // of a 500-job workflow: a root, 498 jobs depending on it and one depending on those
 // (workflow), or it has one of 100 keys on a queue whose KeyPolicy allows 2 running per key
-// (keyed). The relay from the Postgres outbox is measured in exqpg
+// (keyed) or only serves the keys in turn (keyed-fair). The relay from the Postgres outbox is measured in exqpg
 // (BenchmarkFeatureCostOutbox). The table and its ratios to plain come from one run:
 //
 //	go test -run '^$' -bench BenchmarkFeatureCost -benchtime 20000x -count 3 . | go run ./bench/costtable
@@ -49,16 +49,19 @@ func BenchmarkFeatureCost(b *testing.B) {
 	}
 }
 
-// costKeys is how many keys the jobs of the "keyed" row spread over (KeyPolicy Concurrency 2:
+// costKeys is how many keys the jobs of the "keyed" rows spread over (KeyPolicy Concurrency 2:
 // with 50 slots, 100 keys leave none idle).
 const costKeys = 100
 
-// keyedPolicy is the KeyPolicy of the "keyed" row's queue.
+// keyedPolicy is the KeyPolicy of the "keyed" rows' queue.
 func keyedPolicy(kind string) KeyPolicy {
-	if kind != "keyed" {
-		return KeyPolicy{}
+	switch kind {
+	case "keyed":
+		return KeyPolicy{Concurrency: 2}
+	case "keyed-fair":
+		return KeyPolicy{Fair: true}
 	}
-	return KeyPolicy{Concurrency: 2}
+	return KeyPolicy{}
 }
 
 // errFirstRun fails the first run of a job of the "retried" row.
@@ -110,7 +113,7 @@ func benchFeature(b *testing.B, kind string) {
 				specs[i].Options = unique
 			case "scheduled":
 				specs[i].In = time.Millisecond
-			case "keyed":
+			case "keyed", "keyed-fair":
 				specs[i].Options = []EnqueueOption{Key(strconv.Itoa((n + i) % costKeys))}
 			}
 		}

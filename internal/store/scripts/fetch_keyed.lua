@@ -96,55 +96,60 @@ for i = 1, nq do
       local k, turn = top[1], tonumber(top[2])
       local list = prefix .. 'key_jobs:' .. q .. ':' .. k
       local leases, starts = prefix .. 'key_leases:' .. q .. ':' .. k, prefix .. 'key_starts:' .. q .. ':' .. k
-      -- until: when the key's limits free it, if they hold it back now.
+      -- limited: when the key's limits free it if they hold it back now (nil otherwise),
+      -- with how many leases and starts it has in its window.
       local function limited()
+        local nl, ns = 0, 0
         if conc > 0 then
           redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-          if redis.call('ZCARD', leases) >= conc then
-            return tonumber(redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2])
+          nl = redis.call('ZCARD', leases)
+          if nl >= conc then
+            return tonumber(redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]), nl, ns
           end
         end
         if rate > 0 then
           redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - per)
-          if redis.call('ZCARD', starts) >= rate then
-            return tonumber(redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]) + per
+          ns = redis.call('ZCARD', starts)
+          if ns >= rate then
+            return tonumber(redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]) + per, nl, ns
           end
         end
-        return nil
+        return nil, nl, ns
       end
-      if redis.call('LLEN', list) == 0 or redis.call('HEXISTS', held, k) == 1 then
+      -- (A held key is never in the ready set: retry_keyed.lua takes it out, key_ready
+      -- keeps it out.)
+      local until_, nl, ns = limited()
+      local job = not until_ and redis.call('LPOP', list)
+      if until_ then
         redis.call('ZREM', ready, k)
+        redis.call('ZADD', blocked, until_, k)
+      elseif not job then
+        redis.call('ZREM', ready, k) -- its list is empty
       else
-        local until_ = limited()
-        if until_ then
+        redis.call('LPUSH', dst, job)
+        local member = node .. ':' .. string.format('%d', first + taken)
+        if conc > 0 then
+          redis.call('ZADD', leases, now + ttl, member)
+          redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
+        end
+        if rate > 0 then
+          redis.call('ZADD', starts, now, member)
+          redis.call('PEXPIRE', starts, math.ceil(per * 1000) + 1000)
+        end
+        got[#got + 1] = job
+        got[#got + 1] = k
+        taken = taken + 1
+        if redis.call('LLEN', list) == 0 then
           redis.call('ZREM', ready, k)
-          redis.call('ZADD', blocked, until_, k)
+        elseif conc > 0 and nl + 1 >= conc then
+          -- Full now: until its earliest lease lapses (a release readies it sooner).
+          redis.call('ZREM', ready, k)
+          redis.call('ZADD', blocked, tonumber(redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]), k)
+        elseif rate > 0 and ns + 1 >= rate then
+          redis.call('ZREM', ready, k)
+          redis.call('ZADD', blocked, tonumber(redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]) + per, k)
         else
-          local job = redis.call('LPOP', list)
-          redis.call('LPUSH', dst, job)
-          local member = node .. ':' .. string.format('%d', first + taken)
-          if conc > 0 then
-            redis.call('ZADD', leases, now + ttl, member)
-            redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
-          end
-          if rate > 0 then
-            redis.call('ZADD', starts, now, member)
-            redis.call('PEXPIRE', starts, math.ceil(per * 1000) + 1000)
-          end
-          got[#got + 1] = job
-          got[#got + 1] = k
-          taken = taken + 1
-          if redis.call('LLEN', list) == 0 then
-            redis.call('ZREM', ready, k)
-          else
-            local again = limited()
-            if again then
-              redis.call('ZREM', ready, k)
-              redis.call('ZADD', blocked, again, k)
-            else
-              redis.call('ZADD', ready, turn + 1 / (weights[k] or 1), k)
-            end
-          end
+          redis.call('ZADD', ready, turn + 1 / (weights[k] or 1), k)
         end
       end
     end
