@@ -189,9 +189,9 @@ var (
 var (
 	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
 	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
-	FetchKeyed   = redis.NewScript(withKeyed(fetchKeyedSrc))
-	ReleaseKeys  = redis.NewScript(withKeyed(releaseKeysSrc))
-	RetryKeyed   = redis.NewScript(retryKeyedSrc)
+	FetchKeyed      = redis.NewScript(withKeyed(fetchKeyedSrc))
+	ReleaseKeys     = redis.NewScript(withKeyed(releaseKeysSrc))
+	RetryKeyed      = redis.NewScript(retryKeyedSrc)
 )
 
 // withKeyed puts keyed.lua's functions (where a keyed job waits) before src.
