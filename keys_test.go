@@ -250,7 +250,7 @@ func TestAKeyAtItsLimitWaitsInTheBlockedSet(t *testing.T) {
 		policy store.KeyPolicy
 		until  time.Duration // how far the blocked score is, about
 	}{
-		{"concurrency: until its earliest lease lapses", store.KeyPolicy{Concurrency: 2}, time.Minute},
+		{"concurrency: until its earliest lease lapses (two windows)", store.KeyPolicy{Concurrency: 2}, 2 * time.Minute},
 		{"rate: until its oldest start leaves the window", store.KeyPolicy{RateN: 2, RatePer: 10 * time.Second}, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

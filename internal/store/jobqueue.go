@@ -771,7 +771,11 @@ func (jq *Store) beatAs(ctx context.Context, mode string, window time.Duration, 
 	args := []any{jq.node, window.Seconds(), mode, epoch, strconv.FormatFloat(previous, 'f', 6, 64), stallGap(window).Seconds()}
 	for q, ls := range leases {
 		keys = append(keys, jq.leaseKey(q))
-		args = append(args, len(ls))
+		if _, key := splitScope(q); key != "" {
+			args = append(args, "k"+strconv.Itoa(len(ls)))
+		} else {
+			args = append(args, len(ls))
+		}
 		for _, l := range ls {
 			args = append(args, l)
 		}

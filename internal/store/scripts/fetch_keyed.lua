@@ -16,8 +16,11 @@
 -- them when it has jobs (with one slot, every other poll, by ARGV parity), the keys the rest.
 --
 -- Leases: a job of a key with a Concurrency gets a lease "<node>:<number>" in
--- key_leases:<q>:<k>, scored by when it lapses (renewed by the node's beats, removed when the
--- job ends; a killed node's leases lapse with its heartbeat window). Starts are logged in
+-- key_leases:<q>:<k>, scored by when it lapses: two heartbeat windows, renewed by the node's
+-- beats, removed when the job ends. A killed node's leases are removed by the rescue of its
+-- jobs, which comes after one window: a lease that lapsed first would let a sequence's next
+-- job start before the rescued one. They lapse on their own only when no rescue removed them
+-- (a fetch whose reply was lost: the node could not name them). Starts are logged in
 -- key_starts:<q>:<k> when the policy has a Rate. Every time is the Redis server's clock.
 --
 -- The node's incarnation and its set of backup queues are checked and kept as in fetch.lua.
@@ -129,8 +132,8 @@ for i = 1, nq do
         redis.call('LPUSH', dst, job)
         local member = node .. ':' .. string.format('%d', first + taken)
         if conc > 0 then
-          redis.call('ZADD', leases, now + ttl, member)
-          redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
+          redis.call('ZADD', leases, now + 2 * ttl, member)
+          redis.call('PEXPIRE', leases, math.ceil((2 * ttl + 60) * 1000))
         end
         if rate > 0 then
           redis.call('ZADD', starts, now, member)

@@ -38,10 +38,17 @@ end
 
 -- key_back puts a keyed job back into its key's list (at the head: it runs before the key's
 -- next job) and readies the key; false for a job without a key, which the caller puts back
--- into its queue.
-local function key_back(prefix, q, job)
+-- into its queue. With dead (a rescue), the dead node's leases on the key go too: its jobs of
+-- the key run no more (a few members: at most the key's Concurrency).
+local function key_back(prefix, q, job, dead)
   local k = key_of(job)
   if not k then return false end
+  if dead then
+    local leases = prefix .. 'key_leases:' .. q .. ':' .. k
+    for _, m in ipairs(redis.call('ZRANGE', leases, 0, -1)) do
+      if string.sub(m, 1, #dead + 1) == dead .. ':' then redis.call('ZREM', leases, m) end
+    end
+  end
   redis.call('LPUSH', prefix .. 'key_jobs:' .. q .. ':' .. k, job)
   key_ready(prefix, q, k, 0, true)
   return true

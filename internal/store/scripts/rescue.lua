@@ -15,7 +15,7 @@ local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local job = redis.call('LPOP', KEYS[1])
   if not job then break end
-  if not key_back(ARGV[6], ARGV[5], job) then redis.call('RPUSH', KEYS[2], job) end
+  if not key_back(ARGV[6], ARGV[5], job, ARGV[1]) then redis.call('RPUSH', KEYS[2], job) end
   moved = moved + 1
 end
 if moved > 0 then redis.pcall('PUBLISH', ARGV[4], ARGV[5]) end
