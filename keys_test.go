@@ -338,3 +338,26 @@ func wireNodeOf(t *testing.T, v *env) string {
 }
 
 var _ = wire.KeyField
+
+// Weights: a key of weight 3 is served three times for one turn of a key of weight 1.
+func TestKeyWeightsShareTurns(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	jq := testStore(v.client, v.keys, "n")
+	for i := 0; i < 20; i++ {
+		for _, k := range []string{"A", "B"} {
+			_, err := jq.EnqueueKeyed(ctx, store.BatchItem{Queue: "w", Job: fmt.Sprintf(`{"class":"W","args":[],"jid":"%s%d","exq_key":%q}`, k, i, k)}, k)
+			require.NoError(t, err)
+		}
+	}
+	req := []store.FetchReq{{Queue: "w", N: 1, Keys: &store.KeyPolicy{Weights: map[string]int{"A": 3}}}}
+	count := map[string]int{}
+	for range 12 {
+		res, err := jq.Fetch(ctx, req, time.Minute, time.Second)
+		require.NoError(t, err)
+		require.Len(t, res.JobKeys[0], 1)
+		count[res.JobKeys[0][0]]++
+	}
+	assert.Equal(t, map[string]int{"A": 9, "B": 3}, count)
+}
