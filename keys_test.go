@@ -23,7 +23,6 @@ type keyLog struct {
 	most    map[string]int
 	starts  map[string][]string // jids in start order
 	done    map[string]bool     // jids that succeeded
-	overlap []string
 }
 
 func newKeyLog() *keyLog {
