@@ -451,8 +451,7 @@ func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, er
 			}
 		}
 		if len(rest) > 0 {
-			if failed, err := jq.AckMany(ctx, rest); err != nil {
-				_ = failed
+			if _, err := jq.AckMany(ctx, rest); err != nil {
 				return allFailed(len(batch)), err
 			}
 		}
