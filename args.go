@@ -83,7 +83,10 @@ func argsJob[A JobArgs](op string, args A, opts []EnqueueOption) (queue, class s
 	if q, ok := any(args).(interface{ Queue() string }); ok {
 		queue = q.Queue()
 	}
-	rest = make([]EnqueueOption, 0, len(opts))
+	rest = make([]EnqueueOption, 0, len(opts)+1)
+	if k := keyOf(args); k != "" {
+		rest = append(rest, Key(k)) // first: a Key option given to the call wins
+	}
 	for _, o := range opts {
 		if q, ok := o.(onQueue); ok {
 			queue = string(q)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,7 +27,7 @@ func clientCPUSeconds(b *testing.B) float64 {
 
 // costKinds are the rows of BenchmarkFeatureCost, in the order of the table in
 // docs/benchmarks.md ("What each feature costs"); "plain" first, the others compared to it.
-var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow"}
+var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow", "keyed", "keyed-fair"}
 
 // BenchmarkFeatureCost measures what each feature adds to the whole life of a no-op job
 // (enqueue in groups of 500, fetch, run, outcome, acknowledgement) on one node (concurrency
@@ -37,7 +38,8 @@ var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "bat
 // later, moved by the scheduler), its first run fails and it is retried at once (retried: the
 // two runs count as one job), it is one of a 500-job batch with two callbacks (batch), or one
 // of a 500-job workflow: a root, 498 jobs depending on it and one depending on those
-// (workflow). The relay from the Postgres outbox is measured in exqpg
+// (workflow), or it has one of 100 keys on a queue whose KeyPolicy allows 2 running per key
+// (keyed) or only serves the keys in turn (keyed-fair). The relay from the Postgres outbox is measured in exqpg
 // (BenchmarkFeatureCostOutbox). The table and its ratios to plain come from one run:
 //
 //	go test -run '^$' -bench BenchmarkFeatureCost -benchtime 20000x -count 3 . | go run ./bench/costtable
@@ -45,6 +47,21 @@ func BenchmarkFeatureCost(b *testing.B) {
 	for _, kind := range costKinds {
 		b.Run(kind, func(b *testing.B) { benchFeature(b, kind) })
 	}
+}
+
+// costKeys is how many keys the jobs of the "keyed" rows spread over (KeyPolicy Concurrency 2:
+// with 50 slots, 100 keys leave none idle).
+const costKeys = 100
+
+// keyedPolicy is the KeyPolicy of the "keyed" rows' queue.
+func keyedPolicy(kind string) KeyPolicy {
+	switch kind {
+	case "keyed":
+		return KeyPolicy{Concurrency: 2}
+	case "keyed-fair":
+		return KeyPolicy{Fair: true}
+	}
+	return KeyPolicy{}
 }
 
 // errFirstRun fails the first run of a job of the "retried" row.
@@ -77,7 +94,7 @@ func benchFeature(b *testing.B, kind string) {
 	})
 	e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, Logger: testLogger(),
 		Backoff: func(int, *Job) time.Duration { return 0 },
-		Queues:  []Queue{{Name: "default", Concurrency: 50}, {Name: "cb", Concurrency: 1}},
+		Queues:  []Queue{{Name: "default", Concurrency: 50, Keys: keyedPolicy(kind)}, {Name: "cb", Concurrency: 1}},
 		Workers: map[string]Worker{"Noop": worker, "Callback": WorkerFunc(func(context.Context, *Job) error { return nil })}})
 	if err != nil {
 		b.Fatal(err)
@@ -96,6 +113,8 @@ func benchFeature(b *testing.B, kind string) {
 				specs[i].Options = unique
 			case "scheduled":
 				specs[i].In = time.Millisecond
+			case "keyed", "keyed-fair":
+				specs[i].Options = []EnqueueOption{Key(strconv.Itoa((n + i) % costKeys))}
 			}
 		}
 		switch kind {

@@ -75,6 +75,10 @@ type Queue struct {
 	// Rate is the most jobs of this queue that start per period on all the nodes together,
 	// spread out evenly; jobs beyond it wait in the queue. The zero Rate means no limit.
 	Rate Rate
+	// Keys makes this node serve the queue's keyed jobs (enqueued with Key) by this policy:
+	// per key limits, rates, sequences and turns (docs/keys.md). The zero KeyPolicy serves
+	// none: keyed jobs wait until a node serves the queue with one.
+	Keys KeyPolicy
 }
 
 // ClientOptions configures what connects to Redis and writes jobs without running any:
@@ -479,6 +483,15 @@ func (o Options) withDefaults(h testHooks) (settings, error) {
 		}
 		if err := q.checkLimits(); err != nil {
 			return bad(field+"."+err.field, "%s", err.msg)
+		}
+		if err := q.Keys.check(); err != nil {
+			return bad(field+"."+err.field, "%s", err.msg)
+		}
+		if q.Keys.on() && (q.GlobalLimit > 0 || q.Rate != (Rate{})) {
+			return bad(field+".Keys", "cannot be combined with the queue's GlobalLimit or Rate yet")
+		}
+		if (q.Keys.Concurrency > 0 || q.Keys.Sequence) && o.DisableHeartbeat {
+			return bad(field+".Keys", "a Concurrency or Sequence needs heartbeats, which renew the leases; DisableHeartbeat is set")
 		}
 		if q.GlobalLimit > 0 && o.DisableHeartbeat {
 			return bad(field+".GlobalLimit", "needs heartbeats, which renew the leases; DisableHeartbeat is set")

@@ -38,7 +38,7 @@ const MaxDebounceKeyBytes = 256
 // pass the same d and maxWait (each call applies its own). Debounce is for Enqueue (and
 // EnqueueArgs) of a node, a Client or a sharded node or client (which routes a key to one shard):
 // EnqueueIn, EnqueueAt and EnqueueAll refuse it, as do batches and workflows, and it cannot be
-// combined with Unique; each refusal is an ErrInvalidJob and writes nothing.
+// combined with Unique or Key; each refusal is an ErrInvalidJob and writes nothing.
 //
 // EnqueueHooks see the call's own job (its jid, At zero: the due time is decided in Redis);
 // their done function gets the jid Enqueue returns, the burst's, and a JobEnqueued event carries
@@ -91,6 +91,8 @@ func (o *debounceOpts) refuse(cfg *enqueueConfig, at time.Time) string {
 		return "Debounce and Unique cannot be combined: a debounced job replaces the waiting job of its key instead of conflicting with it"
 	case cfg.flow != nil:
 		return "Debounce is not for a job of a batch or a workflow"
+	case cfg.key != "":
+		return "Debounce and Key cannot be combined: a debounced job waits in the shared schedule set, where a foreign node could run a keyed job in breach of its key's policy"
 	}
 	return ""
 }

@@ -206,6 +206,7 @@ func TestDebounceRefusesNonsenseAndLeavesRedisUnchanged(t *testing.T) {
 		}, "maxWait (1s) must be at least d (1m0s)"},
 		{"with Unique", func() error { _, err := c.Enqueue(ctx, "default", "W", nil, ok, unique); return err }, "Debounce and Unique cannot be combined"},
 		{"Unique first", func() error { _, err := c.Enqueue(ctx, "default", "W", nil, unique, ok); return err }, "Debounce and Unique cannot be combined"},
+		{"with Key", func() error { _, err := c.Enqueue(ctx, "default", "W", nil, ok, Key("tenant-1")); return err }, "Debounce and Key cannot be combined"},
 		{"EnqueueIn", func() error { _, err := c.EnqueueIn(ctx, "default", "W", time.Minute, nil, ok); return err }, "use Enqueue"},
 		{"EnqueueIn zero", func() error { _, err := c.EnqueueIn(ctx, "default", "W", 0, nil, ok); return err }, "use Enqueue"},
 		{"EnqueueAt", func() error {

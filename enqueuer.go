@@ -59,6 +59,8 @@ type built struct {
 	// queue and class are the job's (a typed JobSpec's, filled in).
 	queue, class string
 	lock         *store.Lock
+	// key is the job's key (Key), "" for none: it is written by the keyed script.
+	key string
 	// at is the due time, or zero for a job that goes to its queue now.
 	at time.Time
 	// done are the EnqueueHooks' functions, to call with the write's result.
@@ -163,10 +165,14 @@ func (en *enqueuer) buildAt(ctx context.Context, now time.Time, op, queue, class
 			return bad("%v", err)
 		}
 	}
+	j.Key = cfg.key
 	if f := cfg.flow; f != nil {
 		j.Bid, j.Workflow, j.WorkflowJob, j.WorkflowParents, j.CallbackOf = f.Bid, f.Workflow, f.WorkflowJob, f.WorkflowParents, f.CallbackOf
 	}
-	b := built{jid: j.JID, queue: queue, class: class, at: at}
+	b := built{jid: j.JID, queue: queue, class: class, at: at, key: cfg.key}
+	if cfg.key != "" && cfg.flow != nil {
+		return bad("Key is not supported for jobs of batches and workflows yet")
+	}
 	if u := cfg.unique; u != nil {
 		token := u.Token
 		if token == "" {
@@ -260,6 +266,9 @@ func (s JobSpec) resolved() (JobSpec, error) {
 			return s, fmt.Errorf("class %q, but the args are a %T, whose Class() is %q: leave Class empty", s.Class, a, class)
 		}
 		s.Class, s.Args = class, []any{a}
+		if k := keyOf(a); k != "" {
+			s.Options = append([]EnqueueOption{Key(k)}, s.Options...) // a Key option given wins
+		}
 		if q, ok := a.(interface{ Queue() string }); ok && s.Queue == "" {
 			s.Queue = q.Queue()
 		}
@@ -279,7 +288,7 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 		return en.enqueueDebounced(ctx, b)
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
+	holder, err := en.write(ctx, b, store.BatchItem{Queue: queue, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, time.Time{})
 	}
@@ -287,6 +296,48 @@ func (en *enqueuer) enqueue(ctx context.Context, queue, class string, args any, 
 	jid, err := b.result("enqueue", class, queue, holder, err)
 	b.finish(jid, err)
 	return jid, err
+}
+
+// writeAll writes the jobs of EnqueueAll: the keyed ones (without locks) in one call of their
+// own, after the others, which go in one call as ever. The two calls are not one atomic
+// write: an error of the second leaves the first written.
+func (en *enqueuer) writeAll(ctx context.Context, items []store.BatchItem, bs []built) ([]string, error) {
+	var keyed []store.KeyedItem
+	var plain []store.BatchItem
+	for i, b := range bs {
+		if b.key != "" {
+			keyed = append(keyed, store.KeyedItem{BatchItem: items[i], Key: b.key})
+		} else {
+			plain = append(plain, items[i])
+		}
+	}
+	if len(keyed) == 0 {
+		return en.jq.EnqueueAll(ctx, items)
+	}
+	holders := make([]string, len(items))
+	if len(plain) > 0 {
+		hs, err := en.jq.EnqueueAll(ctx, plain)
+		if err != nil && !errors.Is(err, ErrNotReplicated) {
+			return nil, err
+		}
+		j := 0
+		for i, b := range bs {
+			if b.key == "" {
+				holders[i] = hs[j]
+				j++
+			}
+		}
+	}
+	return holders, en.jq.EnqueueKeyedAll(ctx, keyed)
+}
+
+// write writes one built job: a keyed one by its own script (never onto the queue's list),
+// any other with the writes of concurrent callers (groupcommit.go).
+func (en *enqueuer) write(ctx context.Context, b built, it store.BatchItem) (string, error) {
+	if b.key != "" {
+		return en.jq.EnqueueKeyed(ctx, it, b.key)
+	}
+	return en.group.Write(ctx, en.jq, it)
 }
 
 // result turns what a one-job write returned into Enqueue's reply. An error wrapping
@@ -326,7 +377,7 @@ func (en *enqueuer) enqueueAt(ctx context.Context, op, queue, class string, at t
 		return "", err
 	}
 	release := en.hold(b.jid)
-	holder, err := en.group.Write(ctx, en.jq, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
+	holder, err := en.write(ctx, b, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock})
 	if holder == "" && (err == nil || errors.Is(err, ErrNotReplicated)) {
 		en.enqueued(queue, class, b.jid, b.at)
 	}
@@ -358,6 +409,14 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 			}
 			return nil, err
 		}
+		if b.key != "" && b.lock != nil {
+			err := inBatch(&invalidJobError{op: "enqueue all", msg: errKeyedEnqueueAll.Error()}, i)
+			for _, done := range bs[:i] {
+				done.finish("", err)
+			}
+			b.finish("", err)
+			return nil, err
+		}
 		items[i] = store.BatchItem{Queue: b.queue, At: b.at, Job: b.doc, Lock: b.lock}
 		bs[i] = b
 	}
@@ -367,7 +426,7 @@ func (en *enqueuer) enqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueR
 	}
 	release := en.hold(jids...)
 	defer release() // after the JobEnqueued events below (or the failure)
-	holders, err := en.jq.EnqueueAll(ctx, items)
+	holders, err := en.writeAll(ctx, items, bs)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		err = fmt.Errorf("exq: enqueue all (%d jobs): %w", len(specs), err)
 		for _, b := range bs {

@@ -36,6 +36,9 @@ type fleetConfig struct {
 	Heartbeat   time.Duration `json:"heartbeat"`
 	JobDuration time.Duration `json:"job_duration"` // < 0: until the job's context ends
 	Periodic    []PeriodicJob `json:"periodic"`
+	// FailEvery, for the keyed sequence test's "Seq" jobs, fails the first run of every job
+	// whose number is a multiple of it (0: none fails).
+	FailEvery int `json:"fail_every"`
 }
 
 // Keys the fleet jobs write, in the test's namespace.
@@ -80,13 +83,15 @@ func runFleetNode() {
 		return ctx.Err()
 	})
 	e, err := Start(context.Background(), Options{RedisURL: c.RedisURL, Namespace: c.Namespace, Queues: []Queue{c.Queue},
-		Workers: map[string]Worker{"Timed": job}, HeartbeatInterval: c.Heartbeat, PollTimeout: 20 * time.Millisecond,
-		Periodic: c.Periodic, Logger: testLogger()})
+		Workers: map[string]Worker{"Timed": job, "Seq": seqJob(rdb, c)}, HeartbeatInterval: c.Heartbeat, PollTimeout: 20 * time.Millisecond,
+		Periodic: c.Periodic, Logger: testLogger(), Backoff: func(int, *Job) time.Duration { return 20 * time.Millisecond }})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	fmt.Println("node", e.NodeID())
+	id := e.NodeID()
+	fleetNodeID.Store(&id)
+	fmt.Println("node", id)
 	term := make(chan os.Signal, 1)
 	ossignal.Notify(term, syscall.SIGTERM)
 	<-term

@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"regexp"
@@ -113,7 +114,7 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 		return err
 	})
 	o := flowOptions()
-	o.Queues = append(o.Queues, Queue{Name: "default"})
+	o.Queues = append(o.Queues, Queue{Name: "default"}, Queue{Name: "keyed", Keys: KeyPolicy{Sequence: true}})
 	o.Workers = map[string]Worker{"W": w, "Callback": WorkerFunc(func(_ context.Context, j *Job) error { end(j.JID); return nil })}
 	o.Periodic = []PeriodicJob{{Name: "tick", Spec: "@every 1s", Queue: "default", Class: "W", Args: []any{"ok"}}}
 	e := v.start(o, testHooks{pingInterval: 20 * time.Millisecond, indexTrimEvery: 20 * time.Millisecond})
@@ -136,6 +137,15 @@ func TestAMixedWorkloadLeavesOnlyKeysWithAnOwner(t *testing.T) {
 	enq("ok", Unique(UniqueOpts{Until: UntilStart, For: time.Minute, Token: "start"}))
 	enq("ok", Debounce("hygiene", 50*time.Millisecond, time.Second))
 	jid, err := e.EnqueueIn(ctx, "q", "W", 50*time.Millisecond, []any{"ok"})
+	require.NoError(t, err)
+	add(jid)
+	// Keyed jobs of a sequence: a retry that holds its key, a death.
+	for i, mode := range []string{"ok", "fail-once", "ok", "die"} {
+		jid, err := e.Enqueue(ctx, "keyed", "W", []any{mode}, Key(fmt.Sprint("k", i%2)), MaxRetries(1))
+		require.NoError(t, err)
+		add(jid)
+	}
+	jid, err = e.EnqueueIn(ctx, "keyed", "W", 50*time.Millisecond, []any{"ok"}, Key("k0"))
 	require.NoError(t, err)
 	add(jid)
 	spec := func(mode string, opts ...EnqueueOption) JobSpec {

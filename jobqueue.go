@@ -42,6 +42,9 @@ type runQueue interface {
 	Ack(ctx context.Context, queue, raw, token, jid, epoch string) error
 	// Retry moves a failed or snoozed job from its backup list to the retry set, due at at.
 	Retry(ctx context.Context, queue, raw, doc string, at time.Time, epoch string) (bool, error)
+	// RetryKeyed is Retry for a keyed job: it waits in its queue's delayed set, and with
+	// hold its key starts nothing else before it.
+	RetryKeyed(ctx context.Context, queue, key, jid string, hold bool, raw, doc string, at time.Time, epoch string) (bool, error)
 	// Dead moves a job from its backup list to the dead set, trimmed to keepFor and keepMax.
 	Dead(ctx context.Context, queue, raw, doc string, now time.Time, keepFor time.Duration, keepMax int, token, jid, epoch string) (bool, error)
 	// Settle records the end of a run in its batch or workflow, before any of the above.

@@ -28,6 +28,7 @@ type enqueueConfig struct {
 	expiresIn time.Duration
 	expiresAt time.Time
 	debounce  *debounceOpts
+	key       string // Key
 	// flow holds the batch and workflow fields of a job of a batch or a workflow (set by
 	// batch.go and workflow.go, never by an option a caller can pass).
 	flow *wire.NewJob

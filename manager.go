@@ -32,17 +32,22 @@ const (
 
 // run is one job this node has taken from a queue.
 type run struct {
-	queue    string
-	raw      string
-	seq      uint64 // fetch order, to hand jobs back oldest-next
-	at       int    // its index in manager.running, under manager.mu
-	started  time.Time
-	jid      string                        // set once decoded, under manager.mu
-	lease    string                        // the job's lease on a slot of its queue's GlobalLimit, or ""
-	epoch    string                        // the incarnation of this node the fetch ran as
-	progress atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
-	stepped  atomic.Bool                   // the job called Step in this run (step.go)
-	state    atomic.Int32
+	queue   string
+	raw     string
+	seq     uint64 // fetch order, to hand jobs back oldest-next
+	at      int    // its index in manager.running, under manager.mu
+	started time.Time
+	jid     string // set once decoded, under manager.mu
+	lease   string // the job's lease on a slot of its queue's GlobalLimit or of its key, or ""
+	// key is the key the keyed fetch served the job under ("" for a job of a queue's own
+	// list), scope the lease's scope (store.KeyScope) when it holds a key's lease, and hold
+	// whether a failure holds the key (KeyPolicy.hold).
+	key, scope string
+	hold       bool
+	epoch      string                        // the incarnation of this node the fetch ran as
+	progress   atomic.Pointer[wire.Progress] // what the job last reported (SetProgress), for the busy list
+	stepped    atomic.Bool                   // the job called Step in this run (step.go)
+	state      atomic.Int32
 	// ctx is the job's context, carrying the job; the manager cancels it (cancelRuns,
 	// orphanAll, cancelJID, release). job is the worker's view of the document, and args holds
 	// its Args when they fit. They are part of the run so that a job costs one allocation,
@@ -50,6 +55,14 @@ type run struct {
 	ctx  runctx.Ctx
 	job  Job
 	args [64]byte
+}
+
+// leaseScope is the scope of the run's lease: its key's, or its queue's GlobalLimit.
+func (r *run) leaseScope() string {
+	if r.scope != "" {
+		return r.scope
+	}
+	return r.queue
 }
 
 // id is the job's field in this node's workers hash (made when the busy list is written,
@@ -244,7 +257,7 @@ func (m *manager) available() (reqs []store.FetchReq, limited bool) {
 			free = 0
 		}
 		if free > 0 {
-			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.HeldIn(q.Name), Limits: q.limits()})
+			reqs = append(reqs, store.FetchReq{Queue: q.Name, N: free, Held: m.busy[q.Name] + m.acker.HeldIn(q.Name), Limits: q.limits(), Keys: q.Keys.store()})
 		}
 	}
 	m.mu.Unlock()
@@ -266,7 +279,7 @@ func (m *manager) available() (reqs []store.FetchReq, limited bool) {
 	kept := reqs[:0]
 	for _, r := range reqs {
 		if r.N > 0 {
-			if r.Limits.Any() {
+			if r.Limits.Any() || r.Keys != nil {
 				r.First = m.leases + 1
 				m.leases += uint64(r.N)
 			}
@@ -317,7 +330,7 @@ func (m *manager) heldLeases() map[string][]string {
 			if out == nil {
 				out = map[string][]string{}
 			}
-			out[r.queue] = append(out[r.queue], r.lease)
+			out[r.leaseScope()] = append(out[r.leaseScope()], r.lease)
 		}
 	}
 	return out
@@ -590,6 +603,14 @@ func (m *manager) dispatch(reqs []store.FetchReq, fetched store.FetchRes) int {
 			if reqs[i].Limits.Global > 0 {
 				r.lease = m.jq.LeaseMember(reqs[i].First + uint64(j))
 			}
+			if k := reqs[i].Keys; k != nil && j < len(fetched.JobKeys[i]) && fetched.JobKeys[i][j] != "" {
+				r.key = fetched.JobKeys[i][j]
+				r.hold = k.Hold
+				if k.Concurrency > 0 {
+					// The keyed jobs come first in the reply, numbered from First as taken.
+					r.lease, r.scope = m.jq.LeaseMember(reqs[i].First+uint64(j)), store.KeyScope(q, r.key)
+				}
+			}
 			r.at = len(m.running)
 			m.running = append(m.running, r)
 			runs = append(runs, r)
@@ -677,12 +698,12 @@ func (m *manager) release(r *run) {
 	m.running[len(m.running)-1] = nil
 	m.running = m.running[:len(m.running)-1]
 	lease := r.lease // under mu: orphanAll clears it
-	if lease != "" {
+	if lease != "" && r.scope == "" {
 		m.ended[r.queue] = append(m.ended[r.queue], lease)
 	}
 	m.mu.Unlock()
 	if lease != "" {
-		m.acker.Release(r.queue, lease)
+		m.acker.Release(r.leaseScope(), lease)
 	}
 	if m.dequeuer != nil {
 		m.dequeuer.Finished(r.queue)

@@ -29,10 +29,20 @@ func (rn *runner) snooze(r *run, job *Job, d time.Duration) outcome {
 	doc := obj.String()
 	at := now.Add(d)
 	ok := rn.persist(r, "snooze", func(ctx context.Context) error {
-		_, err := rn.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
-		return err
+		return rn.retry(ctx, r, job, doc, at)
 	})
 	return outcome{name: "snoozed", retryCount: job.RetryCount, at: at}.storedIf(ok, job.RetryCount)
+}
+
+// retry writes a retry (or snooze) of r: a keyed job's into its queue's delayed set, where
+// no Sidekiq or Exq node runs it, holding its key in a sequence (retry_keyed.lua).
+func (rn *runner) retry(ctx context.Context, r *run, job *Job, doc string, at time.Time) error {
+	if r.key != "" {
+		_, err := rn.jq.RetryKeyed(ctx, r.queue, r.key, job.JID, r.hold, r.raw, doc, at, r.epoch)
+		return err
+	}
+	_, err := rn.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
+	return err
 }
 
 // fail writes a failed job to the retry set, or to the dead set when its retries are used up,
@@ -55,8 +65,7 @@ func (rn *runner) fail(r *run, job *Job, cause error) outcome {
 		at := now.Add(rn.backoff(count, job, cause))
 		rn.log.Debug("exq: job failed; retrying", "class", job.Class, "jid", job.JID, "retry_count", count, "at", at, "error", cause)
 		ok := rn.settle(r, job, store.RunFailed) && rn.persist(r, "retry", func(ctx context.Context) error {
-			_, err := rn.jq.Retry(ctx, r.queue, r.raw, doc, at, r.epoch)
-			return err
+			return rn.retry(ctx, r, job, doc, at)
 		})
 		out.name, out.at = "retry", at
 		return out.storedIf(ok, before)

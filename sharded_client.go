@@ -48,9 +48,12 @@ func (s *sharder) enqueueAt(ctx context.Context, op, queue, class string, at tim
 	}
 	jq := s.ens[s.place(queue, b)].jq
 	var holder string
-	if b.at.IsZero() {
+	switch {
+	case b.key != "":
+		holder, err = jq.EnqueueKeyed(ctx, store.BatchItem{Queue: queue, At: b.at, Job: b.doc, Lock: b.lock}, b.key)
+	case b.at.IsZero():
 		holder, err = jq.Enqueue(ctx, queue, b.doc, b.lock)
-	} else {
+	default:
 		holder, err = jq.EnqueueAt(ctx, b.at, b.doc, b.lock)
 	}
 	jid, err := b.result(op, class, queue, holder, err)
@@ -98,6 +101,10 @@ func (s *sharder) EnqueueAll(ctx context.Context, specs []JobSpec) ([]EnqueueRes
 		b, err := s.ens[0].buildSpec(ctx, now, "enqueue all", sp)
 		if err == nil && b.debounce != nil {
 			err = b.refuseInBatch("enqueue all")
+		}
+		if err == nil && b.key != "" {
+			err = &invalidJobError{op: "enqueue all", msg: "Key is not supported by a sharded EnqueueAll yet: enqueue keyed jobs one by one"}
+			b.finish("", err)
 		}
 		if err != nil {
 			err = inBatch(err, i)

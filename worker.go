@@ -86,6 +86,10 @@ func (rn *runner) process(r *run) {
 		}
 		return
 	}
+	if h.Key != "" && r.key == "" {
+		rn.routeToKey(r, h)
+		return
+	}
 	job := &r.job
 	job.fill(h, r.raw, r.queue, rn.maxRetries)
 	if n := len(h.Args); n <= len(r.args) {
@@ -267,6 +271,23 @@ func (rn *runner) reportOutcome(job *Job, o outcome) {
 // for the worker to be registered before it goes back to its queue. It bounds how often a
 // node that is still registering fetches such a job again: once per registerWait per slot.
 const registerWait = time.Second
+
+// routeToKey moves a keyed job that was fetched from its queue's own list (a Sidekiq Web
+// "retry now" of a dead keyed job puts it there) to the head of its key's list, where the
+// key's policy applies, instead of running it in breach of the policy.
+func (rn *runner) routeToKey(r *run, h wire.Header) {
+	if !r.claim() {
+		return // handed back by the shutdown (requeue.lua routes it too)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(&r.ctx), rn.redisTimeout)
+	defer cancel()
+	if _, err := rn.jq.PutBack(ctx, r.queue, r.raw); err != nil {
+		rn.log.Error("exq: could not move a keyed job found in its queue's list to its key; it stays in this node's backup list until it is recovered",
+			"queue", r.queue, "class", h.Class, "jid", h.JID, "key", h.Key, "error", err)
+		return
+	}
+	rn.log.Info("exq: a keyed job was in its queue's list; moved to its key's list", "queue", r.queue, "class", h.Class, "jid", h.JID, "key", h.Key)
+}
 
 // awaitWorker is the path of a fetched job whose class has no worker while registration is
 // open (the workers of a deploy are being registered): the job waits a moment, holding its

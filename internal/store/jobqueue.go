@@ -207,6 +207,8 @@ type FetchReq struct {
 	Limits  Limits
 	First   uint64   // the first lease/start number; the fetch uses first … first+n-1
 	Release []string // leases of ended jobs
+	// Keys, when set, makes the fetch serve the queue's keyed jobs too (fetch_keyed.lua).
+	Keys *KeyPolicy
 }
 
 // FetchRes is what a fetch took, per request, oldest first, how long each backup list was
@@ -217,6 +219,9 @@ type FetchRes struct {
 	BackupLen []int
 	Wait      []time.Duration
 	Epoch     string // the incarnation the fetch ran as
+	// JobKeys are, for a request with Keys, the key of each job in Jobs ("" for a job of the
+	// queue's own list); nil for other requests.
+	JobKeys [][]string
 }
 
 // Strays reports whether a backup list held more entries than this node holds jobs of that
@@ -257,6 +262,11 @@ func (f FetchRes) NextPoll(idle time.Duration) time.Duration {
 // patience how long, after a fetch a GlobalLimit held back, this node counts as waiting for a
 // slot (it asks again within that time), which caps the other nodes at their share.
 func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience time.Duration) (FetchRes, error) {
+	for _, r := range reqs {
+		if r.Keys != nil {
+			return jq.fetchMixed(ctx, reqs, leaseTTL, patience)
+		}
+	}
 	limited := false
 	for _, r := range reqs {
 		limited = limited || r.Limits.Any()
@@ -302,6 +312,39 @@ func (jq *Store) Fetch(ctx context.Context, reqs []FetchReq, leaseTTL, patience 
 	}
 	if p != len(flat) {
 		return FetchRes{}, fmt.Errorf("fetch: %d items in the reply after its %d queues", len(flat)-p, len(reqs))
+	}
+	return out, nil
+}
+
+// fetchMixed is Fetch when some request serves keyed jobs: those in one fetch_keyed.lua call,
+// the others as Fetch takes them.
+func (jq *Store) fetchMixed(ctx context.Context, reqs []FetchReq, leaseTTL, patience time.Duration) (FetchRes, error) {
+	var keyed, plain []FetchReq
+	var keyedAt, plainAt []int
+	for i, r := range reqs {
+		if r.Keys != nil {
+			keyed, keyedAt = append(keyed, r), append(keyedAt, i)
+		} else {
+			plain, plainAt = append(plain, r), append(plainAt, i)
+		}
+	}
+	epoch := jq.incarnation()
+	out := FetchRes{Jobs: make([][]string, len(reqs)), BackupLen: make([]int, len(reqs)), Epoch: epoch,
+		Wait: make([]time.Duration, len(reqs)), JobKeys: make([][]string, len(reqs))}
+	if err := jq.fetchKeyed(ctx, keyed, keyedAt, leaseTTL, epoch, jq.fetches.Add(1)%2 == 1, &out); err != nil {
+		return FetchRes{}, err
+	}
+	if len(plain) == 0 {
+		return out, nil
+	}
+	res, err := jq.Fetch(ctx, plain, leaseTTL, patience)
+	if err != nil {
+		// The keyed jobs are in the backup list: the node's next fetch finds them as strays
+		// and hands them back (to their keys) when they were not dispatched.
+		return FetchRes{}, err
+	}
+	for j, i := range plainAt {
+		out.Jobs[i], out.BackupLen[i], out.Wait[i] = res.Jobs[j], res.BackupLen[j], res.HeldBack(j)
 	}
 	return out, nil
 }
@@ -358,6 +401,9 @@ func (jq *Store) fetchLimited(ctx context.Context, reqs []FetchReq, leaseTTL, pa
 // ReleaseLease removes the lease of an ended job from its queue's leases set, so that every
 // node sees the slot free at its next fetch.
 func (jq *Store) ReleaseLease(ctx context.Context, q, lease string) error {
+	if _, key := splitScope(q); key != "" {
+		return jq.releaseKeys(ctx, []AckReq{{Queue: q, Lease: lease}})
+	}
 	return jq.rdb.ZRem(ctx, jq.keys.Leases(q), lease).Err()
 }
 
@@ -388,6 +434,32 @@ func (jq *Store) Ack(ctx context.Context, q, raw, token, jid, epoch string) erro
 // A request with a Flow records its batch's or workflow's transition in the same atomic call
 // (ackSettle), and gets the transition's replies in Flow.Replies.
 func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, err error) {
+	var keyed []AckReq
+	for _, r := range batch {
+		if keyedRelease(r) {
+			keyed = append(keyed, r)
+		}
+	}
+	if len(keyed) > 0 {
+		// Keyed leases after the acknowledgements: a key readied before its job left the
+		// backup list could only start its next job sooner, never too many (the lease is
+		// what counts), but the order keeps a sequence's logs plain.
+		rest := make([]AckReq, 0, len(batch)-len(keyed))
+		for _, r := range batch {
+			if !keyedRelease(r) {
+				rest = append(rest, r)
+			}
+		}
+		if len(rest) > 0 {
+			if _, err := jq.AckMany(ctx, rest); err != nil {
+				return allFailed(len(batch)), err
+			}
+		}
+		if err := jq.releaseKeys(ctx, keyed); err != nil {
+			return allFailed(len(batch)), err
+		}
+		return nil, nil
+	}
 	for _, r := range batch {
 		if r.Flow != nil && len(r.Flow.Items) > 0 {
 			return jq.ackSettle(ctx, batch)
@@ -448,6 +520,15 @@ func (jq *Store) AckMany(ctx context.Context, batch []AckReq) (failed []bool, er
 		failed[i] = true
 	}
 	return failed, err
+}
+
+// allFailed is a failed slice of n requests, all failed.
+func allFailed(n int) []bool {
+	failed := make([]bool, n)
+	for i := range failed {
+		failed[i] = true
+	}
+	return failed
 }
 
 // What ack_batch.lua does with a request, boxed once.
@@ -524,8 +605,8 @@ func (jq *Store) BackupList(ctx context.Context, q string) ([]string, error) {
 
 // Requeue hands raws (newest first) from the backup list back to the consumption end of q.
 func (jq *Store) Requeue(ctx context.Context, q string, raws []string) (int, error) {
-	args := make([]any, 0, 2+len(raws))
-	args = append(args, jq.keys.Wake(), q)
+	args := make([]any, 0, 3+len(raws))
+	args = append(args, jq.keys.Wake(), q, jq.keys.Prefix)
 	for _, r := range raws {
 		args = append(args, r)
 	}
@@ -539,7 +620,7 @@ func (jq *Store) Requeue(ctx context.Context, q string, raws []string) (int, err
 // no worker yet); false when it was no longer in the backup list.
 func (jq *Store) PutBack(ctx context.Context, q, raw string) (bool, error) {
 	cmd, replErr := jq.evalScript(ctx, scripts.PutBack,
-		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, jq.keys.Wake(), q, raw)
+		[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, jq.keys.Wake(), q, raw, jq.keys.Prefix)
 	jq.wait.shortfall("put back", replErr)
 	n, err := cmd.Int()
 	return n == 1, err
@@ -551,7 +632,7 @@ func (jq *Store) RecoverBackup(ctx context.Context, q string) (int, error) {
 	total := 0
 	for {
 		res, err := scripts.Recover.Run(ctx, jq.rdb,
-			[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, pageSize).Int64Slice()
+			[]string{jq.keys.Backup(jq.node, q), jq.keys.Queue(q)}, pageSize, q, jq.keys.Prefix).Int64Slice()
 		if err != nil {
 			return total, err
 		}
@@ -688,8 +769,12 @@ func (jq *Store) beatAs(ctx context.Context, mode string, window time.Duration, 
 	keys := []string{jq.keys.Heartbeats(), jq.keys.HeartbeatDeadlines(), jq.keys.HeartbeatEpochs(), jq.keys.HeartbeatResumed()}
 	args := []any{jq.node, window.Seconds(), mode, epoch, strconv.FormatFloat(previous, 'f', 6, 64), stallGap(window).Seconds()}
 	for q, ls := range leases {
-		keys = append(keys, jq.keys.Leases(q))
-		args = append(args, len(ls))
+		keys = append(keys, jq.leaseKey(q))
+		if _, key := splitScope(q); key != "" {
+			args = append(args, "k"+strconv.Itoa(len(ls)))
+		} else {
+			args = append(args, len(ls))
+		}
 		for _, l := range ls {
 			args = append(args, l)
 		}
@@ -796,7 +881,7 @@ func (jq *Store) RescueBackup(ctx context.Context, n StaleNode, q string, timeou
 func (jq *Store) RescuePage(ctx context.Context, n StaleNode, q string, page int) (left, moved int, err error) {
 	res, err := scripts.Rescue.Run(ctx, jq.rdb,
 		[]string{jq.keys.Backup(n.Node, q), jq.keys.Queue(q), jq.keys.Heartbeats()},
-		n.Node, n.Score, page, jq.keys.Wake(), q).Int64Slice()
+		n.Node, n.Score, page, jq.keys.Wake(), q, jq.keys.Prefix).Int64Slice()
 	if err != nil {
 		return 0, 0, err
 	}

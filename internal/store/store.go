@@ -35,6 +35,8 @@ type Store struct {
 	// jobs' concurrent outcomes into shared round trips (settle_group.go).
 	flows   flowQueues
 	settles settleGroup
+	// fetches counts keyed fetches: with one slot, a keyed queue's own list gets every other.
+	fetches atomic.Uint64
 }
 
 // Config is what a Store is built from besides its client.

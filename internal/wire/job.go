@@ -43,6 +43,8 @@ type NewJob struct {
 	// ExpiresAt is when the job expires if it has not started ("expires_at", float seconds
 	// as Sidekiq Pro's expiring jobs write it); zero for never.
 	ExpiresAt time.Time
+	// Key is the job's key ("exq_key", exq's own; docs/keys.md), "" for none.
+	Key string
 }
 
 // reserved are the top-level fields Exq, Sidekiq or exq give a meaning: not metadata.
@@ -52,8 +54,11 @@ var reserved = map[string]bool{
 	"error_backtrace": true, "backtrace": true, "unique_for": true, "unique_until": true, "unique_token": true,
 	"unlocks_at": true, "at": true, "wrapped": true, "dead": true, "retry_queue": true, "bid": true, "tags": true,
 	"processor": true, "finished_at": true, "discarded_at": true, "wfid": true, "wf_job": true, "wf_parents": true,
-	"callback_bid": true, "expires_at": true,
+	"callback_bid": true, "expires_at": true, KeyField: true,
 }
+
+// KeyField is the job field that holds a keyed job's key (docs/keys.md).
+const KeyField = "exq_key"
 
 // Reserved reports whether a top-level field of a job has a meaning to Exq, Sidekiq or exq.
 func Reserved(field string) bool { return reserved[field] }
@@ -101,6 +106,10 @@ func (j NewJob) Encode() string {
 	if j.CallbackOf != "" {
 		b = append(b, `,"callback_bid":`...)
 		b = AppendQuote(b, j.CallbackOf)
+	}
+	if j.Key != "" {
+		b = append(b, `,"exq_key":`...)
+		b = AppendQuote(b, j.Key)
 	}
 	if j.Workflow != "" {
 		b = append(b, `,"wfid":`...)
@@ -187,6 +196,8 @@ type Header struct {
 	// Bid is the job's batch ("bid"), Workflow and WorkflowJob its workflow and name there
 	// ("wfid", "wf_job"); "" when absent or not strings.
 	Bid, Workflow, WorkflowJob string
+	// Key is the job's key ("exq_key"; docs/keys.md), "" when absent or not a string.
+	Key string
 	// ExpiresAt is "expires_at", when the job expires if it has not started (Expiry reads it).
 	ExpiresAt Number
 }
@@ -308,6 +319,8 @@ func DecodeHeader(raw string) (Header, error) {
 				h.WorkflowJob = stringAt(v, escaped)
 			case "expires_at":
 				h.ExpiresAt = numberOf(v)
+			case KeyField:
+				h.Key = stringAt(v, escaped)
 			}
 			if i = skipWS(raw, end); i < len(raw) && raw[i] == ',' {
 				i = skipWS(raw, i+1)

@@ -290,3 +290,29 @@ func (k Keys) ExpiredStat() string { return k.Prefix + "exq_stat:expired" }
 // fields ex, c, rt, cancelled), under the namespace prefix, so that with the empty namespace
 // it is exactly Sidekiq's key and either side reads and cancels the other's jobs.
 func (k Keys) Iteration(jid string) string { return k.Prefix + "it-" + jid }
+
+// KeyJobs is the list of keyed jobs of key waiting in queue q, oldest at the head (docs/keys.md).
+func (k Keys) KeyJobs(q, key string) string { return k.Prefix + "key_jobs:" + q + ":" + key }
+
+// KeyReady is the sorted set of the keys of queue q that may start a job now, scored by their
+// turn (the lowest is served next).
+func (k Keys) KeyReady(q string) string { return k.Prefix + "key_ready:" + q }
+
+// KeyBlocked is the sorted set of the keys of queue q that wait for a time (a lease's lapse,
+// the rate's window, a held sequence's retry), scored by it in Unix seconds of the server.
+func (k Keys) KeyBlocked(q string) string { return k.Prefix + "key_blocked:" + q }
+
+// KeyLeases is the sorted set of the leases of key's running jobs in queue q, scored by when
+// each lapses.
+func (k Keys) KeyLeases(q, key string) string { return k.Prefix + "key_leases:" + q + ":" + key }
+
+// KeyStarts is the log of key's starts in queue q within its KeyPolicy's Rate window.
+func (k Keys) KeyStarts(q, key string) string { return k.Prefix + "key_starts:" + q + ":" + key }
+
+// KeyHeld is the hash of queue q's keys held by a sequence's failed job (key -> the jid of
+// the job waiting for its retry): none of the key's other jobs starts before it.
+func (k Keys) KeyHeld(q string) string { return k.Prefix + "key_held:" + q }
+
+// KeyDelayed is the sorted set of queue q's keyed jobs due later (scheduled, or retrying
+// without holding their key), scored by their due time.
+func (k Keys) KeyDelayed(q string) string { return k.Prefix + "key_delayed:" + q }

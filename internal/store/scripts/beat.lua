@@ -23,7 +23,8 @@
 -- ARGV[3] "beat" or "join" (with the token ARGV[4])   ARGV[4] its incarnation token
 -- ARGV[5] the server time of its previous call   ARGV[6] the longest gap in seconds between
 -- two of its calls that is not a stall
--- ARGV[7..] for each leases set in order: how many leases, then the leases
+-- ARGV[7..] for each leases set in order: how many leases ("k<n>" for a key's leases), then
+-- the leases
 -- Returns the server time with six decimals (monitors compare it with deadlines, see
 -- stale.lua), or '0' when the incarnation was buried.
 if ARGV[3] ~= 'join' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[4]) then
@@ -43,15 +44,19 @@ if previous > 0 and now - previous > tonumber(ARGV[6]) then
 end
 local a = 7
 for i = 5, #KEYS do
-  local n = tonumber(ARGV[a])
+  -- A count written "k<n>" is a key's leases (keyed jobs, docs/keys.md): they live two windows,
+  -- so that the rescue of a dead node, which removes them with its jobs, comes first.
+  local spec, life = ARGV[a], window
+  if string.sub(spec, 1, 1) == 'k' then spec, life = string.sub(spec, 2), 2 * window end
+  local n = tonumber(spec)
   local args = {'XX'}
   for j = a + 1, a + n do
-    args[#args + 1] = now + window
+    args[#args + 1] = now + life
     args[#args + 1] = ARGV[j]
   end
   if n > 0 then
     redis.call('ZADD', KEYS[i], unpack(args))
-    redis.call('PEXPIRE', KEYS[i], math.ceil((window + 60) * 1000))
+    redis.call('PEXPIRE', KEYS[i], math.ceil((life + 60) * 1000))
   end
   a = a + n + 1
 end

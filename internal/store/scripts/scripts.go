@@ -107,6 +107,19 @@ var (
 	settleGroupSrc string
 	//go:embed ack_settle.lua
 	ackSettleSrc string
+	// keyedSrc is the prelude of the scripts that move keyed jobs (withKeyed).
+	//go:embed keyed.lua
+	keyedSrc string
+	//go:embed enqueue_keyed.lua
+	enqueueKeyedSrc string
+	//go:embed fetch_keyed.lua
+	fetchKeyedSrc string
+	//go:embed release_keys.lua
+	releaseKeysSrc string
+	//go:embed retry_keyed.lua
+	retryKeyedSrc string
+	//go:embed enqueue_keyed_all.lua
+	enqueueKeyedAllSrc string
 )
 
 // The scripts, ready to run.
@@ -126,9 +139,9 @@ var (
 	CronStatus  = redis.NewScript(cronStatusSrc)
 	Retry       = redis.NewScript(retrySrc)
 	Dead        = redis.NewScript(deadSrc)
-	Requeue     = redis.NewScript(requeueSrc)
-	PutBack     = redis.NewScript(putBackSrc)
-	Recover     = redis.NewScript(recoverSrc)
+	Requeue     = redis.NewScript(withKeyed(requeueSrc))
+	PutBack     = redis.NewScript(withKeyed(putBackSrc))
+	Recover     = redis.NewScript(withKeyed(recoverSrc))
 	Schedule    = redis.NewScript(scheduleSrc)
 	EnqueueAt   = redis.NewScript(enqueueAtSrc)
 	Ack         = redis.NewScript(ackSrc)
@@ -139,7 +152,7 @@ var (
 	Kill   = redis.NewScript(killSrc)
 	Beat   = redis.NewScript(beatSrc)
 	Stale  = redis.NewScript(staleSrc)
-	Rescue = redis.NewScript(rescueSrc)
+	Rescue = redis.NewScript(withKeyed(rescueSrc))
 	Bury   = redis.NewScript(burySrc)
 	// SweepNode forgets the incarnation and backup-queue set a gone node's burial left.
 	SweepNode = redis.NewScript(sweepNodeSrc)
@@ -171,6 +184,18 @@ var (
 	AckSettle = redis.NewScript("local function batch_settle(KEYS, ARGV)\n" + batchSettleSrc + "\nend\n" +
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + ackSettleSrc)
 )
+
+// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs (docs/keys.md).
+var (
+	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
+	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
+	FetchKeyed      = redis.NewScript(withKeyed(fetchKeyedSrc))
+	ReleaseKeys     = redis.NewScript(withKeyed(releaseKeysSrc))
+	RetryKeyed      = redis.NewScript(retryKeyedSrc)
+)
+
+// withKeyed puts keyed.lua's functions (where a keyed job waits) before src.
+func withKeyed(src string) string { return keyedSrc + src }
 
 // withPush puts push.lua's functions (the key type check and the pushes of collected jobs)
 // before src, so that every script that writes jobs writes them alike.

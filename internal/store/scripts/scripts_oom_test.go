@@ -28,6 +28,8 @@ type oomCase struct {
 	setup  func(ctx context.Context, c *redis.Client, k wire.Keys)
 	keys   func(k wire.Keys) []string
 	args   []any
+	// argsFor, when set, gives the args in the case's namespace instead of args.
+	argsFor func(k wire.Keys) []any
 	// runs: the script does its work when Redis is out of memory; otherwise Redis refuses it
 	// and it writes nothing.
 	runs bool
@@ -39,6 +41,8 @@ type oomCase struct {
 const (
 	job  = `{"class":"T","args":[],"queue":"q","jid":"j1"}`
 	node = "n1"
+	// keyedJob is a job of key "a" (docs/keys.md).
+	keyedJob = `{"class":"T","args":[],"queue":"q","jid":"j1","exq_key":"a"}`
 )
 
 func oomCases() []oomCase {
@@ -182,17 +186,52 @@ func oomCases() []oomCase {
 			keys: func(k wire.Keys) []string { return []string{k.Dead(), backup(k), k.Heartbeats(), k.HeartbeatEpochs()} },
 			args: []any{"1e9", job + " ", job, 0, 100, node, ""}},
 		{name: "requeue", file: "requeue.lua", script: Requeue, runs: true, setup: push(backup, job),
-			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", "x:", job}},
 		{name: "put back", file: "put_back.lua", script: PutBack, runs: true, setup: push(backup, job),
-			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job}},
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{"wake", "q", job, "x:"}},
 		{name: "recover", file: "recover.lua", script: Recover, runs: true, setup: push(backup, job),
-			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{100}},
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q")} }, args: []any{100, "q", "x:"}},
 		{name: "rescue", file: "rescue.lua", script: Rescue, runs: true,
 			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
 				c.RPush(ctx, backup(k), job)
 				c.ZAdd(ctx, k.Heartbeats(), redis.Z{Score: 5, Member: node})
 			},
-			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q"), k.Heartbeats()} }, args: []any{node, 5, 100, "wake", "q"}},
+			keys: func(k wire.Keys) []string { return []string{backup(k), k.Queue("q"), k.Heartbeats()} }, args: []any{node, 5, 100, "wake", "q", "x:"}},
+		{name: "rescue of a keyed job", file: "rescue.lua", script: Rescue, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, backup(k), keyedJob)
+				c.ZAdd(ctx, k.Heartbeats(), redis.Z{Score: 5, Member: node})
+			},
+			keys:    func(k wire.Keys) []string { return []string{backup(k), k.Queue("q"), k.Heartbeats()} },
+			argsFor: func(k wire.Keys) []any { return []any{node, 5, 100, "wake", "q", k.Prefix} }},
+		{name: "keyed enqueue", file: "enqueue_keyed.lua", script: EnqueueKeyed,
+			keys:    func(k wire.Keys) []string { return []string{k.Queues(), k.KeyJobs("q", "a"), k.KeyDelayed("q")} },
+			argsFor: func(k wire.Keys) []any { return []any{"q", keyedJob, "wake", "", 0, "a", k.Prefix, ""} }},
+		{name: "keyed enqueue all", file: "enqueue_keyed_all.lua", script: EnqueueKeyedAll,
+			keys:    func(k wire.Keys) []string { return []string{k.Queues()} },
+			argsFor: func(k wire.Keys) []any { return []any{"wake", k.Prefix, "q", "a", keyedJob, ""} }},
+		{name: "keyed fetch", file: "fetch_keyed.lua", script: FetchKeyed, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, k.KeyJobs("q", "a"), keyedJob)
+				c.ZAdd(ctx, k.KeyReady("q"), redis.Z{Score: 0, Member: "a"})
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Paused(), k.Heartbeats(), k.HeartbeatEpochs(), k.BackupQueues(node),
+					k.Queue("q"), backup(k), k.KeyReady("q"), k.KeyBlocked("q"), k.KeyDelayed("q")}
+			},
+			argsFor: func(k wire.Keys) []any { return []any{node, 60, "", k.Prefix, 0, "q", 1, 1, 0, 0, 1, 0} }},
+		{name: "keyed release", file: "release_keys.lua", script: ReleaseKeys, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.RPush(ctx, k.KeyJobs("q", "a"), keyedJob)
+				c.ZAdd(ctx, k.KeyLeases("q", "a"), redis.Z{Score: 1e9, Member: node + ":1"})
+			},
+			keys:    func(k wire.Keys) []string { return []string{k.KeyLeases("q", "a")} },
+			argsFor: func(k wire.Keys) []any { return []any{k.Prefix, "wake", "q", "a", node + ":1"} }},
+		{name: "keyed retry", file: "retry_keyed.lua", script: RetryKeyed, runs: true, setup: push(backup, keyedJob),
+			keys: func(k wire.Keys) []string {
+				return []string{k.KeyDelayed("q"), backup(k), k.Heartbeats(), k.HeartbeatEpochs(), k.KeyHeld("q"), k.KeyReady("q"), k.KeyBlocked("q")}
+			},
+			args: []any{"1e9", keyedJob + " ", keyedJob, "", node, "", "a", "j1", "1"}},
 		{name: "bury", file: "bury.lua", script: Bury, runs: true, setup: zadd(wire.Keys.Heartbeats, 5, node),
 			keys: func(k wire.Keys) []string {
 				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
@@ -330,7 +369,11 @@ func TestOutOfMemoryEveryScriptRunsOrIsRefusedWhole(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			covered[tc.file] = true
-			reply, err := tc.script.Run(ctx, c, tc.keys(ns[i]), tc.args...).Result()
+			args := tc.args
+			if tc.argsFor != nil {
+				args = tc.argsFor(ns[i])
+			}
+			reply, err := tc.script.Run(ctx, c, tc.keys(ns[i]), args...).Result()
 			after := snapshot(ns[i])
 			switch {
 			case tc.runs:
@@ -351,7 +394,7 @@ func TestOutOfMemoryEveryScriptRunsOrIsRefusedWhole(t *testing.T) {
 	require.NoError(t, err)
 	var missing []string
 	for _, f := range files {
-		if !covered[f] && f != "push.lua" { // push.lua is the prelude of three scripts (withPush)
+		if !covered[f] && f != "push.lua" && f != "keyed.lua" { // preludes (withPush, withKeyed)
 			missing = append(missing, f)
 		}
 	}

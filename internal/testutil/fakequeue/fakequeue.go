@@ -318,6 +318,11 @@ func (q *JobQueue) Retry(_ context.Context, queue, raw, doc string, at time.Time
 	return moved, err
 }
 
+// RetryKeyed is Retry for a keyed job (retry_keyed.lua); the fake keeps it with the retries.
+func (q *JobQueue) RetryKeyed(ctx context.Context, queue, _, _ string, _ bool, raw, doc string, at time.Time, epoch string) (bool, error) {
+	return q.Retry(ctx, queue, raw, doc, at, epoch)
+}
+
 // Dead moves the job to the dead set and releases its lock (dead.lua). The fake keeps every
 // dead job: it trims nothing.
 func (q *JobQueue) Dead(_ context.Context, queue, raw, doc string, now time.Time, _ time.Duration, _ int, token, jid, epoch string) (bool, error) {

@@ -1,0 +1,224 @@
+package exq
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// fleetSeqLog is the list the "Seq" jobs of a fleet log their runs to, in the order Redis got
+// them: "b <node> <key> <n> <jid>" as a run begins, "e <node> <key> <n> <jid> ok|fail" as it
+// ends; the test adds "k <node>" once it killed a node.
+func fleetSeqLog(ns string) string { return ns + ":test:seqlog" }
+
+// fleetNodeID is this fleet node's id, once started.
+var fleetNodeID atomic.Pointer[string]
+
+// seqJob is the fleet's keyed sequence job: args [key, n]; it logs its begin and end.
+func seqJob(rdb *redis.Client, c fleetConfig) Worker {
+	return WorkerFunc(func(ctx context.Context, job *Job) error {
+		var key string
+		var n int
+		if err := job.Bind(&key, &n); err != nil {
+			return err
+		}
+		node := fleetNodeID.Load()
+		for node == nil { // a job may begin before Start returned the id
+			time.Sleep(time.Millisecond)
+			node = fleetNodeID.Load()
+		}
+		log := fleetSeqLog(c.Namespace)
+		if err := rdb.RPush(ctx, log, fmt.Sprintf("b %s %s %d %s", *node, key, n, job.JID)).Err(); err != nil {
+			return err
+		}
+		time.Sleep(c.JobDuration)
+		fail := c.FailEvery > 0 && n%c.FailEvery == 0 && job.RetryCount == 0
+		end := "ok"
+		if fail {
+			end = "fail"
+		}
+		rdb.RPush(context.WithoutCancel(ctx), log, fmt.Sprintf("e %s %s %d %s %s", *node, key, n, job.JID, end))
+		if fail {
+			return fmt.Errorf("planned failure of %s/%d", key, n)
+		}
+		return nil
+	})
+}
+
+// checkSequences reads the fleet's run log and reports every breach: two runs of a key at
+// once (a killed node's runs end at its kill), a job that began before its key's previous job
+// succeeded, a job that never succeeded. It returns the number of successes counted by jid.
+func checkSequences(t *testing.T, events []string, keys, perKey int) (successes, cut int) {
+	t.Helper()
+	type open struct{ node, jid string }
+	running := map[string]*open{}  // key -> the run in progress
+	succeeded := map[string]bool{} // jid -> succeeded once
+	next := map[string]int{}       // key -> the n of its next job to succeed
+	breaches := 0
+	for _, ev := range events {
+		f := strings.Fields(ev)
+		switch f[0] {
+		case "k":
+			if testing.Verbose() {
+				t.Logf("kill of %s with %d keys running: %v", f[1], len(running), running)
+			}
+			for k, r := range running {
+				if r.node == f[1] {
+					delete(running, k)
+					cut++
+				}
+			}
+		case "b":
+			node, key, jid := f[1], f[2], f[4]
+			n, _ := strconv.Atoi(f[3])
+			if r := running[key]; r != nil && breaches < 10 {
+				t.Errorf("key %s: %s began on %s while %s ran on %s", key, jid, node, r.jid, r.node)
+				breaches++
+			}
+			if n > next[key] && breaches < 10 {
+				t.Errorf("key %s: job %d began before job %d succeeded", key, n, next[key])
+				breaches++
+			}
+			running[key] = &open{node, jid}
+		case "e":
+			key, jid := f[2], f[4]
+			n, _ := strconv.Atoi(f[3])
+			delete(running, key)
+			if f[5] == "ok" {
+				succeeded[jid] = true
+				if n == next[key] {
+					next[key]++
+				}
+			}
+		}
+	}
+	for k := 0; k < keys; k++ {
+		assert.Equal(t, perKey, next[fmt.Sprintf("k%d", k)], "key k%d: every job succeeded in order", k)
+	}
+	return len(succeeded), cut
+}
+
+// Sequences across 3 node processes, one killed with SIGKILL every so often and replaced:
+// per key the jobs run one at a time and strictly in order, a failed job holding its key's
+// later ones, and every job succeeds (counted by jid). -long runs the full size.
+func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	v := newEnv(t)
+	ctx := context.Background()
+	keys, perKey, kills := 10, 20, 2
+	if testutil.Long() {
+		keys, perKey, kills = 200, 50, 10
+	}
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer c.Close()
+	for n := 0; n < perKey; n++ {
+		for k := 0; k < keys; k++ {
+			key := fmt.Sprintf("k%d", k)
+			_, err := c.Enqueue(ctx, "seq", "Seq", []any{key, n}, Key(key))
+			require.NoError(t, err)
+		}
+	}
+	cfg := fleetConfig{Queue: Queue{Name: "seq", Concurrency: 8, Keys: KeyPolicy{Sequence: true}},
+		Heartbeat: 300 * time.Millisecond, JobDuration: 30 * time.Millisecond, FailEvery: 7}
+	t.Cleanup(func() {
+		if t.Failed() {
+			v.dumpKeyed("seq")
+		}
+	})
+	nodes := v.startFleet(3, cfg)
+	total := keys * perKey
+	succeeded := func() int {
+		n := 0
+		for _, ev := range v.list(fleetSeqLog(v.ns)) {
+			if strings.HasSuffix(ev, " ok") {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; i < kills; i++ {
+		target := total * (i + 1) / (kills + 2)
+		waitLong(t, 2*time.Minute, fmt.Sprintf("%d jobs succeeded", target), func() bool { return succeeded() >= target })
+		victim := rand.IntN(len(nodes))
+		nodes[victim].kill()
+		require.NoError(t, v.rdb.RPush(ctx, fleetSeqLog(v.ns), "k "+nodes[victim].id).Err())
+		nodes[victim] = v.startFleet(1, cfg)[0]
+	}
+	for deadline := time.Now().Add(3 * time.Minute); !checkSequencesQuiet(v.list(fleetSeqLog(v.ns)), keys, perKey); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Error("timed out waiting until every job succeeded")
+			break
+		}
+	}
+	for _, n := range nodes {
+		n.stop()
+	}
+	got, cut := checkSequences(t, v.list(fleetSeqLog(v.ns)), keys, perKey)
+	assert.Equal(t, total, got, "every job succeeded, counted by jid")
+	t.Logf("%d keys × %d jobs over 3 processes, %d SIGKILLs cutting %d runs: %d successes by jid, %d log events",
+		keys, perKey, kills, cut, got, len(v.list(fleetSeqLog(v.ns))))
+	require.Eventually(t, func() bool {
+		n, err := v.rdb.Exists(ctx, v.keys.KeyReady("seq"), v.keys.KeyBlocked("seq"), v.keys.KeyDelayed("seq"), v.keys.KeyHeld("seq")).Result()
+		return err == nil && n == 0
+	}, 5*time.Second, 20*time.Millisecond, "no per-key state is left")
+}
+
+// dumpKeyed logs the keyed state of queue q, for a failed test.
+func (v *env) dumpKeyed(q string) {
+	ctx := context.Background()
+	keys, _ := v.rdb.Keys(ctx, v.ns+":*").Result()
+	for _, k := range keys {
+		typ := v.rdb.Type(ctx, k).Val()
+		var val any
+		switch typ {
+		case "list":
+			val = v.rdb.LRange(ctx, k, 0, 5).Val()
+		case "zset":
+			val = v.rdb.ZRangeWithScores(ctx, k, 0, 5).Val()
+		case "hash":
+			val = v.rdb.HGetAll(ctx, k).Val()
+		case "set":
+			val = v.rdb.SMembers(ctx, k).Val()
+		default:
+			val = v.rdb.Get(ctx, k).Val()
+		}
+		if !strings.HasSuffix(k, "seqlog") && !strings.Contains(k, ":stat") {
+			v.t.Logf("%s %s %v", typ, k, val)
+		}
+	}
+	now, _ := v.rdb.Time(ctx).Result()
+	v.t.Logf("server time %.3f", float64(now.UnixMicro())/1e6)
+}
+
+// checkSequencesQuiet reports whether every key's jobs all succeeded.
+func checkSequencesQuiet(events []string, keys, perKey int) bool {
+	next := map[string]int{}
+	for _, ev := range events {
+		f := strings.Fields(ev)
+		if f[0] == "e" && f[5] == "ok" {
+			if n, _ := strconv.Atoi(f[3]); n == next[f[2]] {
+				next[f[2]]++
+			}
+		}
+	}
+	for k := 0; k < keys; k++ {
+		if next[fmt.Sprintf("k%d", k)] != perKey {
+			return false
+		}
+	}
+	return true
+}
