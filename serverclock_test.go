@@ -21,8 +21,13 @@ func TestServerClockReadsTheServersTimeWhateverThisProcesssClockSays(t *testing.
 		assert.InDelta(t, skew.Seconds(), time.Until(c.Now()).Seconds(), 1, "before a sample: the local clock, %s off", skew)
 		require.NoError(t, c.Sync(context.Background()))
 		for i := 0; i < 3; i++ {
-			got, server := c.Now(), v.serverTime()
-			assert.InDelta(t, 0, got.Sub(server).Seconds(), 0.1, "clock %s off: read %s, server %s", skew, got, server)
+			// The server's time read on both sides of the read, so that the round trips of
+			// these checks (long on a loaded run: 150-300 ms seen) are not counted as error.
+			before := v.serverTime()
+			got := c.Now()
+			after := v.serverTime()
+			assert.True(t, !got.Before(before.Add(-100*time.Millisecond)) && !got.After(after.Add(100*time.Millisecond)),
+				"clock %s off: read %s, server between %s and %s", skew, got, before, after)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
