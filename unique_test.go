@@ -242,10 +242,14 @@ func TestScheduledUniqueJobsHoldTheirLockUntilTheyRun(t *testing.T) { // Exq 41
 	ctx := context.Background()
 	rec := &recorder{}
 	e := v.start(Options{Workers: map[string]Worker{"U": rec}})
-	j1, err := e.EnqueueIn(ctx, "default", "U", time.Second, []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
+	// Due in an hour, so the conflicting enqueue cannot come after it ran; then run it now.
+	j1, err := e.EnqueueIn(ctx, "default", "U", time.Hour, []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: 2 * time.Hour}))
 	require.NoError(t, err)
 	j2, err := e.Enqueue(ctx, "default", "U", []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
 	conflictWith(t, j1, j2, err)
+	assert.Zero(t, rec.count())
+	_, err = e.API().RequeueJob(ctx, ScheduledSet, j1)
+	require.NoError(t, err)
 	testutil.WaitFor(t, "the scheduled job ran", func() bool { return rec.count() == 1 })
 	testutil.WaitFor(t, "its lock is released", func() bool { return len(v.rdb.Keys(ctx, v.ns+":unique:*").Val()) == 0 })
 	j3, err := e.EnqueueAt(ctx, "default", "U", time.Now(), []any{1}, Unique(UniqueOpts{Until: UntilSuccess, For: time.Minute}))
