@@ -172,7 +172,10 @@ func TestRescuingADeadNodesJobsFiresJobsRescued(t *testing.T) {
 	v := newEnv(t)
 	log := &eventLog{}
 	v.staleBackup("gone", "ev", 3)
-	v.start(Options{Queues: []Queue{{Name: "other"}}, HeartbeatInterval: 100 * time.Millisecond, Listeners: []Listener{log.listen}})
+	// "gone" publishes no window: a 1 s ForeignHeartbeatWindow, not 6 min, as a stall seen on a
+	// loaded run gives every node a whole window again (TestMonitorRescuesOnlyStaleNodesAndNeverItself).
+	v.start(Options{Queues: []Queue{{Name: "other"}}, HeartbeatInterval: 100 * time.Millisecond, ForeignHeartbeatWindow: time.Second,
+		Listeners: []Listener{log.listen}})
 	testutil.WaitFor(t, "the rescue's event", func() bool {
 		for _, ev := range log.of("") {
 			if ev.Kind == JobsRescued {

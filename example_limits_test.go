@@ -58,7 +58,10 @@ func ExampleQueue_limits() {
 			fmt.Println(err)
 			return
 		}
-		if len(states) == 2 && states[1].InUse == 2 && states[1].Size == 3 {
+		mu.Lock()
+		started := running // a slot is in use from the fetch, a moment before its worker starts
+		mu.Unlock()
+		if len(states) == 2 && states[1].InUse == 2 && states[1].Size == 3 && started == 2 {
 			break // two running, three waiting their turn
 		}
 	}

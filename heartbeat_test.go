@@ -295,7 +295,10 @@ func TestMonitorRescuesOnlyStaleNodesAndNeverItself(t *testing.T) {
 	ctx := context.Background()
 	v.staleBackup("crashed", "default", 3)
 	rec := &recorder{}
-	e := v.start(Options{HeartbeatInterval: 100 * time.Millisecond, Workers: map[string]Worker{"W": rec}})
+	// "crashed" publishes no window, as an Exq node: judged by ForeignHeartbeatWindow, 1 s here,
+	// not 6 min, since a 200 ms gap in this node's calls (a loaded run) counts as a stall of
+	// Redis, after which every node has a whole window again (scripts/stale.lua).
+	e := v.start(Options{HeartbeatInterval: 100 * time.Millisecond, ForeignHeartbeatWindow: time.Second, Workers: map[string]Worker{"W": rec}})
 	// A live node (beat just now) keeps its backup list.
 	live := testStore(v.rdb, v.keys, "live")
 	v.push("other", `{"class":"W","args":[],"queue":"other","jid":"live-1"}`)

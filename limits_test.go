@@ -244,7 +244,9 @@ func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		v.push("limited", fmt.Sprintf(`{"class":"W","args":[],"queue":"limited","jid":"j%d"}`, i))
 	}
-	v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 10, GlobalLimit: 3, Rate: Rate{N: 50, Per: time.Second}}},
+	// A rate per hour: Started counts the starts within the rate's window, and a loaded run
+	// once took more than a second from the starts to the read (Started 0).
+	v.start(Options{Queues: []Queue{{Name: "limited", Concurrency: 10, GlobalLimit: 3, Rate: Rate{N: 50, Per: time.Hour}}},
 		Workers: map[string]Worker{"W": hold}})
 	defer close(release)
 	testutil.WaitFor(t, "the limit is in use", func() bool { return started.Load() == 3 })
@@ -255,7 +257,7 @@ func TestQueueStatesReportPausedLimitsAndUse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []QueueState{
 		{Name: "later", Paused: true},
-		{Name: "limited", Size: 2, GlobalLimit: 3, InUse: 3, Rate: Rate{N: 50, Per: time.Second}, Started: 3},
+		{Name: "limited", Size: 2, GlobalLimit: 3, InUse: 3, Rate: Rate{N: 50, Per: time.Hour}, Started: 3},
 	}, states)
 }
 

@@ -132,7 +132,10 @@ func TestAJobWhoseWorkerNeverComesFailsOnceRegistrationIsOver(t *testing.T) {
 		grace time.Duration
 		done  bool // the application calls RegistrationDone
 	}{
-		{"the grace passes", 1500 * time.Millisecond, false},
+		// The grace runs from Start, and the job must be fetched before it ends: a loaded root
+		// run once took about 2 s from newEnv to the wait (the subtest failed after 21.98 s with
+		// no put-back), so 1.5 s could pass before the first fetch.
+		{"the grace passes", 5 * time.Second, false},
 		{"the application says it is done", time.Hour, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,7 +82,11 @@ func TestAnExqNodesBackupListOfAnUnlistedQueueIsFoundAndRescued(t *testing.T) {
 	require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup(dead, "unlisted"), job).Err())
 	require.NoError(t, v.rdb.LPush(ctx, v.keys.Backup(other, "q"), `{"class":"W","args":[],"queue":"q","jid":"o1"}`).Err())
 	require.NoError(t, v.rdb.ZAdd(ctx, v.keys.Heartbeats(), redis.Z{Score: float64(now.Add(-7 * time.Minute).Unix()), Member: dead}).Err())
-	v.start(Options{HeartbeatInterval: 100 * time.Millisecond, Queues: []Queue{{Name: "elsewhere", Concurrency: 1}}})
+	// A window of 1 s for Exq nodes, not the default 6 min: a gap of 200 ms between this node's
+	// heartbeat calls (a loaded machine) counts as a stall, after which every node has a whole
+	// window of its own again (scripts/stale.lua), and the Exq node would outlive the wait.
+	v.start(Options{HeartbeatInterval: 100 * time.Millisecond, ForeignHeartbeatWindow: time.Second,
+		Queues: []Queue{{Name: "elsewhere", Concurrency: 1}}})
 	testutil.WaitFor(t, "the Exq node is buried", func() bool {
 		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), dead).Err() == redis.Nil
 	})

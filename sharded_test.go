@@ -288,7 +288,9 @@ func TestShardedQueueStatesMergesShards(t *testing.T) {
 	require.NoError(t, err)
 	limited := func(i int, q string, leases, expired, starts int) {
 		k := wire.NewKeys(names[i])
-		require.NoError(t, rdb.HSet(ctx, k.Limits(), q, `{"global_limit":5,"rate":200,"rate_per_ms":1000}`).Err())
+		// A rate per hour: starts count within the rate's window, and a loaded run can take
+		// more than a second between writing them and reading the states.
+		require.NoError(t, rdb.HSet(ctx, k.Limits(), q, `{"global_limit":5,"rate":200,"rate_per_ms":3600000}`).Err())
 		for n := range leases {
 			require.NoError(t, rdb.ZAdd(ctx, k.Leases(q), redis.Z{Score: float64(now.Add(time.Hour).Unix()), Member: "node:" + strconv.Itoa(n)}).Err())
 		}
@@ -314,7 +316,7 @@ func TestShardedQueueStatesMergesShards(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []QueueState{
 		{Name: "later", Paused: true},
-		{Name: "mail", Size: 3, GlobalLimit: 5, InUse: 3, Rate: Rate{N: 200, Per: time.Second}, Started: 4},
+		{Name: "mail", Size: 3, GlobalLimit: 5, InUse: 3, Rate: Rate{N: 200, Per: time.Hour}, Started: 4},
 		{Name: "other", Size: 1},
 	}, states)
 }

@@ -62,6 +62,9 @@ func TestCancellingStartsContextStopsTheNodeAndLetsTheRunningJobFinish(t *testin
 
 	cancel() // what signal.NotifyContext does on Ctrl-C
 	testutil.WaitFor(t, "Done is closed", func() bool { return closed(e.Done()) })
+	// A fetch under way when the stop began may still take a job (a cluster run once ran the
+	// job enqueued below): the test enqueues once the fetch loops have ended.
+	testutil.WaitFor(t, "the node stops fetching", func() bool { return e.stopping.Load() && len(e.loops.Running()) == 0 })
 	_, err = e.Enqueue(context.Background(), "default", "W", nil)
 	require.NoError(t, err, "enqueueing works while the node drains")
 

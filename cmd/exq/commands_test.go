@@ -247,9 +247,11 @@ func TestQueuesShowGlobalLimitInUseRateAndStarts(t *testing.T) {
 		limit, inUse           float64
 		rate, ratePerMS, start float64
 	}{
+		// A rate per hour: starts count within the rate's window, and a loaded run can take more
+		// than a second between writing them and the second command.
 		{name: "global limit and rate: live leases count, expired ones do not",
-			queue: "mail", limits: `{"global_limit":5,"rate":200,"rate_per_ms":1000}`, live: 2, expired: 1, starts: 3,
-			wantRow: `(?m)^mail +1 +2/5 +200/1s +3$`, limit: 5, inUse: 2, rate: 200, ratePerMS: 1000, start: 3},
+			queue: "mail", limits: `{"global_limit":5,"rate":200,"rate_per_ms":3600000}`, live: 2, expired: 1, starts: 3,
+			wantRow: `(?m)^mail +1 +2/5 +200/1h +3$`, limit: 5, inUse: 2, rate: 200, ratePerMS: 3600000, start: 3},
 		{name: "global limit alone: no rate, no started count",
 			queue: "slots", limits: `{"global_limit":3}`, expired: 2,
 			wantRow: `(?m)^slots +1 +0/3 *$`, limit: 3},

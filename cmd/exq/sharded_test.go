@@ -182,7 +182,9 @@ func TestShardedProcessesAndQuiet(t *testing.T) {
 // shows the limit and rate one shard runs the queue with (they apply in each shard).
 func TestShardedQueuesSumSlotsInUseAndStarts(t *testing.T) {
 	s := newShardedEnv(t)
-	limits := `{"global_limit":5,"rate":200,"rate_per_ms":1000}`
+	// Per hour: starts count within the rate's window, and a loaded run can take more than a
+	// second between writing them and the second command.
+	limits := `{"global_limit":5,"rate":200,"rate_per_ms":3600000}`
 	limitQueue(t, s.nss[1], "mail", limits, 2, 1, 3)
 	limitQueue(t, s.nss[2], "mail", limits, 1, 0, 1)
 	_, err := s.client(0).Enqueue(context.Background(), "mail", "Shard.Job", []any{})
@@ -190,9 +192,9 @@ func TestShardedQueuesSumSlotsInUseAndStarts(t *testing.T) {
 
 	code, out, errOut := s.run("queues")
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `(?m)^mail +1 +3/5 +200/1s +4$`, out)
+	assert.Regexp(t, `(?m)^mail +1 +3/5 +200/1h +4$`, out)
 	var queues []map[string]any
 	s.json(&queues, "queues")
 	assert.Equal(t, []map[string]any{{"queue": "mail", "size": 1.0, "paused": false, "global_limit": 5.0, "in_use": 3.0,
-		"rate": 200.0, "rate_per_ms": 1000.0, "started": 4.0}}, queues)
+		"rate": 200.0, "rate_per_ms": 3600000.0, "started": 4.0}}, queues)
 }

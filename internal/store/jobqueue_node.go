@@ -102,6 +102,8 @@ func (jq *Store) Unregister(ctx context.Context) error {
 // Prune removes from the processes set every node whose hash has expired (it stopped pinging
 // a minute ago), and deletes those nodes' busy lists, and only theirs. It returns the nodes
 // left in the set, which the foreign-run watch reads instead of the set (one SMEMBERS a ping).
+// A read finds the candidates; the removal checks each again (removeGone), so a node that
+// pings between the two keeps its membership and busy list.
 func (jq *Store) Prune(ctx context.Context, log *slog.Logger) ([]string, error) {
 	keys := jq.keys
 	members, err := jq.rdb.SMembers(ctx, keys.Processes()).Result()
@@ -117,31 +119,46 @@ func (jq *Store) Prune(ctx context.Context, log *slog.Logger) ([]string, error) 
 	}); err != nil {
 		return nil, err
 	}
-	var gone, left []string
+	var candidates []string
 	for i, m := range members {
-		if exists[i].Val() {
-			left = append(left, m)
-		} else {
-			gone = append(gone, m)
+		if !exists[i].Val() {
+			candidates = append(candidates, m)
 		}
 	}
-	if len(gone) == 0 {
-		return left, nil
+	if len(candidates) == 0 {
+		return members, nil
 	}
-	_, err = jq.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
-		args := make([]any, len(gone))
-		for i, g := range gone {
-			args[i] = g
-			pl.Del(ctx, keys.Workers(g))
-			pl.Del(ctx, keys.Work(g))
-		}
-		pl.SRem(ctx, keys.Processes(), args...)
-		return nil
-	})
-	if err == nil && log != nil {
+	gone, err := jq.removeGone(ctx, candidates)
+	if err != nil {
+		return nil, err
+	}
+	if len(gone) > 0 && log != nil {
 		log.Info("exq: pruned processes that stopped pinging", "nodes", gone)
 	}
-	return left, err
+	removed := make(map[string]bool, len(gone))
+	for _, g := range gone {
+		removed[g] = true
+	}
+	left := make([]string, 0, len(members)-len(gone))
+	for _, m := range members {
+		if !removed[m] {
+			left = append(left, m)
+		}
+	}
+	return left, nil
+}
+
+// removeGone removes each node of candidates whose hash has no info when the script runs
+// (scripts.Prune), with its busy lists, and returns those it removed.
+func (jq *Store) removeGone(ctx context.Context, candidates []string) ([]string, error) {
+	keys := make([]string, 0, 1+3*len(candidates))
+	keys = append(keys, jq.keys.Processes())
+	args := make([]any, len(candidates))
+	for i, c := range candidates {
+		keys = append(keys, jq.keys.Node(c), jq.keys.Workers(c), jq.keys.Work(c))
+		args[i] = c
+	}
+	return scripts.Prune.Run(ctx, jq.rdb, keys, args...).StringSlice()
 }
 
 // PublishWake sends an empty wake-up: Start uses it to see whether this Redis user may use

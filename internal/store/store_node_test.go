@@ -117,6 +117,25 @@ func TestPruneRemovesOnlyNodesWhoseHashExpired(t *testing.T) {
 	assert.Contains(t, logs.String(), "gone")
 }
 
+// A node the prune's read found without a hash may ping before the removal (a process back
+// from a pause): the removal checks again and leaves it, its membership and its busy list.
+func TestPruneLeavesANodeThatPingedAfterItsRead(t *testing.T) {
+	v := newEnv(t)
+	jq := v.store("me")
+	back := v.store("back")
+	require.NoError(t, v.rdb.SAdd(ctx(t), v.p("processes"), "back", "gone").Err())
+	// The read happened here (both without info); then "back" pings, with a run on its busy list.
+	require.NoError(t, back.WriteNode(ctx(t), NodeWrite{Info: "{}", BusyList: map[string]string{"r": "{}"}}))
+	gone, err := jq.removeGone(ctx(t), []string{"back", "gone"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gone"}, gone)
+	assert.Equal(t, []string{"back"}, v.members(v.p("processes")))
+	assert.Equal(t, map[string]string{"processes": "set", "back": "hash", "back:workers": "hash", "back:work": "hash"}, v.layout())
+	gone, err = jq.removeGone(ctx(t), nil)
+	require.NoError(t, err)
+	assert.Empty(t, gone)
+}
+
 func TestUnregisterLeavesTheHashToExpire(t *testing.T) {
 	v := newEnv(t)
 	jq := v.store("n1")

@@ -89,6 +89,8 @@ var (
 	trimIndexSrc string
 	//go:embed signals_done.lua
 	signalsDoneSrc string
+	//go:embed prune.lua
+	pruneSrc string
 	//go:embed stats_flush.lua
 	statsFlushSrc string
 	//go:embed push_relayed.lua
@@ -160,6 +162,9 @@ var (
 	TrimIndex = redis.NewScript(trimIndexSrc)
 	// SignalsDone removes handled signals from a node's signals list (compare-and-remove).
 	SignalsDone = redis.NewScript(signalsDoneSrc)
+	// Prune removes the nodes whose hash has expired, each checked again in the script (a
+	// node that pinged since the prune's read stays).
+	Prune = redis.NewScript(pruneSrc)
 	// StatsFlush adds one batch of counters, once per batch id.
 	StatsFlush = redis.NewScript(statsFlushSrc)
 	// PushRelayed pushes jobs an outbox relay read from a database, each jid at most once.

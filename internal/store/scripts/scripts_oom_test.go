@@ -332,6 +332,15 @@ func oomCases() []oomCase {
 		{name: "signals done", file: "signals_done.lua", script: SignalsDone, runs: true,
 			setup: push(func(k wire.Keys) string { return k.Signals(node) }, "TSTP"),
 			keys:  func(k wire.Keys) []string { return []string{k.Signals(node)} }, args: []any{"TSTP"}},
+		{name: "prune a node whose hash expired", file: "prune.lua", script: Prune, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.SAdd(ctx, k.Processes(), node)
+				c.HSet(ctx, k.Work(node), "tid", "{}")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.Processes(), k.Node(node), k.Workers(node), k.Work(node)}
+			},
+			args: []any{node}},
 	}
 }
 
