@@ -138,11 +138,12 @@ func (jq *Store) DeleteIteration(ctx context.Context, jid string) error {
 
 // CancelIteration sets iterable job jid's cancellation flag to now (Unix seconds) unless it is
 // set, and refreshes the TTL, as Sidekiq's cancel! does (HSETNX, EXPIRE). It returns the flag's
-// value and whether the hash existed before.
+// value and whether the job had a saved iteration state before: runs begun ("ex") and not
+// completed. A hash holding only an earlier flag (a plain job cancelled before) is no state.
 func (jq *Store) CancelIteration(ctx context.Context, jid string, now time.Time) (at int64, existed bool, err error) {
 	key := jq.keys.Iteration(jid)
 	p := jq.rdb.TxPipeline()
-	ex := p.Exists(ctx, key)
+	before := p.HMGet(ctx, key, iterExecutions, iterDone)
 	p.HSetNX(ctx, key, iterCancelled, strconv.FormatInt(now.Unix(), 10))
 	get := p.HGet(ctx, key, iterCancelled)
 	p.Expire(ctx, key, IterationTTL)
@@ -150,7 +151,8 @@ func (jq *Store) CancelIteration(ctx context.Context, jid string, now time.Time)
 		return 0, false, err
 	}
 	at, _ = strconv.ParseInt(get.Val(), 10, 64)
-	return at, ex.Val() == 1, nil
+	f := before.Val()
+	return at, len(f) == 2 && f[0] != nil && f[1] != "1", nil
 }
 
 // UncancelIteration removes the state CancelIteration created for a jid that turned out to be
