@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,20 +38,49 @@ func (c *cliEnv) foreignNode(id, runtime, q, jid string) {
 	require.NoError(c.t, err)
 }
 
-// 8. cancel of a job running on a Sidekiq or Exq node names the node, says that only exq nodes
-// honour cancel, sends nothing and exits 1.
+// 8. cancel of a job running on an Exq node names the node, says that only exq nodes honour
+// cancel, sends nothing and exits 1. On a Sidekiq node it sets the cancellation flag of the
+// job's iteration state (Sidekiq 7.3's it-<jid>), which only an iterable job honours: with a
+// saved state it says the job stops at its next save; without, it says a plain job runs to its
+// end and exits 1. No signal goes to either (Sidekiq would take CANCEL for a Unix signal).
 func TestCancelOnANonExqNodeNamesTheNodeAndExitsOne(t *testing.T) {
 	c := newCLIEnv(t)
-	for _, runtime := range []string{"Sidekiq", "Exq"} {
-		node, jid := strings.ToLower(runtime)+"-node-1", "jid-on-"+runtime
-		c.foreignNode(node, runtime, "default", jid)
-		code, out, errOut := c.run("cancel", jid)
-		assert.Equal(t, 1, code, runtime)
-		assert.Empty(t, out)
-		assert.Equal(t, fmt.Sprintf("exq cancel: job %s runs on node %s (%s): only exq nodes honour cancel, so none was sent\n", jid, node, runtime), errOut)
-		assert.Zero(t, c.rdb.Exists(context.Background(), c.ns+":"+node+"-signals").Val(), "%s: no signal sent", runtime)
+	ctx := context.Background()
+	node, jid := "exq-node-1", "jid-on-Exq"
+	c.foreignNode(node, "Exq", "default", jid)
+	code, out, errOut := c.run("cancel", jid)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Equal(t, fmt.Sprintf("exq cancel: job %s runs on node %s (Exq): only exq nodes honour cancel, so none was sent\n", jid, node), errOut)
+	assert.Zero(t, c.rdb.Exists(ctx, c.ns+":"+node+"-signals").Val(), "no signal sent")
+	assert.Zero(t, c.rdb.Exists(ctx, c.ns+":it-"+jid).Val(), "no flag for an Exq node's job")
+
+	for _, tc := range []struct {
+		name     string
+		iterable bool
+	}{{"a plain Sidekiq job", false}, {"an iterable Sidekiq job", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			node, jid := "sidekiq-node-"+fmt.Sprint(tc.iterable), "jid-on-Sidekiq-"+fmt.Sprint(tc.iterable)
+			c.foreignNode(node, "Sidekiq", "default", jid)
+			if tc.iterable { // as Sidekiq 7.3's flush_state writes it
+				require.NoError(t, c.rdb.HSet(ctx, c.ns+":it-"+jid, "ex", "1", "c", "41", "rt", "2.5").Err())
+			}
+			code, out, errOut := c.run("cancel", jid)
+			if tc.iterable {
+				assert.Equal(t, 0, code)
+				assert.Equal(t, fmt.Sprintf("set the cancellation flag of %s, an iterable job running on Sidekiq node %s: it stops at its next save (within about 5 s) and is not retried\n", jid, node), out)
+			} else {
+				assert.Equal(t, 1, code)
+				assert.Empty(t, out)
+				assert.Equal(t, fmt.Sprintf("exq cancel: job %s runs on node %s (Sidekiq) and has saved no iteration state: Sidekiq stops only an iterable job (Sidekiq 7.3 or later) at its next save, so the cancellation flag is set for that case; any other job runs to its end\n", jid, node), errOut)
+			}
+			flag, err := c.rdb.HGet(ctx, c.ns+":it-"+jid, "cancelled").Int64()
+			require.NoError(t, err, "the flag Sidekiq 7.3 reads is set")
+			assert.InDelta(t, time.Now().Unix(), flag, 60)
+			assert.Zero(t, c.rdb.Exists(ctx, c.ns+":"+node+"-signals").Val(), "no signal sent")
+		})
 	}
-	code, _, errOut := c.run("cancel", "not-running")
+	code, _, errOut = c.run("cancel", "not-running")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "exq cancel: job not found: not-running is not running on any node (see exq job not-running)\n", errOut)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -148,9 +149,11 @@ func (a *app) cancelCmd() *cobra.Command {
 		Use:   "cancel JID",
 		Short: "Cancel job JID, running or waiting (it goes to dead)",
 		Long: `Cancel job JID. A running job: its node cancels the job's context and the job goes to the dead
-set with error_message "Canceled" (an iterable job stops at its next item). Only exq nodes honour
-cancel: a job running on an Exq or Sidekiq node is not signalled, and the command fails naming the
-node. A job waiting in a queue, the schedule or the retry set moves to the dead set and never runs.`,
+set with error_message "Canceled" (an iterable job stops at its next item). A job running on a
+Sidekiq node gets the cancellation flag of its iteration state, which a Sidekiq 7.3 iterable job
+honours at its next save; the command fails when the job has saved no such state (a plain Sidekiq
+job runs to its end). A job running on an Exq node is not signalled, and the command fails naming
+the node. A job waiting in a queue, the schedule or the retry set moves to the dead set and never runs.`,
 		Args: nArgs(1, 1, "cancel JID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, jid := cmd.Context(), args[0]
@@ -166,6 +169,9 @@ node. A job waiting in a queue, the schedule or the retry set moves to the dead 
 					continue
 				}
 				p := places[0]
+				if p.Runtime == "Sidekiq" {
+					return a.cancelOnSidekiq(ctx, i, api, jid, p.Node)
+				}
 				if p.Runtime != "exq" {
 					return fmt.Errorf("job %s runs on node %s (%s): only exq nodes honour cancel, so none was sent", jid, p.Node, runtimeName(p.Runtime))
 				}
@@ -198,6 +204,28 @@ node. A job waiting in a queue, the schedule or the retry set moves to the dead 
 			return fmt.Errorf("%w: %s is not running on any node (see exq job %s)", exq.ErrJobNotFound, jid, jid)
 		},
 	}
+}
+
+// cancelOnSidekiq cancels job jid running on Sidekiq node node: Sidekiq has no signal for it,
+// but a Sidekiq 7.3 iterable job stops at its next save once the cancellation flag of its
+// iteration state is set (API.CancelJob sets it). A job with a saved iteration state is such a
+// job; one without may be an iterable job that has not saved yet (Sidekiq saves every 5 s), so
+// the flag is left set for it, and the command fails, saying that a plain job runs to its end.
+func (a *app) cancelOnSidekiq(ctx context.Context, shard int, api *exq.API, jid, node string) error {
+	if _, err := api.CancelJob(ctx, jid); err != nil && !errors.Is(err, exq.ErrJobNotFound) {
+		return err
+	}
+	state, ok, err := api.IterationProgress(ctx, jid)
+	if err != nil {
+		return err
+	}
+	if !ok || state.Executions == 0 { // the flag alone is no saved state
+
+		return fmt.Errorf("job %s runs on node %s (Sidekiq) and has saved no iteration state: Sidekiq stops only an iterable job (Sidekiq 7.3 or later) at its next save, so the cancellation flag is set for that case; any other job runs to its end", jid, node)
+	}
+	v := map[string]any{"jid": jid, "node": node}
+	in := a.where(shard, v)
+	return a.say(v, "set the cancellation flag of %s%s, an iterable job running on Sidekiq node %s: it stops at its next save (within about 5 s) and is not retried", jid, in, node)
 }
 
 // findRunning is where job jid runs in one namespace, with the runtime of its node.
