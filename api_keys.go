@@ -188,3 +188,15 @@ func checkQueueKey(op, q, key string) error {
 	}
 	return nil
 }
+
+// KeySize is the number of jobs of key waiting in queue q.
+func (a *API) KeySize(ctx context.Context, q, key string) (int64, error) {
+	if err := checkQueueKey("key size", q, key); err != nil {
+		return 0, err
+	}
+	n, err := a.jq.KeyJobsLen(ctx, q, key)
+	if err != nil {
+		return 0, fmt.Errorf("exq: jobs of key %q of %q: %w", key, q, err)
+	}
+	return n, nil
+}

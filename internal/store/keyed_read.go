@@ -33,7 +33,7 @@ type KeyRow struct {
 // KeysRead is a bounded read of a queue's keys: the rows of the top keys by waiting jobs
 // among the sampled ones, and the sizes of the sets they were sampled from.
 type KeysRead struct {
-	Rows                                 []KeyRow
+	Rows                                  []KeyRow
 	Ready, Blocked, Held, Paused, Delayed int64
 	// Sampled reports that a set had more members than KeySample: the rows are the top among
 	// a sample.
