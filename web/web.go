@@ -296,7 +296,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, exq.ErrJobNotFound), errors.Is(err, exq.ErrPeriodicNotFound), notFoundFlow(err):
 		h.errorPage(w, r, http.StatusNotFound, "Not found: it may have run, moved or been deleted meanwhile.")
-	case errors.Is(err, exq.ErrInvalidQueue), errors.Is(err, exq.ErrInvalidPeriodic), errors.Is(err, exq.ErrUndecodableJob):
+	case errors.Is(err, exq.ErrInvalidQueue), errors.Is(err, exq.ErrInvalidKey), errors.Is(err, exq.ErrInvalidPeriodic), errors.Is(err, exq.ErrUndecodableJob):
 		h.errorPage(w, r, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled):
 		// The browser went away.
