@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/names"
-	"github.com/exqgo/exq/internal/store"
 )
 
 // ErrInvalidKey is wrapped by the API calls that take a job's key (KeyJobs, PauseKey,
@@ -37,7 +36,7 @@ type KeyState struct {
 	// Concurrency or is a Sequence (0 otherwise: a policy without leases does not count them).
 	Running int64 `json:"running"`
 	// Delayed is the number of its jobs due later (scheduled, or retrying) among the queue's
-	// first store.KeySample delayed jobs by due time.
+	// first KeySample delayed jobs by due time.
 	Delayed int64 `json:"delayed"`
 	// State is KeyReady, KeyBlocked, KeyHeld, KeyPaused or KeyIdle (paused wins, then held,
 	// blocked, ready).
@@ -74,7 +73,7 @@ type KeysReport struct {
 }
 
 // KeySample is how many members API.Keys reads at most from each of a queue's key sets.
-const KeySample = store.KeySample
+const KeySample = 1000
 
 // Keys reports queue q's keys with the most jobs waiting, with their running and delayed jobs
 // and their state (docs/keys.md). It reads a bounded page of each of the queue's key sets
@@ -93,7 +92,7 @@ func (a *API) Keys(ctx context.Context, q string, o KeysOptions) (KeysReport, er
 	case limit == 0:
 		limit = 50
 	}
-	r, err := a.jq.KeysOf(ctx, q, limit)
+	r, err := a.jq.KeysOf(ctx, q, KeySample, limit)
 	if err != nil {
 		return KeysReport{}, fmt.Errorf("exq: keys of %q: %w", q, err)
 	}

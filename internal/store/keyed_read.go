@@ -12,11 +12,6 @@ import (
 	"github.com/exqgo/exq/internal/wire"
 )
 
-// KeySample is the most members a keys listing reads from each of a queue's key sets (the
-// ready keys by turn, the blocked keys by time, the held and paused keys, the delayed jobs by
-// due time): a queue with any number of keys costs a bounded page of each (docs/keys.md).
-const KeySample = 1000
-
 // KeyRow is one key of a queue as KeysOf reads it.
 type KeyRow struct {
 	Key     string
@@ -35,17 +30,19 @@ type KeyRow struct {
 type KeysRead struct {
 	Rows                                  []KeyRow
 	Ready, Blocked, Held, Paused, Delayed int64
-	// Sampled reports that a set had more members than KeySample: the rows are the top among
+	// Sampled reports that a set had more members than sample: the rows are the top among
 	// a sample.
 	Sampled bool
 }
 
 // KeysOf reads queue q's keys in three round trips, whatever their number: a page of at most
-// KeySample members of each key set (and of the delayed jobs, whose keys are decoded), the
+// sample members of each key set (and of the delayed jobs, whose keys are decoded), the
 // length of each sampled key's list, then the state and live leases of the top keys by that
-// length (at most top of them). It only reads. A key whose keys are of another type reads as
+// length (at most top of them); sample is the most members read of each
+// set (the ready keys by turn, the blocked keys by time, the held and paused keys, the delayed
+// jobs by due time). It only reads. A key whose keys are of another type reads as
 // empty.
-func (jq *Store) KeysOf(ctx context.Context, q string, top int) (KeysRead, error) {
+func (jq *Store) KeysOf(ctx context.Context, q string, sample, top int) (KeysRead, error) {
 	var out KeysRead
 	k := jq.keys
 	now, err := jq.rdb.Time(ctx).Result()
@@ -57,11 +54,11 @@ func (jq *Store) KeysOf(ctx context.Context, q string, top int) (KeysRead, error
 	var held, paused *redis.ScanCmd
 	var nReady, nBlocked, nHeld, nPaused, nDelayed *redis.IntCmd
 	if sent, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		ready = p.ZRange(ctx, k.KeyReady(q), 0, KeySample-1)
-		blocked = p.ZRangeWithScores(ctx, k.KeyBlocked(q), 0, KeySample-1)
-		held = p.HScan(ctx, k.KeyHeld(q), 0, "", KeySample)
-		paused = p.SScan(ctx, k.KeyPaused(q), 0, "", KeySample)
-		delayed = p.ZRange(ctx, k.KeyDelayed(q), 0, KeySample-1)
+		ready = p.ZRange(ctx, k.KeyReady(q), 0, int64(sample-1))
+		blocked = p.ZRangeWithScores(ctx, k.KeyBlocked(q), 0, int64(sample-1))
+		held = p.HScan(ctx, k.KeyHeld(q), 0, "", int64(sample))
+		paused = p.SScan(ctx, k.KeyPaused(q), 0, "", int64(sample))
+		delayed = p.ZRange(ctx, k.KeyDelayed(q), 0, int64(sample-1))
 		nReady, nBlocked = p.ZCard(ctx, k.KeyReady(q)), p.ZCard(ctx, k.KeyBlocked(q))
 		nHeld, nPaused, nDelayed = p.HLen(ctx, k.KeyHeld(q)), p.SCard(ctx, k.KeyPaused(q)), p.ZCard(ctx, k.KeyDelayed(q))
 		return nil
@@ -69,12 +66,12 @@ func (jq *Store) KeysOf(ctx context.Context, q string, top int) (KeysRead, error
 		return out, err
 	}
 	out.Ready, out.Blocked, out.Held, out.Paused, out.Delayed = nReady.Val(), nBlocked.Val(), nHeld.Val(), nPaused.Val(), nDelayed.Val()
-	out.Sampled = out.Ready > KeySample || out.Blocked > KeySample || out.Held > KeySample || out.Paused > KeySample || out.Delayed > KeySample
+	out.Sampled = out.Ready > int64(sample) || out.Blocked > int64(sample) || out.Held > int64(sample) || out.Paused > int64(sample) || out.Delayed > int64(sample)
 
 	seen := map[string]bool{}
 	var cands []string
 	add := func(key string) {
-		if key != "" && !seen[key] && len(cands) < 5*KeySample {
+		if key != "" && !seen[key] && len(cands) < 5*sample {
 			seen[key] = true
 			cands = append(cands, key)
 		}
@@ -87,11 +84,11 @@ func (jq *Store) KeysOf(ctx context.Context, q string, top int) (KeysRead, error
 		add(key)
 	}
 	hk, _ := held.Val()
-	for i := 0; i < len(hk) && i < 2*KeySample; i += 2 { // field, value pairs
+	for i := 0; i < len(hk) && i < 2*sample; i += 2 { // field, value pairs
 		add(hk[i])
 	}
 	pk, _ := paused.Val()
-	for i := 0; i < len(pk) && i < KeySample; i++ {
+	for i := 0; i < len(pk) && i < sample; i++ {
 		add(pk[i])
 	}
 	delayedOf := map[string]int64{}
