@@ -26,7 +26,7 @@ type snapshot struct {
 	outbox      exq.OutboxStatus
 	outboxOK    bool
 	keys        map[string]exq.KeysReport // by queue of Options.KeyQueues; a queue's last good read
-	lastSuccess time.Time // when every part was last read successfully
+	lastSuccess time.Time                 // when every part was last read successfully
 }
 
 var sets = [3]exq.Set{exq.RetrySet, exq.ScheduledSet, exq.DeadSet}
