@@ -107,7 +107,7 @@ With KEY, the key's waiting jobs, next to run first, a page of --limit from --of
 			for i, k := range rep.Keys {
 				state := k.State
 				if k.BlockedUntil != nil {
-					state += " until " + k.BlockedUntil.UTC().Format(time.RFC3339)
+					state += " until " + when(*k.BlockedUntil)
 				}
 				rows[i] = []any{k.Key, k.Waiting, k.Running, k.Delayed, state}
 			}
