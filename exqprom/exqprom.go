@@ -60,7 +60,22 @@ type Options struct {
 	// Logger receives a warning for every failed read of Redis. Default: none (the failure is
 	// still counted in exq_scrape_errors_total).
 	Logger *slog.Logger
+	// KeyQueues are the queues whose keyed jobs (docs/keys.md) are exported: for each, the
+	// number of keys in each state (exq_keys) and the TopKeys keys with the most jobs waiting
+	// (exq_key_waiting, exq_key_running), read with exq.API.Keys. Cardinality stays bounded:
+	// at most TopKeys series per queue and metric, never one per key of the queue. Default:
+	// none.
+	KeyQueues []string
+	// TopKeys is how many keys of each of KeyQueues are exported. Default DefaultTopKeys (10),
+	// at most MaxTopKeys (100).
+	TopKeys int
 }
+
+// DefaultTopKeys and MaxTopKeys bound Options.TopKeys.
+const (
+	DefaultTopKeys = 10
+	MaxTopKeys     = 100
+)
 
 // outcomes are the outcome label values, indexed by event kind minus exq.JobSucceeded.
 var outcomes = [...]string{"succeeded", "retried", "died", "snoozed", "handed_back", "not_stored"}
@@ -104,6 +119,7 @@ type Collector struct {
 type descs struct {
 	queueSize, queueLatency, retry, scheduled, dead, nodes, processed, failed, lastSuccess *prometheus.Desc
 	outboxBacklog, outboxAge                                                               *prometheus.Desc
+	keys, keyWaiting, keyRunning                                                           *prometheus.Desc
 }
 
 // New returns a Collector that reads the fleet's state through api on each scrape (api may be
@@ -118,6 +134,10 @@ func New(api *exq.API, opts Options) *Collector {
 	if len(opts.Buckets) == 0 {
 		opts.Buckets = DefaultBuckets
 	}
+	if opts.TopKeys <= 0 {
+		opts.TopKeys = DefaultTopKeys
+	}
+	opts.TopKeys = min(opts.TopKeys, MaxTopKeys)
 	cl := opts.ConstLabels
 	c := &Collector{api: api, opts: opts}
 	c.enqueued = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exq", Name: "jobs_enqueued_total", ConstLabels: cl,
@@ -168,6 +188,10 @@ func New(api *exq.API, opts Options) *Collector {
 			"Committed jobs waiting in the Postgres outbox (module exqpg), as its relays last reported; absent until a relay reports."),
 		outboxAge: d("outbox_oldest_age_seconds",
 			"How long the oldest job waiting in the Postgres outbox had waited at the relays' last report (0 when none waits)."),
+		keys: d("keys", "Keys of a keyed queue (Options.KeyQueues) by state: ready, blocked, held, paused.", "queue", "state"),
+		keyWaiting: d("key_waiting",
+			"Jobs waiting of the keys with the most of them in a keyed queue (the top Options.TopKeys, read from a bounded sample: docs/keys.md).", "queue", "key"),
+		keyRunning: d("key_running", "Running jobs (live leases) of the same top keys.", "queue", "key"),
 	}
 	return c
 }
@@ -190,7 +214,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.scrapeErrors.Describe(ch)
 	for _, d := range []*prometheus.Desc{c.descs.queueSize, c.descs.queueLatency, c.descs.retry, c.descs.scheduled,
 		c.descs.dead, c.descs.nodes, c.descs.processed, c.descs.failed, c.descs.lastSuccess,
-		c.descs.outboxBacklog, c.descs.outboxAge} {
+		c.descs.outboxBacklog, c.descs.outboxAge, c.descs.keys, c.descs.keyWaiting, c.descs.keyRunning} {
 		ch <- d
 	}
 }
@@ -249,6 +273,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			age = max(s.outbox.UpdatedAt.Sub(s.outbox.OldestAt).Seconds(), 0)
 		}
 		gauge(c.descs.outboxAge, age)
+	}
+	for q, r := range s.keys {
+		for state, n := range map[string]int64{exq.KeyReady: r.ReadyKeys, exq.KeyBlocked: r.BlockedKeys, exq.KeyHeld: r.HeldKeys, exq.KeyPaused: r.PausedKeys} {
+			gauge(c.descs.keys, float64(n), q, state)
+		}
+		for _, k := range r.Keys {
+			gauge(c.descs.keyWaiting, float64(k.Waiting), q, k.Key)
+			gauge(c.descs.keyRunning, float64(k.Running), q, k.Key)
+		}
 	}
 	if !s.lastSuccess.IsZero() {
 		gauge(c.descs.lastSuccess, float64(s.lastSuccess.UnixNano())/1e9)

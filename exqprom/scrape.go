@@ -25,7 +25,8 @@ type snapshot struct {
 	statsOK     bool
 	outbox      exq.OutboxStatus
 	outboxOK    bool
-	lastSuccess time.Time // when every part was last read successfully
+	keys        map[string]exq.KeysReport // by queue of Options.KeyQueues; a queue's last good read
+	lastSuccess time.Time                 // when every part was last read successfully
 }
 
 var sets = [3]exq.Set{exq.RetrySet, exq.ScheduledSet, exq.DeadSet}
@@ -96,6 +97,11 @@ func (c *Collector) startRead() {
 		})
 		run(func() { r.stats, errs[3] = c.api.Stats(ctx) })
 		run(func() { r.outbox, errs[4] = c.api.Outbox(ctx) })
+		keys := make([]exq.KeysReport, len(c.opts.KeyQueues))
+		keyErrs := make([]error, len(c.opts.KeyQueues))
+		for i, q := range c.opts.KeyQueues {
+			run(func() { keys[i], keyErrs[i] = c.api.Keys(ctx, q, exq.KeysOptions{Limit: c.opts.TopKeys}) })
+		}
 		wg.Wait()
 
 		c.mu.Lock()
@@ -121,7 +127,18 @@ func (c *Collector) startRead() {
 		if errs[4] == nil {
 			s.outbox, s.outboxOK = r.outbox, true
 		}
-		err := errors.Join(append(errs[:], setErrs[:]...)...)
+		if len(c.opts.KeyQueues) > 0 {
+			m := make(map[string]exq.KeysReport, len(c.opts.KeyQueues))
+			for i, q := range c.opts.KeyQueues {
+				if keyErrs[i] == nil {
+					m[q] = keys[i]
+				} else if old, ok := s.keys[q]; ok {
+					m[q] = old
+				}
+			}
+			s.keys = m
+		}
+		err := errors.Join(append(append(errs[:], setErrs[:]...), keyErrs...)...)
 		if err == nil {
 			s.lastSuccess = time.Now()
 		} else if !f.counted {

@@ -138,7 +138,7 @@ func TestReadsNeverWriteAndWorkForAReadOnlyUser(t *testing.T) {
 		o, err := api.Overview(ctx)
 		require.NoError(t, err, user)
 		assert.Equal(t, 1, o.Processes, user)
-		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/retries", "/dead", "/periodic",
+		for _, path := range []string{"/", "/busy", "/search?jid=running-1", "/stats.json", "/queues", "/queues/default", "/queues/default/keys", "/retries", "/dead", "/periodic",
 			"/batches", "/batches/" + bid, "/batches/" + bid + "?audit=1", "/batches/" + gone, "/workflows", "/workflows/" + wf.ID, "/workflows/" + wfGone.ID,
 			"/metrics", "/metrics?hours=8&class=W"} {
 			req := httptest.NewRequest(http.MethodGet, path, nil)

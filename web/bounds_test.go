@@ -197,6 +197,9 @@ func TestPagesShowTimesPastYear9999(t *testing.T) {
 	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Dead(), redis.Z{Score: 1e12, Member: far}).Err())
 	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.Retry(), redis.Z{Score: 1e15, Member: far}).Err())
 	f.push("q", far)
+	// A key blocked until such a time (docs/keys.md).
+	require.NoError(t, f.rdb.ZAdd(ctx, f.keys.KeyBlocked("q"), redis.Z{Score: 1e12, Member: "far"}).Err())
+	require.NoError(t, f.rdb.RPush(ctx, f.keys.KeyJobs("q", "far"), far).Err())
 	id := "far:1:abc"
 	require.NoError(t, f.rdb.HSet(ctx, f.keys.Node(id), "info", `{"hostname":"h","started_at":1e12,"pid":1,"concurrency":5,"queues":["q"]}`,
 		"busy", "1", "beat", "1e300", "quiet", "false").Err())
@@ -209,7 +212,7 @@ func TestPagesShowTimesPastYear9999(t *testing.T) {
 	require.NoError(t, f.rdb.SAdd(ctx, f.keys.CronJobs(), "cron_job:far").Err())
 	require.NoError(t, f.rdb.LPush(ctx, f.keys.CronJob("far")+":jid_history", `{"jid":"h-far","enqueued":"9999-12-31T23:59:59-23:59"}`).Err())
 	for _, path := range []string{"/", "/batches", "/batches/" + bid, "/workflows", "/workflows/" + w.ID, "/dead", "/dead/far", "/retries",
-		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/search?jid=far", "/busy", "/periodic", "/periodic/far"} {
+		"/retries/far", "/queues/q", "/queues/q/jobs/far", "/queues/q/keys", "/search?jid=far", "/busy", "/periodic", "/periodic/far"} {
 		code, body := f.get(path)
 		assert.Equal(t, http.StatusOK, code, "GET %s: %.300s", path, body)
 		// Such a time is "out of range", as JSON writes null for it: never a clamped year

@@ -165,6 +165,8 @@ var flashes = map[string]string{
 	"killed":    "%s job(s) moved to the dead set.",
 	"paused":    "Queue paused: no exq node fetches from it until it is resumed.",
 	"resumed":   "Queue resumed.",
+	"kpaused":   "Key paused: none of its jobs starts on any exq node until it is resumed.",
+	"kresumed":  "Key resumed.",
 	"qdeleted":  "Queue deleted with its jobs.",
 	"quieted":   "Quiet signal sent: the node fetches no more jobs (within a few seconds).",
 	"stopped":   "Stop signal sent: the node goes quiet and its application is asked to stop it.",

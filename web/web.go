@@ -6,7 +6,8 @@
 //
 // Pages: a dashboard with the counters, a live graph of the last two minutes, a history of 7,
 // 30 or 90 days, the Redis server and the Postgres outbox's backlog (when relays report one);
-// queues (size, latency, paused, limits; pause, resume, delete); a queue's jobs; busy nodes
+// queues (size, latency, paused, limits; pause, resume, delete); a queue's jobs; a queue's
+// keys (the top keys by jobs waiting, their running and delayed jobs and state; pause, resume); busy nodes
 // (exq, Exq and Sidekiq) and their running jobs (quiet, stop, cancel); the retry, scheduled
 // and dead sets (paged, sorted, filtered; run now, delete, kill, one job or many); a job's
 // every field with its error and backtrace; periodic jobs (enqueue now, enable, disable,
@@ -295,7 +296,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, exq.ErrJobNotFound), errors.Is(err, exq.ErrPeriodicNotFound), notFoundFlow(err):
 		h.errorPage(w, r, http.StatusNotFound, "Not found: it may have run, moved or been deleted meanwhile.")
-	case errors.Is(err, exq.ErrInvalidQueue), errors.Is(err, exq.ErrInvalidPeriodic), errors.Is(err, exq.ErrUndecodableJob):
+	case errors.Is(err, exq.ErrInvalidQueue), errors.Is(err, exq.ErrInvalidKey), errors.Is(err, exq.ErrInvalidPeriodic), errors.Is(err, exq.ErrUndecodableJob):
 		h.errorPage(w, r, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled):
 		// The browser went away.

@@ -63,6 +63,9 @@ func (c *cliEnv) seedFarTimes() farFixture {
 	require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":schedule", redis.Z{Score: -1e12, Member: job("sched-far", "")},
 		redis.Z{Score: 1700000000, Member: job("sched-good", "")}).Err())
 
+	// A key blocked until a time RFC 3339 cannot write (docs/keys.md).
+	require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":key_blocked:default", redis.Z{Score: 1e12, Member: "far"}).Err())
+	require.NoError(c.t, c.rdb.RPush(ctx, c.ns+":key_jobs:default:far", job("key-far", "")).Err())
 	id := "far:1:abc"
 	info := `{"hostname":"h","started_at":1e12,"pid":1,"tag":"t","concurrency":5,"queues":["default"],"labels":[],"identity":"far:1:abc"}`
 	payload, _ := json.Marshal(job("busy-far", `,"created_at":1e12`))
@@ -98,7 +101,7 @@ func readCommands(f farFixture, jids ...string) []struct {
 		{"batch show", []string{"batch", "show", f.goodBID}}, {"batch show", []string{"batch", "show", f.badBID, "--audit"}},
 		{"workflow", []string{"workflow"}}, {"workflow list", []string{"workflow", "list"}},
 		{"workflow show", []string{"workflow", "show", f.wfID}}, {"outbox status", []string{"outbox", "status"}},
-		{"metrics", []string{"metrics"}},
+		{"metrics", []string{"metrics"}}, {"keys", []string{"keys", "default"}}, {"keys", []string{"keys", "default", "evil", "--limit", "100"}},
 	}
 	for _, jid := range jids {
 		out = append(out, cmd{"job", []string{"job", jid}})
@@ -110,7 +113,7 @@ func readCommands(f farFixture, jids ...string) []struct {
 // with the names given to them), or run something else (web, the outbox relay, completion).
 var notReading = map[string]string{
 	"cancel": "acts", "cron add": "acts", "cron delete": "acts", "cron disable": "acts", "cron enable": "acts",
-	"cron enqueue": "acts", "delete": "acts", "enqueue": "acts", "queues pause": "acts", "queues resume": "acts",
+	"cron enqueue": "acts", "delete": "acts", "enqueue": "acts", "queues pause": "acts", "queues resume": "acts", "keys pause": "acts", "keys resume": "acts",
 	"quiet": "acts", "requeue": "acts (and names the stored job's queue: TestNoStoredStringForgesALineOrReachesTheTerminal)",
 	"stop": "acts", "web": "serves the dashboard (package web's tests)", "outbox relay": "runs exq-outbox",
 	"completion": "scripts", "completion bash": "scripts", "completion fish": "scripts", "completion powershell": "scripts",
@@ -214,7 +217,7 @@ func TestTablesSayOutOfRangeForTimesPastYear9999(t *testing.T) {
 		require.Equal(t, 0, code, "%v: %s", cmd.args, errOut)
 		assert.NotRegexp(t, farShown, out, "%v shows an out-of-range time as a date", cmd.args)
 	}
-	for _, args := range [][]string{{"processes"}, {"busy"}, {"batch", "list"}, {"workflow", "list"}, {"dead"}, {"job", "busy-far"}} {
+	for _, args := range [][]string{{"processes"}, {"busy"}, {"batch", "list"}, {"workflow", "list"}, {"dead"}, {"job", "busy-far"}, {"keys", "default"}} {
 		_, out, _ := c.run(args...)
 		assert.Contains(t, out, "out of range", "%v", args)
 	}
@@ -247,6 +250,10 @@ func (c *cliEnv) seedForgeries() (bid, wfID string) {
 	doc := fmt.Sprintf(`{"class":%s,"args":[%s],"queue":%s,"jid":"forged-1","error_class":%s,"error_message":%s,"enqueued_at":1700000000.5}`, q, q, q, q, q)
 	require.NoError(c.t, c.rdb.LPush(ctx, c.ns+":queue:default", doc).Err())
 	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", "default", forge).Err())
+	// A key named by the forgery, waiting with the forged job (docs/keys.md).
+	require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":key_ready:default", redis.Z{Score: 0, Member: forge}).Err())
+	require.NoError(c.t, c.rdb.RPush(ctx, c.ns+":key_jobs:default:"+forge, doc).Err())
+	require.NoError(c.t, c.rdb.RPush(ctx, c.ns+":key_jobs:default:evil", doc).Err())
 	for _, s := range []string{"retry", "schedule", "dead"} {
 		require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":"+s, redis.Z{Score: 1700000000, Member: doc}).Err())
 	}

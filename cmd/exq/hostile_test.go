@@ -32,6 +32,15 @@ func (c *cliEnv) seedHostile() {
 		require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":"+s, members...).Err())
 	}
 	require.NoError(c.t, c.rdb.SAdd(ctx, c.ns+":queues", "default").Err())
+	// Keys (docs/keys.md): a key name written by hand with escapes and a line break, and a
+	// key whose waiting jobs are every fixture.
+	for _, k := range []string{"k\nforged\x1b[2J\x9b2J", "evil"} {
+		require.NoError(c.t, c.rdb.ZAdd(ctx, c.ns+":key_ready:default", redis.Z{Score: 0, Member: k}).Err())
+	}
+	for _, name := range hostile.Names() {
+		require.NoError(c.t, c.rdb.RPush(ctx, c.ns+":key_jobs:default:evil", hostile.Member(name)).Err())
+		require.NoError(c.t, c.rdb.RPush(ctx, c.ns+":key_jobs:default:k\nforged\x1b[2J\x9b2J", hostile.Member(name)).Err())
+	}
 	id := "evil\x1b]0;pwned\x07:1:abc"
 	info := `{"hostname":"h\u001b[2J","started_at":1700000000,"pid":1,"tag":"t\u001b]52;c;eA==\u0007","concurrency":5,"queues":["q\u009b2J"],"labels":[],"identity":"x"}`
 	payload, _ := json.Marshal(hostile.Member("escapes.json"))

@@ -46,7 +46,7 @@ func TestEveryJSONKeyIsInTheDocumentedSchema(t *testing.T) {
 	}
 	for _, v := range []any{batchJSON{}, workflowJSON{}, workflowJobJSON{}, workflowListJSON{}, place{},
 		jobShowJSON{}, jobJSON{}, processJSON{}, busyJSON{}, progressJSON{}, statsJSON{}, queueJSON{},
-		periodicJSON{}, runJSON{}, outboxJSON{}, metricsJSON{}, classMetricsJSON{}, metricsBucketJSON{}} {
+		periodicJSON{}, runJSON{}, outboxJSON{}, metricsJSON{}, classMetricsJSON{}, metricsBucketJSON{}, keysJSON{}, keyJSON{}} {
 		typ := reflect.TypeOf(v)
 		for _, k := range jsonKeys(typ) {
 			if !strings.Contains(section, `"`+k+`"`) && !strings.Contains(section, "`"+k+"`") {

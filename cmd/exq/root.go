@@ -64,7 +64,7 @@ line or input (nothing was written).`,
 	f.DurationVar(&a.timeout, "timeout", time.Minute, "time limit for the whole command")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.AddGroup(&cobra.Group{ID: "look", Title: "Look:"}, &cobra.Group{ID: "act", Title: "Act:"})
-	for _, c := range []*cobra.Command{a.statsCmd(), a.queuesCmd(), a.jobsCmd(), a.setCmd(exq.RetrySet),
+	for _, c := range []*cobra.Command{a.statsCmd(), a.queuesCmd(), a.keysCmd(), a.jobsCmd(), a.setCmd(exq.RetrySet),
 		a.setCmd(exq.ScheduledSet), a.setCmd(exq.DeadSet), a.jobCmd(), a.processesCmd(), a.busyCmd(), a.cronCmd(),
 		a.batchCmd(), a.workflowCmd(), a.metricsCmd()} {
 		c.GroupID = "look"
@@ -101,7 +101,7 @@ const writes = "writes"
 // person's click, and says where it serves from as it starts).
 var writeCommands = []string{
 	"exq enqueue", "exq requeue", "exq delete", "exq quiet", "exq stop", "exq cancel",
-	"exq queues pause", "exq queues resume",
+	"exq queues pause", "exq queues resume", "exq keys pause", "exq keys resume",
 	"exq cron add", "exq cron delete", "exq cron disable", "exq cron enable", "exq cron enqueue",
 }
 

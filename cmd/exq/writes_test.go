@@ -86,6 +86,8 @@ func TestEveryWriteSaysOnStderrWhichServerAndNamespaceItWentTo(t *testing.T) {
 		{"exq delete", []string{"delete", "d0"}},
 		{"exq queues pause", []string{"queues", "pause", "slow"}},
 		{"exq queues resume", []string{"queues", "resume", "slow"}},
+		{"exq keys pause", []string{"keys", "pause", "slow", "tenant-1"}},
+		{"exq keys resume", []string{"keys", "resume", "slow", "tenant-1"}},
 		{"exq cron add", []string{"cron", "add", "nightly", "@daily", "mail", "W"}},
 		{"exq cron disable", []string{"cron", "disable", "nightly"}},
 		{"exq cron enable", []string{"cron", "enable", "nightly"}},
@@ -145,7 +147,7 @@ func TestAWriteWithNothingGivenNamesTheDefaultServerAndNamespace(t *testing.T) {
 // classified on purpose.
 func TestEveryCommandIsAWriteOrARead(t *testing.T) {
 	t.Parallel()
-	others := []string{"exq", "exq stats", "exq queues", "exq jobs", "exq retries", "exq scheduled", "exq dead", "exq job",
+	others := []string{"exq", "exq stats", "exq queues", "exq keys", "exq jobs", "exq retries", "exq scheduled", "exq dead", "exq job",
 		"exq processes", "exq busy", "exq cron", "exq cron list", "exq cron history", "exq batch", "exq batch list",
 		"exq batch show", "exq workflow", "exq workflow list", "exq workflow show", "exq web", "exq outbox",
 		"exq outbox status", "exq outbox relay", "exq completion", "exq metrics"}

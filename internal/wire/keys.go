@@ -316,3 +316,7 @@ func (k Keys) KeyHeld(q string) string { return k.Prefix + "key_held:" + q }
 // KeyDelayed is the sorted set of queue q's keyed jobs due later (scheduled, or retrying
 // without holding their key), scored by their due time.
 func (k Keys) KeyDelayed(q string) string { return k.Prefix + "key_delayed:" + q }
+
+// KeyPaused is the set of queue q's keys paused by API.PauseKey: none of their jobs starts
+// (key_ready leaves them out) until API.ResumeKey. exq's own; members stay until resumed.
+func (k Keys) KeyPaused(q string) string { return k.Prefix + "key_paused:" + q }

@@ -3,7 +3,8 @@
 -- Sidekiq and Exq nodes, which know nothing of keys, would run it in breach of its key's
 -- policy). The keys that may start a job now are in key_ready, scored by turn; the keys that
 -- wait for a time are in key_blocked, scored by it; a sequence whose failed job waits for its
--- retry is in key_held (key -> jid), and none of its jobs runs until that one does.
+-- retry is in key_held (key -> jid), and none of its jobs runs until that one does; a key
+-- paused by API.PauseKey is in key_paused, in neither key_ready nor key_blocked.
 -- Key names are built here from the namespace prefix (the key is only known from the job or
 -- the ready set); they share the namespace's hash tag on Redis Cluster.
 
@@ -19,12 +20,16 @@ local function key_of(job)
 end
 
 -- key_ready puts key k into the ready set at the lowest turn there plus step (0: a key that
--- enters is served within one round of those already waiting), unless it is there already or
--- held (a failed job of its sequence waits for its retry). With unblock, a key waiting for a
--- time is readied too (the fetch checks its limits again); without, it keeps waiting.
+-- enters is served within one round of those already waiting), unless it is there already,
+-- held (a failed job of its sequence waits for its retry) or paused (API.PauseKey: it is in
+-- key_paused:<q>; key_pause.lua readies it when resumed). Every path that readies a key
+-- (enqueue, release, retry due, hand-back, rescue, a blocked key's time) comes here, so a
+-- paused key's jobs wait and none starts. With unblock, a key waiting for a time is readied
+-- too (the fetch checks its limits again); without, it keeps waiting.
 local function key_ready(prefix, q, k, step, unblock)
   local ready, blocked = prefix .. 'key_ready:' .. q, prefix .. 'key_blocked:' .. q
   if redis.call('HEXISTS', prefix .. 'key_held:' .. q, k) == 1 then return false end
+  if redis.call('SISMEMBER', prefix .. 'key_paused:' .. q, k) == 1 then return false end
   if redis.call('ZSCORE', ready, k) then return false end
   if unblock then
     redis.call('ZREM', blocked, k)

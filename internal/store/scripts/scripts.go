@@ -122,6 +122,8 @@ var (
 	retryKeyedSrc string
 	//go:embed enqueue_keyed_all.lua
 	enqueueKeyedAllSrc string
+	//go:embed key_pause.lua
+	keyPauseSrc string
 )
 
 // The scripts, ready to run.
@@ -190,13 +192,15 @@ var (
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + ackSettleSrc)
 )
 
-// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs (docs/keys.md).
+// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs, and
+// KeyPause pauses and resumes a key (docs/keys.md).
 var (
 	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
 	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
 	FetchKeyed      = redis.NewScript(withKeyed(fetchKeyedSrc))
 	ReleaseKeys     = redis.NewScript(withKeyed(releaseKeysSrc))
 	RetryKeyed      = redis.NewScript(retryKeyedSrc)
+	KeyPause        = redis.NewScript(withKeyed(keyPauseSrc))
 )
 
 // withKeyed puts keyed.lua's functions (where a keyed job waits) before src.

@@ -232,6 +232,12 @@ func oomCases() []oomCase {
 				return []string{k.KeyDelayed("q"), backup(k), k.Heartbeats(), k.HeartbeatEpochs(), k.KeyHeld("q"), k.KeyReady("q"), k.KeyBlocked("q")}
 			},
 			args: []any{"1e9", keyedJob + " ", keyedJob, "", node, "", "a", "j1", "1"}},
+		// Pausing a key adds it to the paused set (SADD first): refused like the queue's pause.
+		{name: "keyed pause", file: "key_pause.lua", script: KeyPause, setup: zadd(func(k wire.Keys) string { return k.KeyReady("q") }, 0, "a"),
+			keys: func(k wire.Keys) []string {
+				return []string{k.KeyPaused("q"), k.KeyReady("q"), k.KeyBlocked("q"), k.KeyJobs("q", "a")}
+			},
+			argsFor: func(k wire.Keys) []any { return []any{"1", "q", "a", k.Prefix, "wake"} }},
 		{name: "bury", file: "bury.lua", script: Bury, runs: true, setup: zadd(wire.Keys.Heartbeats, 5, node),
 			keys: func(k wire.Keys) []string {
 				return []string{k.Heartbeats(), k.Workers(node), k.HeartbeatDeadlines(), k.HeartbeatEpochs(), k.BackupQueues(node)}
