@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/digitalocean/go-workers2 v0.10.4
-	github.com/exqgo/exq v0.0.0-20261202033214-0a9903a2f3e8
+	github.com/exqgo/exq v0.0.0-20261206060741-fa7e3f53c182
 	github.com/gocraft/work v0.5.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/hibiken/asynq v0.26.0

@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/exqgo/exq v0.0.0-20261202033214-0a9903a2f3e8
+	github.com/exqgo/exq v0.0.0-20261206060741-fa7e3f53c182
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.41.0
 	go.opentelemetry.io/otel/sdk v1.41.0

@@ -2,7 +2,7 @@ module github.com/exqgo/exq/exqpg
 
 go 1.25.0
 
-require github.com/exqgo/exq v0.0.0-20261202033214-0a9903a2f3e8
+require github.com/exqgo/exq v0.0.0-20261206060741-fa7e3f53c182
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0

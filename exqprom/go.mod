@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/exqgo/exq v0.0.0-20261202033214-0a9903a2f3e8
+	github.com/exqgo/exq v0.0.0-20261206060741-fa7e3f53c182
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1

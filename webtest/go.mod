@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/exqgo/exq v0.0.0-20261202033214-0a9903a2f3e8
+	github.com/exqgo/exq v0.0.0-20261206060741-fa7e3f53c182
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
