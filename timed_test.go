@@ -27,7 +27,6 @@ var timedFleets = []timedTest{
 	{"FleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow", testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow},
 	{"KilledNodesJobsAreRescuedByAnotherNodeAndComplete", testKilledNodesJobsAreRescuedByAnotherNodeAndComplete},
 	{"AKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode", testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode},
-	{"KilledNodesStepsAreNotRunAgainAfterTheRescue", testKilledNodesStepsAreNotRunAgainAfterTheRescue},
 }
 
 // timedNodes run their nodes in this process.
@@ -49,6 +48,13 @@ var timedNodes = []timedTest{
 }
 
 func TestTimedFleets(t *testing.T) { runStage(t, timedFleets) }
+
+// TestKilledNodesStepsAreNotRunAgainAfterTheRescue runs alone, after the fleet stage rather
+// than in it: a ninth fleet of child processes in that stage took the CPU the throughput
+// floors of the limit fleets measure (53 % of the ideal starts where alone they reach 90 %).
+func TestKilledNodesStepsAreNotRunAgainAfterTheRescue(t *testing.T) {
+	testKilledNodesStepsAreNotRunAgainAfterTheRescue(t)
+}
 
 func TestTimedNodes(t *testing.T) { runStage(t, timedNodes) }
 
