@@ -1,6 +1,10 @@
 package exq
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/exqgo/exq/internal/testutil"
+)
 
 // The tests that judge time (latencies, per-second ticks, rates and fairness between nodes,
 // heartbeat windows) cannot run beside the package's parallel tests: those keep both cores
@@ -53,6 +57,9 @@ func TestTimedFleets(t *testing.T) { runStage(t, timedFleets) }
 // than in it: a ninth fleet of child processes in that stage took the CPU the throughput
 // floors of the limit fleets measure (53 % of the ideal starts where alone they reach 90 %).
 func TestKilledNodesStepsAreNotRunAgainAfterTheRescue(t *testing.T) {
+	if testutil.OnCluster() {
+		t.Skip("its child nodes take a single-node URL, as the fleet stage's do")
+	}
 	testKilledNodesStepsAreNotRunAgainAfterTheRescue(t)
 }
 
