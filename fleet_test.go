@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	ossignal "os/signal"
@@ -121,6 +122,8 @@ func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
 	cfg, err := json.Marshal(c)
 	require.NoError(v.t, err)
 	nodes := make([]*fleetNode, n)
+	outs := make([]io.Reader, n)
+	// All of them start at once (a -race binary takes a while to start), then each is read.
 	for i := range nodes {
 		cmd := testutil.ChildNode()
 		cmd.Env = append(os.Environ(), fleetNodeEnv+"="+string(cfg))
@@ -128,14 +131,15 @@ func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(v.t, err)
 		require.NoError(v.t, cmd.Start())
-		f := &fleetNode{t: v.t, cmd: cmd}
-		v.t.Cleanup(f.kill)
-		line := bufio.NewScanner(stdout)
+		nodes[i], outs[i] = &fleetNode{t: v.t, cmd: cmd}, stdout
+		v.t.Cleanup(nodes[i].kill)
+	}
+	for i, f := range nodes {
+		line := bufio.NewScanner(outs[i])
 		require.True(v.t, line.Scan(), "fleet node %d said nothing", i)
 		word := strings.Fields(line.Text())
 		require.True(v.t, len(word) == 2 && word[0] == "node", "fleet node %d: %s", i, line.Text())
 		f.id = word[1]
-		nodes[i] = f
 	}
 	return nodes
 }
