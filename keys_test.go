@@ -134,24 +134,31 @@ func TestKeyConcurrencyHoldsAcrossNodes(t *testing.T) {
 	v := newEnv(t)
 	ctx := context.Background()
 	log := newKeyLog()
-	w := log.worker(5*time.Millisecond, nil)
+	w := log.worker(20*time.Millisecond, nil)
 	opts := func() Options {
 		return Options{Queues: []Queue{{Name: "k", Concurrency: 6, Keys: KeyPolicy{Concurrency: 2}}},
 			Workers: map[string]Worker{"W": w}}
 	}
-	e1 := v.start(opts())
-	v.start(opts())
+	// Every job waits before the nodes start, so that each key has a backlog and its limit is
+	// reached however slowly the machine enqueues (one at a time beside the nodes, a loaded
+	// machine could enqueue a key's next job after its last one ended).
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer c.Close()
 	keys := []string{"a", "b", "c"}
-	var jids []string
+	var specs []JobSpec
 	for i := 0; i < 30; i++ {
 		k := keys[i%3]
-		jid, err := e1.Enqueue(ctx, "k", "W", []any{k}, Key(k))
-		require.NoError(t, err)
-		jids = append(jids, jid)
+		specs = append(specs, JobSpec{Queue: "k", Class: "W", Args: []any{k}, Options: []EnqueueOption{Key(k)}})
 	}
+	jids, err := c.EnqueueAll(ctx, specs)
+	require.NoError(t, err)
+	v.start(opts())
+	v.start(opts())
 	require.Eventually(t, func() bool { return log.succeeded() == len(jids) }, 20*time.Second, 10*time.Millisecond)
-	for _, jid := range jids {
-		assert.True(t, log.done[jid], jid)
+	for _, r := range jids {
+		require.NoError(t, r.Err)
+		assert.True(t, log.done[r.JID], r.JID)
 	}
 	for _, k := range keys {
 		assert.LessOrEqual(t, log.most[k], 2, "key %s", k)
