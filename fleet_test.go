@@ -162,6 +162,21 @@ func (f *fleetNode) stop() {
 	f.done = true
 }
 
+// stopFleet stops the nodes as stop does, all at once: each Stop waits for its runs and its
+// last writes, and one after another they added up to seconds.
+func stopFleet(nodes []*fleetNode) {
+	if len(nodes) > 0 {
+		nodes[0].t.Helper()
+	}
+	for _, f := range nodes {
+		require.NoError(f.t, f.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, f := range nodes {
+		require.NoError(f.t, f.cmd.Wait(), "node %s stops cleanly", f.id)
+		f.done = true
+	}
+}
+
 // enqueueTimed enqueues n jobs of class Timed on queue q, in batches.
 func (v *env) enqueueTimed(q string, n int) {
 	v.t.Helper()

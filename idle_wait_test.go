@@ -89,7 +89,7 @@ func testForeignPushesStartWithinMillisecondsOnAnIdleNode(t *testing.T) {
 	// detector, a Redis Cluster's node on a loaded 2-core machine) is one sample, not the p99.
 	const jobs = 100
 	for i := range jobs {
-		time.Sleep(time.Duration(40+rand.IntN(120)) * time.Millisecond)
+		time.Sleep(time.Duration(30+rand.IntN(90)) * time.Millisecond)
 		q := queues[rand.IntN(len(queues))]
 		jid := fmt.Sprintf("foreign-%d", i)
 		l.push(jid)

@@ -112,7 +112,8 @@ func checkSequences(t *testing.T, events []string, keys, perKey int) (successes,
 // Sequences across 3 node processes, one killed with SIGKILL every so often and replaced:
 // per key the jobs run one at a time and strictly in order, a failed job holding its key's
 // later ones, and every job succeeds (counted by jid). -long runs the full size.
-func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
+func testFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
+	// Timed (timed_test.go): child processes judged by heartbeat windows.
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -164,9 +165,7 @@ func TestFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 			break
 		}
 	}
-	for _, n := range nodes {
-		n.stop()
-	}
+	stopFleet(nodes)
 	got, cut := checkSequences(t, v.list(fleetSeqLog(v.ns)), keys, perKey)
 	assert.Equal(t, total, got, "every job succeeded, counted by jid")
 	t.Logf("%d keys × %d jobs over 3 processes, %d SIGKILLs cutting %d runs: %d successes by jid, %d log events",

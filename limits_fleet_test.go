@@ -51,9 +51,7 @@ func testFleetGlobalLimitCapsRunningJobsAcrossProcesses(t *testing.T) {
 	waitLong(t, 2*time.Minute, "every job ran", func() bool {
 		return v.fleetCount(fleetEnded(v.ns)) == jobs && control.fleetCount(fleetEnded(control.ns)) == jobs
 	})
-	for _, n := range nodes {
-		n.stop()
-	}
+	stopFleet(nodes)
 
 	most := v.fleetCount(fleetMax(v.ns))
 	assert.LessOrEqual(t, most, limit, "jobs running at once, across the 3 processes, as the jobs counted them")
@@ -126,9 +124,7 @@ func testFleetRateSpreadsStartsEvenlyAcrossProcesses(t *testing.T) {
 	waitLong(t, time.Duration(seconds+30)*time.Second, "the run lasted long enough", func() bool {
 		return v.fleetCount(fleetEnded(v.ns)) >= perSecond*(seconds+1)
 	})
-	for _, n := range nodes {
-		n.stop()
-	}
+	stopFleet(nodes)
 	byServer := logged()
 	assert.LessOrEqual(t, mostInAWindow(byServer, 1e6), perSecond, "no window of a second of the server's clock holds more starts than the rate")
 

@@ -15,7 +15,7 @@ import (
 func testFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *testing.T) {
 	// Timed (timed_test.go): child processes must claim every per-second tick; a starved one misses a tick.
 	v := newEnv(t)
-	seconds := 12
+	seconds := 8
 	if testutil.Long() {
 		seconds = 60
 	}
@@ -28,9 +28,7 @@ func testFleetPeriodicEnqueuesEachTickOnceWhileANodeIsKilledAndRestarted(t *test
 	killedAt := queued()
 	nodes = append(nodes[1:], v.startFleet(1, cfg)...)
 	waitLong(t, time.Duration(seconds)*time.Second+time.Minute, "the whole run", func() bool { return queued() >= seconds })
-	for _, n := range nodes {
-		n.stop()
-	}
+	stopFleet(nodes)
 
 	// The queue and the claimed ticks, read at one instant.
 	ctx := context.Background()
