@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -127,8 +128,9 @@ func (l *keyRuns) startsOf(key string) []string {
 // class both sides run) and plain ones. Sidekiq, started first and alone, runs every plain job,
 // the scheduled one included, and none of the keyed ones: they wait in exq's per-key lists and
 // delayed set, which it never reads. Then the exq node (KeyPolicy{Sequence: true}) runs every
-// keyed job exactly once, per key in enqueue order, never two of a key at once, while Sidekiq,
-// still fetching, records none of them.
+// keyed job exactly once (one fails once: its retry waits in exq's keyed delayed set, not in
+// the shared retry set, and holds its key), per key in enqueue order, never two of a key at
+// once, while Sidekiq, still fetching and polling, records none of them.
 func TestSidekiqNeverRunsKeyedJobsAndExqRunsThemInKeyOrder(t *testing.T) {
 	p := newPeer(t)
 	ctx := context.Background()
@@ -214,19 +216,31 @@ func TestSidekiqNeverRunsKeyedJobsAndExqRunsThemInKeyOrder(t *testing.T) {
 		t.FailNow() // the exq node would wait for keyed jobs Sidekiq has run
 	}
 
-	// The exq node serves the queue beside Sidekiq, which keeps fetching.
+	// The exq node serves the queue beside Sidekiq, which keeps fetching. One keyed job fails its
+	// first run: its retry waits in exq's keyed delayed set (never in the shared retry set, which
+	// Sidekiq's poller moves into the queue's list) and holds its key's later jobs.
 	runs := newKeyRuns()
+	retried := keyed["tenant-b"][3]
+	runs.fail = func(jid string, _ []any) bool { return jid == retried && len(runs.of(jid)) == 1 }
 	p.startExq(exq.Options{
 		Queues:  []exq.Queue{{Name: "default", Concurrency: 5, Keys: exq.KeyPolicy{Sequence: true}}},
 		Workers: map[string]exq.Worker{"RecordJob": runs},
+		Backoff: func(int, *exq.Job) time.Duration { return time.Second },
 	})
 	allKeyed := make([]string, 0, len(keyOf))
 	for jid := range keyOf {
 		allKeyed = append(allKeyed, jid)
 	}
+	sawDelayedRetry := false
 	waitFor(t, "the exq node to run the 35 keyed jobs", func() (bool, string) {
 		if sk.exited() {
 			t.Fatalf("Sidekiq ended early:\n%s", tail(sk.logPath, 40))
+		}
+		if n := p.rdb.ZCard(ctx, kk.Retry()).Val(); n != 0 {
+			t.Fatalf("%d jobs in the shared retry set, which Sidekiq's poller reads: %v", n, p.rdb.ZRange(ctx, kk.Retry(), 0, -1).Val())
+		}
+		if len(runs.of(retried)) == 1 && p.rdb.ZCard(ctx, kk.KeyDelayed("default")).Val() == 1 {
+			sawDelayedRetry = true
 		}
 		n := runs.succeeded(allKeyed)
 		waiting := p.rdb.ZCard(ctx, kk.KeyDelayed("default")).Val()
@@ -245,23 +259,36 @@ func TestSidekiqNeverRunsKeyedJobsAndExqRunsThemInKeyOrder(t *testing.T) {
 	for jid := range plain {
 		assert.Empty(t, runs.of(jid), "the exq node ran plain job %s, which Sidekiq had run", jid)
 	}
+	assert.True(t, sawDelayedRetry, "the failed keyed job's retry was seen waiting in the keyed delayed set")
 	for k, jids := range keyed {
+		var all []keyRun // the key's runs, in start order
 		for _, jid := range jids {
 			r := runs.of(jid)
-			if assert.Len(t, r, 1, "runs of keyed job %s (key %s) on exq", jid, k) {
-				assert.Equal(t, k, r[0].key)
+			want := 1
+			if jid == retried {
+				want = 2 // failed, then succeeded
 			}
+			if assert.Len(t, r, want, "runs of keyed job %s (key %s) on exq", jid, k) {
+				assert.True(t, r[want-1].ok, "keyed job %s's last run succeeded", jid)
+			}
+			for _, x := range r {
+				assert.Equal(t, k, x.key)
+			}
+			all = append(all, r...)
 		}
 		assert.Equal(t, 1, runs.mostOf(k), "key %s ran two jobs at once", k)
-		starts := runs.startsOf(k)
 		if k != later { // jobs due at the same time join their key in due-time order
-			assert.Equal(t, jids, starts, "key %s's jobs ran out of enqueue order", k)
-		}
-		for i := 1; i < len(starts); i++ {
-			prev, next := runs.of(starts[i-1]), runs.of(starts[i])
-			if len(prev) == 1 && len(next) == 1 {
-				assert.False(t, next[0].start.Before(prev[0].end), "key %s: %s started before %s ended", k, starts[i], starts[i-1])
+			var order []string // the starts, a failed job's repeat folded
+			for _, jid := range runs.startsOf(k) {
+				if len(order) == 0 || order[len(order)-1] != jid {
+					order = append(order, jid)
+				}
 			}
+			assert.Equal(t, jids, order, "key %s's jobs ran out of enqueue order", k)
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].start.Before(all[j].start) })
+		for i := 1; i < len(all); i++ {
+			assert.False(t, all[i].start.Before(all[i-1].end), "key %s: a run started at %s, before the one before it ended (%s)", k, all[i].start, all[i-1].end)
 		}
 	}
 	t.Logf("Sidekiq ran the %d plain jobs, none of the keyed; exq ran the %d keyed jobs of %d keys, one at a time per key", len(plain), len(keyOf), len(keyed))
