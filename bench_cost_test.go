@@ -27,7 +27,8 @@ func clientCPUSeconds(b *testing.B) float64 {
 
 // costKinds are the rows of BenchmarkFeatureCost, in the order of the table in
 // docs/benchmarks.md ("What each feature costs"); "plain" first, the others compared to it.
-var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow", "keyed", "keyed-fair"}
+var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "batch", "workflow", "keyed", "keyed-fair",
+	"keyed-10k", "expiring", "iteration", "step"}
 
 // BenchmarkFeatureCost measures what each feature adds to the whole life of a no-op job
 // (enqueue in groups of 500, fetch, run, outcome, acknowledgement) on one node (concurrency
@@ -39,7 +40,10 @@ var costKinds = []string{"plain", "bind", "unique", "scheduled", "retried", "bat
 // two runs count as one job), it is one of a 500-job batch with two callbacks (batch), or one
 // of a 500-job workflow: a root, 498 jobs depending on it and one depending on those
 // (workflow), or it has one of 100 keys on a queue whose KeyPolicy allows 2 running per key
-// (keyed) or only serves the keys in turn (keyed-fair). The relay from the Postgres outbox is measured in exqpg
+// (keyed) or only serves the keys in turn (keyed-fair), or has one of 10 000 keys (keyed-10k,
+// Concurrency 2 per key; its ns/op against plain's is issue 41's throughput ratio), it expires in an hour (expiring: ExpiresIn),
+// its worker is an Iteration of one item (iteration: its state saved once, when it completes),
+// or its worker runs one durable step (step: exq.Step's read and save). The relay from the Postgres outbox is measured in exqpg
 // (BenchmarkFeatureCostOutbox). The table and its ratios to plain come from one run:
 //
 //	go test -run '^$' -bench BenchmarkFeatureCost -benchtime 20000x -count 3 . | go run ./bench/costtable
@@ -56,7 +60,7 @@ const costKeys = 100
 // keyedPolicy is the KeyPolicy of the "keyed" rows' queue.
 func keyedPolicy(kind string) KeyPolicy {
 	switch kind {
-	case "keyed":
+	case "keyed", "keyed-10k":
 		return KeyPolicy{Concurrency: 2}
 	case "keyed-fair":
 		return KeyPolicy{Fair: true}
@@ -77,7 +81,7 @@ func benchFeature(b *testing.B, kind string) {
 			close(all)
 		}
 	}
-	worker := WorkerFunc(func(_ context.Context, job *Job) error {
+	var worker Worker = WorkerFunc(func(_ context.Context, job *Job) error {
 		switch kind {
 		case "bind":
 			var n int
@@ -92,6 +96,21 @@ func benchFeature(b *testing.B, kind string) {
 		finish()
 		return nil
 	})
+	switch kind {
+	case "iteration":
+		worker = Iteration[int, int]{SaveEvery: time.Hour, Each: func(context.Context, *Job, int, int) (int, bool, error) {
+			finish()
+			return 1, true, nil
+		}}
+	case "step":
+		worker = WorkerFunc(func(ctx context.Context, job *Job) error {
+			if _, err := Step(ctx, "one", func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return err
+			}
+			finish()
+			return nil
+		})
+	}
 	e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, Logger: testLogger(),
 		Backoff: func(int, *Job) time.Duration { return 0 },
 		Queues:  []Queue{{Name: "default", Concurrency: 50, Keys: keyedPolicy(kind)}, {Name: "cb", Concurrency: 1}},
@@ -115,6 +134,10 @@ func benchFeature(b *testing.B, kind string) {
 				specs[i].In = time.Millisecond
 			case "keyed", "keyed-fair":
 				specs[i].Options = []EnqueueOption{Key(strconv.Itoa((n + i) % costKeys))}
+			case "keyed-10k":
+				specs[i].Options = []EnqueueOption{Key(strconv.Itoa((n + i) % 10000))}
+			case "expiring":
+				specs[i].Options = []EnqueueOption{ExpiresIn(time.Hour)}
 			}
 		}
 		switch kind {

@@ -35,7 +35,8 @@ type table struct {
 }
 
 // line matches a result line: BenchmarkFeatureCost/plain-2  20000  13645 ns/op  8.9 client-µs/job  5.6 redis-µs/job
-var line = regexp.MustCompile(`^(Benchmark\w+)/(\w+)(?:-\d+)?\s+\d+\s+(.*)$`)
+// (a row's name may hold a dash: keyed-fair-2 is the row keyed-fair)
+var line = regexp.MustCompile(`^(Benchmark\w+)/([\w-]+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 // parse reads benchmark output; lines that are not results of a row with both metrics are
 // skipped.
