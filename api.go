@@ -175,7 +175,9 @@ func (a *API) QueueSizes(ctx context.Context) (map[string]int64, error) {
 	return a.jq.QueueSizes(ctx, qs)
 }
 
-// RemoveQueue deletes queue q and its waiting jobs.
+// RemoveQueue deletes queue q and its waiting jobs: the queue's list and its name in the set
+// of queues, as Sidekiq Web's Delete does. Keyed jobs wait in their keys' lists, not in the
+// queue's list (docs/keys.md): they are kept, and a node serving q runs them.
 func (a *API) RemoveQueue(ctx context.Context, q string) error {
 	return a.jq.RemoveQueue(ctx, q)
 }

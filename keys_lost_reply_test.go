@@ -1,0 +1,101 @@
+package exq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exqgo/exq/internal/store/scripts"
+	"github.com/exqgo/exq/internal/testutil"
+)
+
+// A keyed fetch whose reply is lost strands no job and breaks no sequence. The jobs it took sit
+// in the backup list with their keys' leases, held by no worker (a caller's client sends the
+// fetch again, which finds those keys at their limit; exq's own client reports the error). The
+// node's next fetch finds them as strays and hands them back to the heads of their keys' lists,
+// and they run once the leases the lost reply could not name have lapsed (two heartbeat
+// windows): each key's jobs one at a time, in enqueue order, each once.
+func TestAKeyedFetchWhoseReplyIsLostStrandsNothingAndKeepsEachKeysOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range lostFetchClients {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCutter(t)
+			ctx := context.Background()
+			cl, err := NewClient(ctx, ClientOptions{Redis: c.client, Namespace: c.ns, Logger: testLogger()})
+			require.NoError(t, err)
+			defer cl.Close()
+			keys := []string{"a", "b", "c"}
+			order := map[string][]string{}
+			const jobs = 15
+			for i := range jobs {
+				k := keys[i%len(keys)]
+				jid, err := cl.Enqueue(ctx, "k", "W", []any{k}, Key(k))
+				require.NoError(t, err)
+				order[k] = append(order[k], jid)
+			}
+			cut := c.cutScript(scripts.FetchKeyed, 1)
+			log := newKeyLog()
+			o := tc.opts(c)
+			o.Queues = []Queue{{Name: "k", Concurrency: 5, Keys: KeyPolicy{Sequence: true}}}
+			o.Workers = map[string]Worker{"W": log.worker(5*time.Millisecond, nil)}
+			o.DisableScheduler = true
+			// A window of 0.4 s: the stray jobs' leases lapse 0.8 s after the lost fetch.
+			o.HeartbeatInterval, o.MissedHeartbeatsAllowed = 200*time.Millisecond, 1
+			o.ForeignHeartbeatWindow = time.Second
+			e := c.start(o)
+			waitCut(t, cut)
+			testutil.WaitFor(t, "every job succeeded", func() bool { return log.succeeded() == jobs })
+			testutil.WaitFor(t, "the backup list is empty", func() bool {
+				return len(c.list(c.keys.Backup(e.NodeID(), "k"))) == 0
+			})
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			for _, k := range keys {
+				assert.Equal(t, 1, log.most[k], "key %s ran one job at a time", k)
+				assert.Equal(t, order[k], log.starts[k], "key %s ran each of its jobs once, in enqueue order", k)
+			}
+			assert.Empty(t, c.list(c.keys.Queue("k")), "no keyed job went to the queue's list")
+		})
+	}
+}
+
+// A queue deleted while its keyed jobs run (API.RemoveQueue, as Sidekiq Web's Delete: the
+// queue's list and its name in queues) loses none of them and breaks no sequence: keyed jobs
+// wait in their keys' lists, which the deletion does not touch, and the running ones release
+// their keys as usual. Every job runs once, each key's one at a time and in enqueue order.
+func TestKeyedJobsOfAQueueDeletedWhileTheyRunAllRunOnceInOrder(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	api, err := NewAPI(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer api.Close()
+	cl, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer cl.Close()
+	keys := []string{"a", "b", "c"}
+	order := map[string][]string{}
+	const jobs = 30
+	for i := range jobs {
+		k := keys[i%len(keys)]
+		jid, err := cl.Enqueue(ctx, "k", "W", []any{k}, Key(k))
+		require.NoError(t, err)
+		order[k] = append(order[k], jid)
+	}
+	log := newKeyLog()
+	v.start(Options{Queues: []Queue{{Name: "k", Concurrency: 6, Keys: KeyPolicy{Sequence: true}}},
+		Workers: map[string]Worker{"W": log.worker(20*time.Millisecond, nil)}})
+	testutil.WaitFor(t, "some jobs ran", func() bool { return log.succeeded() >= 3 })
+	require.NoError(t, api.RemoveQueue(ctx, "k"))
+	assert.Less(t, log.succeeded(), jobs, "the queue was deleted while its jobs ran")
+	testutil.WaitFor(t, "every job succeeded", func() bool { return log.succeeded() == jobs })
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, k := range keys {
+		assert.Equal(t, 1, log.most[k], "key %s ran one job at a time", k)
+		assert.Equal(t, order[k], log.starts[k], "key %s ran each of its jobs once, in enqueue order", k)
+	}
+}
