@@ -18,7 +18,8 @@ import (
 // slow one (6 s, longer than a ping) and a fast one. Sidekiq records nothing in the batch, so
 // both stay pending; the exq node sees the slow one on Sidekiq's busy list and reports it (a
 // ForeignRun event, and the note that API.BatchJobs "foreign" reads), and the audit finds both
-// in no queue or set once Sidekiq has run them ("unaccounted").
+// in no queue or set once Sidekiq has run them ("unaccounted"). The fast one is reported too
+// when Sidekiq's beat wrote its busy list while it ran (it did once in twenty runs).
 func TestABatchJobRunBySidekiqIsReportedNotSilent(t *testing.T) {
 	p := newPeer(t)
 	ctx := context.Background()
@@ -57,14 +58,21 @@ func TestABatchJobRunBySidekiqIsReportedNotSilent(t *testing.T) {
 	sk.stop()
 
 	mu.Lock()
-	require.Len(t, seen, 1)
-	ev := seen[0]
+	reported := map[string]exq.Event{}
+	for _, ev := range seen {
+		assert.NotContains(t, reported, ev.JID, "each foreign run is reported once")
+		reported[ev.JID] = ev
+	}
 	mu.Unlock()
-	assert.Equal(t, jids[0], ev.JID)
-	assert.Equal(t, bid, ev.Flow)
+	for jid, ev := range reported {
+		assert.Contains(t, jids, jid, "a reported run is a job of the batch")
+		assert.Equal(t, bid, ev.Flow)
+		assert.Equal(t, "default", ev.Queue)
+		assert.NotEmpty(t, ev.From, "the Sidekiq node's identity")
+	}
+	ev, ok := reported[jids[0]]
+	require.True(t, ok, "the slow job is reported: %v", seen)
 	assert.Equal(t, "SlowJob", ev.Class)
-	assert.Equal(t, "default", ev.Queue)
-	assert.NotEmpty(t, ev.From, "the Sidekiq node's identity")
 
 	api := e.API()
 	st, err := api.Batch(ctx, bid)
@@ -73,7 +81,8 @@ func TestABatchJobRunBySidekiqIsReportedNotSilent(t *testing.T) {
 	assert.True(t, st.SucceededAt.IsZero())
 	foreign, err := api.BatchJobs(ctx, bid, "foreign", 10)
 	require.NoError(t, err)
-	assert.Equal(t, []string{jids[0]}, foreign, "the slow job was seen on Sidekiq's busy list")
+	assert.Contains(t, foreign, jids[0], "the slow job was seen on Sidekiq's busy list")
+	assert.Subset(t, jids, foreign, "only jobs of the batch are noted as seen on a foreign node")
 	unaccounted, err := api.BatchJobs(ctx, bid, "unaccounted", 10)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, jids, unaccounted, "both ran on Sidekiq and are in no queue or set")
