@@ -119,14 +119,23 @@ type fleetNode struct {
 func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
 	v.t.Helper()
 	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
-	cfg, err := json.Marshal(c)
+	return v.startChildren("fleet node", fleetNodeEnv, c, n)
+}
+
+// startChildren starts n nodes in processes of their own: the test binary again, with the
+// environment variable env holding cfg's JSON, which makes it run that kind of node (what, in
+// failures). All of them start at once (a -race binary takes a while to start); then it waits
+// until each printed "node <id>". Each is killed when the test ends if the test did not stop
+// it.
+func (v *env) startChildren(what, env string, cfg any, n int) []*fleetNode {
+	v.t.Helper()
+	js, err := json.Marshal(cfg)
 	require.NoError(v.t, err)
 	nodes := make([]*fleetNode, n)
 	outs := make([]io.Reader, n)
-	// All of them start at once (a -race binary takes a while to start), then each is read.
 	for i := range nodes {
 		cmd := testutil.ChildNode()
-		cmd.Env = append(os.Environ(), fleetNodeEnv+"="+string(cfg))
+		cmd.Env = append(os.Environ(), env+"="+string(js))
 		cmd.Stderr = os.Stderr
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(v.t, err)
@@ -136,9 +145,9 @@ func (v *env) startFleet(n int, c fleetConfig) []*fleetNode {
 	}
 	for i, f := range nodes {
 		line := bufio.NewScanner(outs[i])
-		require.True(v.t, line.Scan(), "fleet node %d said nothing", i)
+		require.True(v.t, line.Scan(), "%s %d said nothing", what, i)
 		word := strings.Fields(line.Text())
-		require.True(v.t, len(word) == 2 && word[0] == "node", "fleet node %d: %s", i, line.Text())
+		require.True(v.t, len(word) == 2 && word[0] == "node", "%s %d: %s", what, i, line.Text())
 		f.id = word[1]
 	}
 	return nodes
@@ -153,6 +162,10 @@ func (f *fleetNode) kill() {
 	_ = f.cmd.Wait()
 	f.done = true
 }
+
+// pause stops the node's process (SIGSTOP) and resume lets it go on (SIGCONT).
+func (f *fleetNode) pause()  { _ = f.cmd.Process.Signal(syscall.SIGSTOP) }
+func (f *fleetNode) resume() { _ = f.cmd.Process.Signal(syscall.SIGCONT) }
 
 // stop ends the node with SIGTERM (a clean Stop) and requires it to exit 0.
 func (f *fleetNode) stop() {

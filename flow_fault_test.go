@@ -1,7 +1,6 @@
 package exq
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,22 +158,7 @@ func runFlowNode() {
 // returns it once it has started.
 func (v *env) startFlowNode(redisURL string) *fleetNode {
 	v.t.Helper()
-	cfg, err := json.Marshal(flowNodeConfig{RedisURL: redisURL, RecordURL: testutil.RedisURL(v.t), Namespace: v.ns})
-	require.NoError(v.t, err)
-	cmd := testutil.ChildNode()
-	cmd.Env = append(os.Environ(), flowNodeEnv+"="+string(cfg))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(v.t, err)
-	require.NoError(v.t, cmd.Start())
-	f := &fleetNode{t: v.t, cmd: cmd}
-	v.t.Cleanup(f.kill)
-	line := bufio.NewScanner(stdout)
-	require.True(v.t, line.Scan(), "flow node said nothing")
-	word := strings.Fields(line.Text())
-	require.True(v.t, len(word) == 2 && word[0] == "node", "flow node: %s", line.Text())
-	f.id = word[1]
-	return f
+	return v.startChildren("flow node", flowNodeEnv, flowNodeConfig{RedisURL: redisURL, RecordURL: testutil.RedisURL(v.t), Namespace: v.ns}, 1)[0]
 }
 
 // cutsEvery is how many settle replies the fault test's proxy cuts each time it is armed.

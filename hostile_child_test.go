@@ -1,15 +1,12 @@
 package exq
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,49 +86,13 @@ func runRunNode() {
 	select {} // until killed
 }
 
-// runNode is a node in a process of its own.
-type runNode struct {
-	cmd  *exec.Cmd
-	id   string
-	done bool
-}
-
 // startRunNode starts a node working on c (Redis and namespace filled in from v) and waits
 // until it has started. It is killed when the test ends.
-func (v *env) startRunNode(c runNodeConfig) *runNode {
+func (v *env) startRunNode(c runNodeConfig) *fleetNode {
 	v.t.Helper()
 	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
-	cfg, err := json.Marshal(c)
-	require.NoError(v.t, err)
-	cmd := testutil.ChildNode()
-	cmd.Env = append(os.Environ(), runNodeEnv+"="+string(cfg))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(v.t, err)
-	require.NoError(v.t, cmd.Start())
-	n := &runNode{cmd: cmd}
-	v.t.Cleanup(n.kill)
-	line := bufio.NewScanner(stdout)
-	require.True(v.t, line.Scan(), "run node said nothing")
-	word := strings.Fields(line.Text())
-	require.True(v.t, len(word) == 2 && word[0] == "node", "run node: %s", line.Text())
-	n.id = word[1]
-	return n
+	return v.startChildren("run node", runNodeEnv, c, 1)[0]
 }
-
-// kill ends the node with SIGKILL (resuming it first if it is stopped), unless it has ended.
-func (n *runNode) kill() {
-	if n.done {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	_ = n.cmd.Wait()
-	n.done = true
-}
-
-// pause stops the node's process (SIGSTOP) and resume lets it go on (SIGCONT).
-func (n *runNode) pause()  { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
-func (n *runNode) resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
 
 // nodeRuns is what the jobs logged, per jid: the nodes of the runs that began and of the runs that
 // completed, in order.

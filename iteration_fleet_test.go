@@ -1,14 +1,12 @@
 package exq
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	ossignal "os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -95,22 +93,7 @@ func runIterNode() {
 func (v *env) startIterNode(c iterNodeConfig) *fleetNode {
 	v.t.Helper()
 	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
-	cfg, err := json.Marshal(c)
-	require.NoError(v.t, err)
-	cmd := testutil.ChildNode()
-	cmd.Env = append(os.Environ(), iterNodeEnv+"="+string(cfg))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(v.t, err)
-	require.NoError(v.t, cmd.Start())
-	f := &fleetNode{t: v.t, cmd: cmd}
-	v.t.Cleanup(f.kill)
-	line := bufio.NewScanner(stdout)
-	require.True(v.t, line.Scan(), "iteration node said nothing")
-	word := strings.Fields(line.Text())
-	require.True(v.t, len(word) == 2 && word[0] == "node", "iteration node: %s", line.Text())
-	f.id = word[1]
-	return f
+	return v.startChildren("iteration node", iterNodeEnv, c, 1)[0]
 }
 
 type iterRun struct {

@@ -1,7 +1,6 @@
 package exq
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,25 +101,10 @@ func runStepNode() {
 
 // startStepNode starts a step node and waits until it has started; it is killed when the test
 // ends.
-func (v *env) startStepNode(c stepNodeConfig) *runNode {
+func (v *env) startStepNode(c stepNodeConfig) *fleetNode {
 	v.t.Helper()
 	c.RedisURL, c.Namespace = testutil.RedisURL(v.t), v.ns
-	cfg, err := json.Marshal(c)
-	require.NoError(v.t, err)
-	cmd := testutil.ChildNode()
-	cmd.Env = append(os.Environ(), stepNodeEnv+"="+string(cfg))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(v.t, err)
-	require.NoError(v.t, cmd.Start())
-	n := &runNode{cmd: cmd}
-	v.t.Cleanup(n.kill)
-	line := bufio.NewScanner(stdout)
-	require.True(v.t, line.Scan(), "step node said nothing")
-	word := strings.Fields(line.Text())
-	require.True(v.t, len(word) == 2 && word[0] == "node", "step node: %s", line.Text())
-	n.id = word[1]
-	return n
+	return v.startChildren("step node", stepNodeEnv, c, 1)[0]
 }
 
 // Jobs of three steps each, on a node killed (SIGKILL) inside step b's function or after step
