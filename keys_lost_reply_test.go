@@ -27,15 +27,8 @@ func TestAKeyedFetchWhoseReplyIsLostStrandsNothingAndKeepsEachKeysOrder(t *testi
 			cl, err := NewClient(ctx, ClientOptions{Redis: c.client, Namespace: c.ns, Logger: testLogger()})
 			require.NoError(t, err)
 			defer cl.Close()
-			keys := []string{"a", "b", "c"}
-			order := map[string][]string{}
 			const jobs = 15
-			for i := range jobs {
-				k := keys[i%len(keys)]
-				jid, err := cl.Enqueue(ctx, "k", "W", []any{k}, Key(k))
-				require.NoError(t, err)
-				order[k] = append(order[k], jid)
-			}
+			order := enqueueByKey(t, cl, "k", []string{"a", "b", "c"}, jobs)
 			cut := c.cutScript(scripts.FetchKeyed, 1)
 			log := newKeyLog()
 			o := tc.opts(c)
@@ -51,12 +44,7 @@ func TestAKeyedFetchWhoseReplyIsLostStrandsNothingAndKeepsEachKeysOrder(t *testi
 			testutil.WaitFor(t, "the backup list is empty", func() bool {
 				return len(c.list(c.keys.Backup(e.NodeID(), "k"))) == 0
 			})
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			for _, k := range keys {
-				assert.Equal(t, 1, log.most[k], "key %s ran one job at a time", k)
-				assert.Equal(t, order[k], log.starts[k], "key %s ran each of its jobs once, in enqueue order", k)
-			}
+			log.assertRanInOrder(t, order)
 			assert.Empty(t, c.list(c.keys.Queue("k")), "no keyed job went to the queue's list")
 		})
 	}
@@ -76,15 +64,8 @@ func TestKeyedJobsOfAQueueDeletedWhileTheyRunAllRunOnceInOrder(t *testing.T) {
 	cl, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
 	require.NoError(t, err)
 	defer cl.Close()
-	keys := []string{"a", "b", "c"}
-	order := map[string][]string{}
 	const jobs = 30
-	for i := range jobs {
-		k := keys[i%len(keys)]
-		jid, err := cl.Enqueue(ctx, "k", "W", []any{k}, Key(k))
-		require.NoError(t, err)
-		order[k] = append(order[k], jid)
-	}
+	order := enqueueByKey(t, cl, "k", []string{"a", "b", "c"}, jobs)
 	log := newKeyLog()
 	v.start(Options{Queues: []Queue{{Name: "k", Concurrency: 6, Keys: KeyPolicy{Sequence: true}}},
 		Workers: map[string]Worker{"W": log.worker(20*time.Millisecond, nil)}})
@@ -92,10 +73,31 @@ func TestKeyedJobsOfAQueueDeletedWhileTheyRunAllRunOnceInOrder(t *testing.T) {
 	require.NoError(t, api.RemoveQueue(ctx, "k"))
 	assert.Less(t, log.succeeded(), jobs, "the queue was deleted while its jobs ran")
 	testutil.WaitFor(t, "every job succeeded", func() bool { return log.succeeded() == jobs })
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	for _, k := range keys {
-		assert.Equal(t, 1, log.most[k], "key %s ran one job at a time", k)
-		assert.Equal(t, order[k], log.starts[k], "key %s ran each of its jobs once, in enqueue order", k)
+	log.assertRanInOrder(t, order)
+}
+
+// enqueueByKey enqueues n jobs of class W on q, keyed by keys in turn, each with its key as its
+// arg (keyLog's worker reads it), and returns each key's jids in enqueue order.
+func enqueueByKey(t *testing.T, cl *Client, q string, keys []string, n int) map[string][]string {
+	t.Helper()
+	order := map[string][]string{}
+	for i := range n {
+		k := keys[i%len(keys)]
+		jid, err := cl.Enqueue(context.Background(), q, "W", []any{k}, Key(k))
+		require.NoError(t, err)
+		order[k] = append(order[k], jid)
+	}
+	return order
+}
+
+// assertRanInOrder asserts that each key of order ran one job at a time, each of its jobs once,
+// in the order given.
+func (l *keyLog) assertRanInOrder(t *testing.T, order map[string][]string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, jids := range order {
+		assert.Equal(t, 1, l.most[k], "key %s ran one job at a time", k)
+		assert.Equal(t, jids, l.starts[k], "key %s ran each of its jobs once, in enqueue order", k)
 	}
 }
