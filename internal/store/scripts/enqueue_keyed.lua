@@ -1,5 +1,5 @@
 -- enqueue_keyed: write one keyed job (docs/keys.md): onto the tail of its key's list, the key
--- readied when it is neither ready, waiting for a time, nor held; or, with a due time, into
+-- readied when the job is its only one and it is neither waiting for a time, held nor paused; or, with a due time, into
 -- the queue's delayed set, from which a keyed fetch moves it when due. Never onto queue:<q>:
 -- Sidekiq and Exq nodes would run it without its key's policy. A unique job first takes its
 -- lock as enqueue.lua does.
@@ -23,7 +23,11 @@ if ARGV[8] ~= '' then
   redis.pcall('PUBLISH', ARGV[3], ARGV[1])
   return 0
 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-key_ready(ARGV[7], ARGV[1], ARGV[6], 0, false)
+-- A key with jobs waiting already is in the ready, blocked, held or paused set (every path
+-- that leaves a job in a key's list puts its key in one), so only a job that starts the
+-- list readies it.
+if redis.call('RPUSH', KEYS[2], ARGV[2]) == 1 then
+  key_ready(ARGV[7], ARGV[1], ARGV[6], 0, false)
+end
 redis.pcall('PUBLISH', ARGV[3], ARGV[1])
 return 0

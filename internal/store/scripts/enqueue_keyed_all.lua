@@ -5,15 +5,16 @@
 -- ARGV[1] wake channel   ARGV[2] namespace prefix
 -- ARGV[3..] quadruples: queue, key, job JSON, due score ('' for now)
 -- Returns the number of jobs written.
-local prefix, woken, n = ARGV[2], {}, 0
+local prefix, woken, n, memo = ARGV[2], {}, 0, {}
 for i = 3, #ARGV, 4 do
   local q, k, job, due = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   if not woken[q] then redis.call('SADD', KEYS[1], q) end
   if due ~= '' then
     redis.call('ZADD', prefix .. 'key_delayed:' .. q, due, job)
   else
-    redis.call('RPUSH', prefix .. 'key_jobs:' .. q .. ':' .. k, job)
-    key_ready(prefix, q, k, 0, false)
+    if redis.call('RPUSH', prefix .. 'key_jobs:' .. q .. ':' .. k, job) == 1 then
+      key_ready(prefix, q, k, 0, false, memo)
+    end
   end
   woken[q] = true
   n = n + 1

@@ -5,9 +5,11 @@
 -- Per queue: first the keyed jobs due in the delayed set move into their key's list (a held
 -- sequence's failed job to the head, its key released), and the keys whose wait in
 -- key_blocked ended go back to the ready set (a bounded number of each per call). Then the
--- keys are served in turn: the key with the lowest turn in key_ready gives its oldest job if
--- its limits allow (fewer live leases than Concurrency, fewer starts in the window than
--- Rate.N), and goes back with its turn plus 1/weight; a key its limits hold back moves to
+-- keys are served in turn, in rounds: the keys with the lowest turns in key_ready (as many as
+-- there are slots left) each give their oldest jobs, one each when the keys outnumber the
+-- slots and an even share of them otherwise, as far as their limits allow (fewer live leases
+-- than Concurrency, fewer starts in the window than Rate.N), and go back with their turn plus
+-- the jobs they gave over their weight; a key its limits hold back moves to
 -- key_blocked until the time they free it (its earliest lease's lapse, its oldest start's
 -- leaving the window), so it is not looked at again before (an ended job's release readies
 -- it earlier). Each step is a few sorted-set operations: the cost per job grows with the log
@@ -59,7 +61,9 @@ for i = 1, nq do
   local got = {redis.call('LLEN', dst), -1}
   local paused = want > 0 and redis.pcall('SISMEMBER', KEYS[1], q) == 1
   if want > 0 and not paused then
-    -- Due delayed jobs into their keys' lists.
+    -- Due delayed jobs into their keys' lists (the memo of key_ready holds until the visits
+    -- below take keys out of the ready set).
+    local memo = {}
     for _, job in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 100)) do
       redis.call('ZREM', delayed, job)
       local k, jid = key_of(job)
@@ -70,10 +74,9 @@ for i = 1, nq do
         if jid and redis.call('HGET', held, k) == jid then
           redis.call('HDEL', held, k)
           redis.call('LPUSH', list, job)
-          key_ready(prefix, q, k, 0, true)
-        else
-          redis.call('RPUSH', list, job)
-          key_ready(prefix, q, k, 0, false)
+          key_ready(prefix, q, k, 0, true, memo)
+        elseif redis.call('RPUSH', list, job) == 1 then
+          key_ready(prefix, q, k, 0, false, memo) -- (a key with jobs waiting is in a set)
         end
       end
     end
@@ -81,7 +84,7 @@ for i = 1, nq do
     for _, k in ipairs(redis.call('ZRANGEBYSCORE', blocked, '-inf', now, 'LIMIT', 0, 100)) do
       redis.call('ZREM', blocked, k)
       if redis.call('LLEN', prefix .. 'key_jobs:' .. q .. ':' .. k) > 0 then
-        key_ready(prefix, q, k, 0, false)
+        key_ready(prefix, q, k, 0, false, memo)
       end
     end
     local plain = redis.call('LLEN', src)
@@ -91,68 +94,100 @@ for i = 1, nq do
       if want == 1 and parity == '1' then share = 1 end
       nk = want - math.min(plain, share)
     end
-    local taken, looks = 0, 0
-    while taken < nk and looks < nk + 100 do
-      looks = looks + 1
-      local top = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-      if #top == 0 then break end
-      local k, turn = top[1], tonumber(top[2])
-      local list = prefix .. 'key_jobs:' .. q .. ':' .. k
-      local leases, starts = prefix .. 'key_leases:' .. q .. ':' .. k, prefix .. 'key_starts:' .. q .. ':' .. k
-      -- limited: when the key's limits free it if they hold it back now (nil otherwise),
-      -- with how many leases and starts it has in its window.
-      local function limited()
-        local nl, ns = 0, 0
-        if conc > 0 then
-          redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-          nl = redis.call('ZCARD', leases)
-          if nl >= conc then
-            return tonumber(redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]), nl, ns
-          end
-        end
-        if rate > 0 then
-          redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - per)
-          ns = redis.call('ZCARD', starts)
-          if ns >= rate then
-            return tonumber(redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]) + per, nl, ns
-          end
-        end
-        return nil, nl, ns
+    -- live is how many members of z (leases or starts) count at the time since, up to cap
+    -- (those scored at or before since have lapsed and are removed), and the lowest score
+    -- that counts: one read of the members for a small cap, the first and the count for a
+    -- large one.
+    local function live(z, since, cap)
+      local n = cap <= 16 and cap or 1
+      local f = redis.call('ZRANGE', z, 0, n - 1, 'WITHSCORES')
+      if #f == 0 then return 0, nil end
+      if tonumber(f[2]) <= since then
+        redis.call('ZREMRANGEBYSCORE', z, '-inf', since)
+        f = redis.call('ZRANGE', z, 0, n - 1, 'WITHSCORES')
+        if #f == 0 then return 0, nil end
       end
-      -- (A held key is never in the ready set: retry_keyed.lua takes it out, key_ready
-      -- keeps it out.)
-      local until_, nl, ns = limited()
-      local job = not until_ and redis.call('LPOP', list)
-      if until_ then
-        redis.call('ZREM', ready, k)
-        redis.call('ZADD', blocked, until_, k)
-      elseif not job then
-        redis.call('ZREM', ready, k) -- its list is empty
-      else
-        redis.call('LPUSH', dst, job)
-        local member = node .. ':' .. string.format('%d', first + taken)
+      if cap > 16 then return redis.call('ZCARD', z), tonumber(f[2]) end
+      return #f / 2, tonumber(f[2])
+    end
+    -- Rounds: the keys with the lowest turns, as many as there are slots left, each visited
+    -- once per round in turn order, each giving its share of the slots (one when the keys
+    -- outnumber them) within its limits, and put back with its turn plus what it gave over
+    -- its weight. No key is visited twice before every key ahead of it in the round was.
+    local taken, looks, moved = 0, 0, {}
+    while taken < nk and looks < nk + 100 do
+      local round = redis.call('ZRANGE', ready, 0, nk - taken - 1, 'WITHSCORES')
+      if #round == 0 then break end
+      local share = math.max(1, math.floor((nk - taken) / (#round / 2)))
+      for r = 1, #round, 2 do
+        if taken >= nk or looks >= nk + 100 then break end
+        looks = looks + 1
+        local k, turn = round[r], tonumber(round[r + 1])
+        local list = prefix .. 'key_jobs:' .. q .. ':' .. k
+        local leases, starts = prefix .. 'key_leases:' .. q .. ':' .. k, prefix .. 'key_starts:' .. q .. ':' .. k
+        -- (A held key is never in the ready set: retry_keyed.lua takes it out, key_ready
+        -- keeps it out.) until_ is when the key's limits free it if they hold it back now.
+        local c, until_ = math.min(share, nk - taken), nil
+        local nl, lfirst, ns, sfirst = 0, nil, 0, nil
         if conc > 0 then
-          redis.call('ZADD', leases, now + 2 * ttl, member)
-          redis.call('PEXPIRE', leases, math.ceil((2 * ttl + 60) * 1000))
+          nl, lfirst = live(leases, now, conc)
+          if nl >= conc then until_ = lfirst end
+          c = math.min(c, conc - nl)
         end
-        if rate > 0 then
-          redis.call('ZADD', starts, now, member)
-          redis.call('PEXPIRE', starts, math.ceil(per * 1000) + 1000)
+        if not until_ and rate > 0 then
+          ns, sfirst = live(starts, now - per, rate)
+          if ns >= rate then until_ = sfirst + per end
+          c = math.min(c, rate - ns)
         end
-        got[#got + 1] = job
-        got[#got + 1] = k
-        taken = taken + 1
-        if redis.call('LLEN', list) == 0 then
+        local jobs
+        if not until_ then
+          if c == 1 then
+            local job = redis.call('LPOP', list)
+            jobs = job and {job} or {}
+          else
+            -- LRANGE and LTRIM, not LPOP with a count: Redis 6.0 has none.
+            jobs = redis.call('LRANGE', list, 0, c - 1)
+            if #jobs > 0 then redis.call('LTRIM', list, #jobs, -1) end
+          end
+        end
+        if until_ then
           redis.call('ZREM', ready, k)
-        elseif conc > 0 and nl + 1 >= conc then
-          -- Full now: until its earliest lease lapses (a release readies it sooner).
-          redis.call('ZREM', ready, k)
-          redis.call('ZADD', blocked, tonumber(redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]), k)
-        elseif rate > 0 and ns + 1 >= rate then
-          redis.call('ZREM', ready, k)
-          redis.call('ZADD', blocked, tonumber(redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]) + per, k)
+          redis.call('ZADD', blocked, until_, k)
+        elseif #jobs == 0 then
+          redis.call('ZREM', ready, k) -- its list is empty
         else
-          redis.call('ZADD', ready, turn + 1 / (weights[k] or 1), k)
+          local lz, sz = {}, {}
+          for _, job in ipairs(jobs) do
+            local member = node .. ':' .. string.format('%d', first + taken)
+            moved[#moved + 1] = job
+            got[#got + 1] = job
+            got[#got + 1] = k
+            taken = taken + 1
+            lz[#lz + 1] = now + 2 * ttl
+            lz[#lz + 1] = member
+            sz[#sz + 1] = now
+            sz[#sz + 1] = member
+          end
+          if conc > 0 then
+            redis.call('ZADD', leases, unpack(lz))
+            redis.call('PEXPIRE', leases, math.ceil((2 * ttl + 60) * 1000))
+          end
+          if rate > 0 then
+            redis.call('ZADD', starts, unpack(sz))
+            redis.call('PEXPIRE', starts, math.ceil(per * 1000) + 1000)
+          end
+          if #jobs < c or redis.call('LLEN', list) == 0 then
+            redis.call('ZREM', ready, k)
+          elseif conc > 0 and nl + #jobs >= conc then
+            -- Full now: until its earliest lease lapses (a release readies it sooner).
+            redis.call('ZREM', ready, k)
+            redis.call('ZADD', blocked, lfirst or now + 2 * ttl, k)
+          elseif rate > 0 and ns + #jobs >= rate then
+            redis.call('ZREM', ready, k)
+            redis.call('ZADD', blocked, (sfirst or now) + per, k)
+          else
+            redis.call('ZADD', ready, turn + #jobs / (weights[k] or 1), k)
+          end
         end
       end
     end
@@ -163,11 +198,15 @@ for i = 1, nq do
       if #tail > 0 then
         redis.call('LTRIM', src, 0, -#tail - 1)
         for j = #tail, 1, -1 do
-          redis.call('LPUSH', dst, tail[j])
+          moved[#moved + 1] = tail[j]
           got[#got + 1] = tail[j]
           got[#got + 1] = ''
         end
       end
+    end
+    -- Into the backup list, in the order taken (one LPUSH per thousand jobs).
+    for j = 1, #moved, 1000 do
+      redis.call('LPUSH', dst, unpack(moved, j, math.min(j + 999, #moved)))
     end
     if #got > 2 then redis.call('SADD', KEYS[4], q) end
   end

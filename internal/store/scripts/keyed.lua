@@ -26,18 +26,36 @@ end
 -- (enqueue, release, retry due, hand-back, rescue, a blocked key's time) comes here, so a
 -- paused key's jobs wait and none starts. With unblock, a key waiting for a time is readied
 -- too (the fetch checks its limits again); without, it keeps waiting.
-local function key_ready(prefix, q, k, step, unblock)
+-- memo (optional) is a table a script that readies many keys in one call passes to each of
+-- them: per queue, whether any key is held or paused and the lowest turn are read once. It
+-- holds only while the caller takes no key out of the ready set and holds or pauses none.
+local function key_ready(prefix, q, k, step, unblock, memo)
   local ready, blocked = prefix .. 'key_ready:' .. q, prefix .. 'key_blocked:' .. q
-  if redis.call('HEXISTS', prefix .. 'key_held:' .. q, k) == 1 then return false end
-  if redis.call('SISMEMBER', prefix .. 'key_paused:' .. q, k) == 1 then return false end
   if redis.call('ZSCORE', ready, k) then return false end
+  -- A key is in at most one of ready, blocked, held and paused: a key taken out of the
+  -- blocked set was neither held nor paused, so only the others are looked up.
+  local was_blocked = false
   if unblock then
-    redis.call('ZREM', blocked, k)
+    was_blocked = redis.call('ZREM', blocked, k) == 1
   elseif redis.call('ZSCORE', blocked, k) then
     return false
   end
-  local m = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-  redis.call('ZADD', ready, (tonumber(m[2]) or 0) + step, k)
+  local held, paused = prefix .. 'key_held:' .. q, prefix .. 'key_paused:' .. q
+  local m = memo and memo[q]
+  if memo and not m then
+    m = {held = redis.call('EXISTS', held) == 1, paused = redis.call('EXISTS', paused) == 1}
+    memo[q] = m
+  end
+  if not was_blocked then
+    if (not m or m.held) and redis.call('HEXISTS', held, k) == 1 then return false end
+    if (not m or m.paused) and redis.call('SISMEMBER', paused, k) == 1 then return false end
+  end
+  local low = m and m.low
+  if not low then
+    low = tonumber(redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')[2]) or 0
+    if m then m.low = low end
+  end
+  redis.call('ZADD', ready, low + step, k)
   return true
 end
 

@@ -6,13 +6,15 @@
 -- ARGV[1] namespace prefix   ARGV[2] wake channel
 -- ARGV[3..] triples: queue, key, lease
 -- Returns the number of leases removed.
-local prefix, removed, woken = ARGV[1], 0, {}
+local prefix, removed, woken, memo = ARGV[1], 0, {}, {}
 for i = 3, #ARGV, 3 do
   local q, k, lease = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local leases = prefix .. 'key_leases:' .. q .. ':' .. k
   removed = removed + redis.call('ZREM', leases, lease)
-  if redis.call('LLEN', prefix .. 'key_jobs:' .. q .. ':' .. k) > 0 then
-    if key_ready(prefix, q, k, 0, true) then woken[q] = true end
+  -- A key in the ready set stays there (the fetch checks its limits again).
+  if not redis.call('ZSCORE', prefix .. 'key_ready:' .. q, k)
+      and redis.call('LLEN', prefix .. 'key_jobs:' .. q .. ':' .. k) > 0 then
+    if key_ready(prefix, q, k, 0, true, memo) then woken[q] = true end
   end
 end
 for q in pairs(woken) do redis.pcall('PUBLISH', ARGV[2], q) end
