@@ -31,6 +31,11 @@ func newKeyLog() *keyLog {
 
 // worker runs for d and fails when fail says so; it records the job's key from its args.
 func (l *keyLog) worker(d time.Duration, fail func(job *Job) bool) Worker {
+	return l.workerFor(func(*Job) time.Duration { return d }, fail)
+}
+
+// workerFor is worker with a run time per job.
+func (l *keyLog) workerFor(d func(job *Job) time.Duration, fail func(job *Job) bool) Worker {
 	return WorkerFunc(func(ctx context.Context, job *Job) error {
 		var key string
 		_ = job.Bind(&key)
@@ -41,7 +46,7 @@ func (l *keyLog) worker(d time.Duration, fail func(job *Job) bool) Worker {
 		}
 		l.starts[key] = append(l.starts[key], job.JID)
 		l.mu.Unlock()
-		time.Sleep(d)
+		time.Sleep(d(job))
 		failed := fail != nil && fail(job)
 		l.mu.Lock()
 		l.running[key]--

@@ -22,7 +22,9 @@
 -- beats, removed when the job ends. A killed node's leases are removed by the rescue of its
 -- jobs, which comes after one window: a lease that lapsed first would let a sequence's next
 -- job start before the rescued one. They lapse on their own only when no rescue removed them
--- (a fetch whose reply was lost: the node could not name them). Starts are logged in
+-- (a fetch whose reply was lost: the node could not name them), and only once their node has
+-- beaten since their time without renewing them: a stall of Redis longer than their life
+-- (no node could renew them meanwhile) frees no slot. Starts are logged in
 -- key_starts:<q>:<k> when the policy has a Rate. Every time is the Redis server's clock.
 --
 -- The node's incarnation and its set of backup queues are checked and kept as in fetch.lua.
@@ -95,15 +97,19 @@ for i = 1, nq do
       nk = want - math.min(plain, share)
     end
     -- live is how many members of z (leases or starts) count at the time since, up to cap
-    -- (those scored at or before since have lapsed and are removed), and the lowest score
-    -- that counts: one read of the members for a small cap, the first and the count for a
-    -- large one.
-    local function live(z, since, cap)
+    -- (starts scored at or before since have left the window and are removed; leases go as
+    -- drop_lapsed, leases.lua, says), and the lowest score that counts: one read of the
+    -- members for a small cap, the first and the count for a large one.
+    local function live(z, since, cap, leases)
       local n = cap <= 16 and cap or 1
       local f = redis.call('ZRANGE', z, 0, n - 1, 'WITHSCORES')
       if #f == 0 then return 0, nil end
       if tonumber(f[2]) <= since then
-        redis.call('ZREMRANGEBYSCORE', z, '-inf', since)
+        if leases then
+          drop_lapsed(z, KEYS[2], now)
+        else
+          redis.call('ZREMRANGEBYSCORE', z, '-inf', since)
+        end
         f = redis.call('ZRANGE', z, 0, n - 1, 'WITHSCORES')
         if #f == 0 then return 0, nil end
       end
@@ -130,8 +136,10 @@ for i = 1, nq do
         local c, until_ = math.min(share, nk - taken), nil
         local nl, lfirst, ns, sfirst = 0, nil, 0, nil
         if conc > 0 then
-          nl, lfirst = live(leases, now, conc)
-          if nl >= conc then until_ = lfirst end
+          nl, lfirst = live(leases, now, conc, true)
+          -- (A lapsed lease that still counts: until its node's next beat, which renews or
+          -- drops it; a second at most, a release readies the key sooner.)
+          if nl >= conc then until_ = math.max(lfirst, now + 1) end
           c = math.min(c, conc - nl)
         end
         if not until_ and rate > 0 then
@@ -181,7 +189,7 @@ for i = 1, nq do
           elseif conc > 0 and nl + #jobs >= conc then
             -- Full now: until its earliest lease lapses (a release readies it sooner).
             redis.call('ZREM', ready, k)
-            redis.call('ZADD', blocked, lfirst or now + 2 * ttl, k)
+            redis.call('ZADD', blocked, math.max(lfirst or now + 2 * ttl, now + 1), k)
           elseif rate > 0 and ns + #jobs >= rate then
             redis.call('ZREM', ready, k)
             redis.call('ZADD', blocked, (sfirst or now) + per, k)

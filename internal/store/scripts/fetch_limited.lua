@@ -8,7 +8,10 @@
 --
 -- A queue with a global limit gives a job only with a lease: a member of its leases set scored
 -- by when it expires. Expired leases (a node killed without releasing them) are dropped first,
--- so the count of live leases is the count of jobs running, and cannot drift. The node releases
+-- so the count of live leases is the count of jobs running, and cannot drift; but only once
+-- their node has beaten since without renewing them, or is gone (drop_lapsed, leases.lua): a
+-- stall of Redis longer than a window, which kept every node from renewing its leases, frees
+-- no slot. The node releases
 -- a lease as soon as its job ends, in a call of its own, so every node sees the slot free at
 -- its next poll; its own next fetch names the lease too (the call may not have arrived yet),
 -- so that it does not count the lease as its own.
@@ -77,7 +80,7 @@ for i = 1, nq do
   end
   local capped = false -- the global limit, or this node's share of it, held jobs back
   if n > 0 and limit > 0 then
-    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    drop_lapsed(leases, KEYS[2], now)
     local room = limit - redis.call('ZCARD', leases)
     redis.call('ZREMRANGEBYSCORE', waiters, '-inf', now)
     local waiting = redis.call('ZRANGE', waiters, 0, -1)

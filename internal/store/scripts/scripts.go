@@ -109,6 +109,9 @@ var (
 	settleGroupSrc string
 	//go:embed ack_settle.lua
 	ackSettleSrc string
+	// leasesSrc is the prelude of the fetches that drop lapsed leases (withLeases).
+	//go:embed leases.lua
+	leasesSrc string
 	// keyedSrc is the prelude of the scripts that move keyed jobs (withKeyed).
 	//go:embed keyed.lua
 	keyedSrc string
@@ -136,7 +139,7 @@ var (
 	// AckBatch takes a batch of finished jobs off the backup lists (acker.go).
 	AckBatch = redis.NewScript(ackBatchSrc)
 	// FetchLimited is Fetch for polls where a queue has a cluster-wide limit or leases to release.
-	FetchLimited = redis.NewScript(fetchLimitedSrc)
+	FetchLimited = redis.NewScript(withLeases(fetchLimitedSrc))
 	// CronSave and CronEnqueue keep periodic jobs in sidekiq-cron 1.x's layout.
 	CronSave    = redis.NewScript(cronSaveSrc)
 	CronEnqueue = redis.NewScript(cronEnqueueSrc)
@@ -197,7 +200,7 @@ var (
 var (
 	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
 	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
-	FetchKeyed      = redis.NewScript(withKeyed(fetchKeyedSrc))
+	FetchKeyed      = redis.NewScript(withLeases(withKeyed(fetchKeyedSrc)))
 	ReleaseKeys     = redis.NewScript(withKeyed(releaseKeysSrc))
 	RetryKeyed      = redis.NewScript(retryKeyedSrc)
 	KeyPause        = redis.NewScript(withKeyed(keyPauseSrc))
@@ -205,6 +208,9 @@ var (
 
 // withKeyed puts keyed.lua's functions (where a keyed job waits) before src.
 func withKeyed(src string) string { return keyedSrc + src }
+
+// withLeases puts leases.lua's function (drop_lapsed) before src.
+func withLeases(src string) string { return leasesSrc + src }
 
 // withPush puts push.lua's functions (the key type check and the pushes of collected jobs)
 // before src, so that every script that writes jobs writes them alike.
