@@ -154,15 +154,17 @@ func NewAPIForTest(t *testing.T, v *env) *API {
 	return api
 }
 
-// Every node of a skewed fleet enqueues a job with EnqueueIn(12 s): none runs before 12 s have
-// passed on the server's clock, and none much later.
+// Every node of a skewed fleet enqueues a job with EnqueueIn(12 s), and a keyed one (which
+// waits in its queue's delayed set, docs/keys.md): none runs before 12 s have passed on the
+// server's clock, and none much later.
 func TestSkewedFleetRunsEnqueueInJobsNeitherEarlyNorLate(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	ctx := context.Background()
 	const delay = 12 * time.Second // more than the 10 s skews: a due time from a node clock is off by all of one
 	log := &runLog{}
-	nodes := v.startSkewed(Options{Queues: []Queue{{Name: "in", Concurrency: 5}}, Workers: map[string]Worker{"W": log.worker(false)}})
+	nodes := v.startSkewed(Options{Queues: []Queue{{Name: "in", Concurrency: 10, Keys: KeyPolicy{Sequence: true}}},
+		Workers: map[string]Worker{"W": log.worker(false)}})
 	type call struct {
 		jid         string
 		skew        time.Duration
@@ -170,10 +172,12 @@ func TestSkewedFleetRunsEnqueueInJobsNeitherEarlyNorLate(t *testing.T) {
 	}
 	var calls []call
 	for i, e := range nodes {
-		from := v.serverTime()
-		jid, err := e.EnqueueIn(ctx, "in", "W", delay, nil)
-		require.NoError(t, err)
-		calls = append(calls, call{jid, fleetSkews[i], from, v.serverTime()})
+		for _, opts := range [][]EnqueueOption{nil, {Key(fmt.Sprintf("k%d", i))}} {
+			from := v.serverTime()
+			jid, err := e.EnqueueIn(ctx, "in", "W", delay, nil, opts...)
+			require.NoError(t, err)
+			calls = append(calls, call{jid, fleetSkews[i], from, v.serverTime()})
+		}
 	}
 	deadline := time.Now().Add(delay + 15*time.Second)
 	for time.Now().Before(deadline) {
@@ -206,7 +210,8 @@ func TestSkewedFleetRunsEnqueueInJobsNeitherEarlyNorLate(t *testing.T) {
 	assert.Zero(t, early+late+never, "jobs run early, late or never")
 }
 
-// Every node of a skewed fleet runs a job that always fails, with a backoff of 3 s: the runs of
+// Every node of a skewed fleet runs a job that always fails, with a backoff of 3 s, and a keyed
+// one (a sequence, whose retry waits in its queue's delayed set and holds its key): the runs of
 // each job are 3 s apart on the server's clock, however far off the node clocks are.
 func TestSkewedFleetSpacesRetriesAsTheBackoffSays(t *testing.T) {
 	t.Parallel()
@@ -217,14 +222,16 @@ func TestSkewedFleetSpacesRetriesAsTheBackoffSays(t *testing.T) {
 	o := Options{Backoff: func(int, *Job) time.Duration { return backoff }, Workers: map[string]Worker{"W": log.worker(true)}}
 	var jids []string
 	for i := range fleetSkews {
-		o.Queues = append(o.Queues, Queue{Name: fmt.Sprintf("fail%d", i)})
+		o.Queues = append(o.Queues, Queue{Name: fmt.Sprintf("fail%d", i), Keys: KeyPolicy{Sequence: true}})
 	}
 	nodes := v.startSkewed(o)
 	for i, e := range nodes {
 		// Each node has every queue; the job's runs go to whichever node fetches it.
-		jid, err := e.Enqueue(ctx, fmt.Sprintf("fail%d", i), "W", nil, MaxRetries(retries))
-		require.NoError(t, err)
-		jids = append(jids, jid)
+		for _, opts := range [][]EnqueueOption{{MaxRetries(retries)}, {MaxRetries(retries), Key("k")}} {
+			jid, err := e.Enqueue(ctx, fmt.Sprintf("fail%d", i), "W", nil, opts...)
+			require.NoError(t, err)
+			jids = append(jids, jid)
+		}
 	}
 	deadline := time.Now().Add(retries*(backoff+6*time.Second) + 5*time.Second)
 	for time.Now().Before(deadline) {
