@@ -16,7 +16,9 @@ import (
 )
 
 // runLedger counts every run of every job by jid, across the nodes of one process: runs, runs
-// of the same jid at the same time, and the most jobs of the limited queue running at once.
+// of the same jid at the same time, the most jobs of the limited queue running at once, and
+// the most jobs of one key of the keyed queue (keyedQueue: a job's key is its first arg)
+// running at once.
 type runLedger struct {
 	mu         sync.Mutex
 	runs       map[string]int
@@ -24,11 +26,16 @@ type runLedger struct {
 	overlaps   map[string]bool // jids that ran on two workers at once
 	limitedNow int
 	limitedMax int
+	keyNow     map[string]int
+	keyMax     int
 	starts     []time.Time
 }
 
+// keyedQueue is the queue whose jobs runLedger counts by key.
+const keyedQueue = "keyed"
+
 func newRunLedger() *runLedger {
-	return &runLedger{runs: map[string]int{}, running: map[string]int{}, overlaps: map[string]bool{}}
+	return &runLedger{runs: map[string]int{}, running: map[string]int{}, overlaps: map[string]bool{}, keyNow: map[string]int{}}
 }
 
 // worker runs a job for d, counting it.
@@ -45,12 +52,21 @@ func (l *runLedger) worker(limited string, d time.Duration) Worker {
 			l.limitedNow++
 			l.limitedMax = max(l.limitedMax, l.limitedNow)
 		}
+		var key string
+		if job.Queue == keyedQueue {
+			_ = job.Bind(&key)
+			l.keyNow[key]++
+			l.keyMax = max(l.keyMax, l.keyNow[key])
+		}
 		l.mu.Unlock()
 		time.Sleep(d)
 		l.mu.Lock()
 		l.running[job.JID]--
 		if job.Queue == limited {
 			l.limitedNow--
+		}
+		if job.Queue == keyedQueue {
+			l.keyNow[key]--
 		}
 		l.mu.Unlock()
 		return nil
@@ -99,10 +115,11 @@ func (l *runLedger) tally(fed []string) (missing, twice, overlapping int) {
 func isRedisOOM(err error) bool { return errors.Is(err, ErrRedisOOM) }
 
 // A Redis that reaches maxmemory (noeviction) for longer than the heartbeat window, while three
-// nodes run jobs of an unlimited and a GlobalLimit queue: enqueues fail with ErrRedisOOM and
-// write nothing, and nothing else changes. The nodes keep beating, so none takes another for
-// dead and no job is rescued, runs twice or is lost; the limit holds; fetches, acks and the
-// scheduler keep working, so the queues drain (which is what frees memory).
+// nodes run jobs of an unlimited, a GlobalLimit and a keyed queue (sequences): enqueues fail
+// with ErrRedisOOM and write nothing, and nothing else changes. The nodes keep beating, so none
+// takes another for dead and no job is rescued, runs twice or is lost; the limit holds and no
+// key runs two jobs at once; fetches, acks and the scheduler keep working, so the queues drain
+// (which is what frees memory).
 func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 	t.Parallel() // on a Redis of its own, with windows of 2 s that a node beside seven other tests keeps
 	srv := testutil.MemoryLimited(t, 24)
@@ -129,13 +146,14 @@ func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 		}
 	}
 	opts := Options{RedisURL: srv.URL(), Namespace: ns, HeartbeatInterval: heartbeat, MissedHeartbeatsAllowed: missed,
-		Queues:    []Queue{{Name: "limited", Concurrency: 4, GlobalLimit: limit}, {Name: "work", Concurrency: 4}},
+		Queues: []Queue{{Name: "limited", Concurrency: 4, GlobalLimit: limit}, {Name: "work", Concurrency: 4},
+			{Name: keyedQueue, Concurrency: 4, Keys: KeyPolicy{Sequence: true}}},
 		Workers:   map[string]Worker{"T": ledger.worker("limited", jobTime)},
 		Listeners: []Listener{listen}, PollTimeout: 20 * time.Millisecond, SchedulerPollTimeout: 20 * time.Millisecond,
 		Logger: testLogger()}
 	// Each node lists its queues in another order (or has only one): a fetch's first write
 	// depends on it.
-	orders := [][]Queue{opts.Queues, {opts.Queues[1], opts.Queues[0]}, {opts.Queues[1]}}
+	orders := [][]Queue{opts.Queues, {opts.Queues[2], opts.Queues[1], opts.Queues[0]}, {opts.Queues[1]}}
 	var nodes []*Exq
 	for i := 0; i < 3; i++ {
 		o := opts
@@ -164,6 +182,20 @@ func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 	}
 	feed("work", work)
 	feed("limited", limited)
+	keyed := func(i int) JobSpec {
+		k := "k" + strconv.Itoa(i%4)
+		return JobSpec{Queue: keyedQueue, Class: "T", Args: []any{k}, Options: []EnqueueOption{Key(k)}}
+	}
+	specs := make([]JobSpec, limited)
+	for i := range specs {
+		specs[i] = keyed(i)
+	}
+	res, err := nodes[0].EnqueueAll(ctx, specs)
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		fed = append(fed, r.JID)
+	}
 	// A few scheduled jobs fall due during the outage: the scheduler moves them then.
 	for i := 0; i < 10; i++ {
 		jid, err := nodes[1].EnqueueIn(ctx, "work", "T", time.Second+time.Duration(i)*200*time.Millisecond, nil)
@@ -180,13 +212,16 @@ func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 	for i := 0; time.Since(began) < oomFor; i++ {
 		jid := "oom-" + strconv.Itoa(i)
 		var err error
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
 			_, err = nodes[i%3].Enqueue(ctx, "work", "T", nil, JID(jid))
 		case 1:
 			_, err = nodes[i%3].EnqueueIn(ctx, "work", "T", time.Millisecond, nil, JID(jid))
-		default:
+		case 2:
 			_, err = nodes[i%3].EnqueueAll(ctx, []JobSpec{{Queue: "limited", Class: "T", Options: []EnqueueOption{JID(jid)}}})
+		default:
+			spec := keyed(i)
+			_, err = nodes[i%3].Enqueue(ctx, spec.Queue, spec.Class, spec.Args, append(spec.Options, JID(jid))...)
 		}
 		switch {
 		case err == nil:
@@ -221,12 +256,12 @@ func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 	rescuedJobs := rescued
 	mu.Unlock()
 	ledger.mu.Lock()
-	limitedMax := ledger.limitedMax
+	limitedMax, keyMax := ledger.limitedMax, ledger.keyMax
 	ledger.mu.Unlock()
 	startedDuring := ledger.startedBetween(began, ended)
 	t.Logf("out of memory for %s with 3 nodes (heartbeat window %s): %d jobs fed; enqueues during it: %d refused with ErrRedisOOM, %d written, %d other errors (%v); "+
-		"refused jobs that ran %d; jobs started during it %d; rescued %d; ran twice %d (at the same time %d); missing %d; most limited jobs at once %d (limit %d)",
-		oomFor, heartbeat*(missed+1), len(fed), refused, written, other, otherErr, ranRefused, startedDuring, rescuedJobs, twice, overlapping, missing, limitedMax, limit)
+		"refused jobs that ran %d; jobs started during it %d; rescued %d; ran twice %d (at the same time %d); missing %d; most limited jobs at once %d (limit %d); most of one key at once %d",
+		oomFor, heartbeat*(missed+1), len(fed), refused, written, other, otherErr, ranRefused, startedDuring, rescuedJobs, twice, overlapping, missing, limitedMax, limit, keyMax)
 	assert.True(t, done, "every job fed ran")
 	assert.Positive(t, refused, "enqueues during the outage fail with ErrRedisOOM")
 	assert.Zero(t, other, "no enqueue fails with another error: %v", otherErr)
@@ -236,6 +271,7 @@ func TestOutOfMemoryRefusesEnqueuesAndChangesNothingElse(t *testing.T) {
 	assert.Zero(t, twice, "no job runs twice")
 	assert.Zero(t, missing, "no job is lost")
 	assert.LessOrEqual(t, limitedMax, limit, "the GlobalLimit holds")
+	assert.Equal(t, 1, keyMax, "each key's sequence ran one job at a time")
 }
 
 // Start on a Redis that is out of memory fails with an error matching ErrRedisOOM and writes
