@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exqgo/exq/internal/names"
+	"github.com/exqgo/exq/internal/wire"
 )
 
 // ErrInvalidKey is wrapped by the API calls that take a job's key (KeyJobs, PauseKey,
@@ -198,4 +199,67 @@ func (a *API) KeySize(ctx context.Context, q, key string) (int64, error) {
 		return 0, fmt.Errorf("exq: jobs of key %q of %q: %w", key, q, err)
 	}
 	return n, nil
+}
+
+// keyedScanKeys is how many keys' lists cancelKeyed reads per round trip.
+const keyedScanKeys = 200
+
+// cancelKeyed buries job jid if it waits as a keyed job of queue q (CancelJob): in the queue's
+// delayed set (a keyed retry or a job due later), then in its key's list, the order in which
+// keyed jobs move by themselves. found is false when it is in neither.
+func (a *API) cancelKeyed(ctx context.Context, q, jid string, now time.Time) (found bool, err error) {
+	kill := func(raw string) (bool, error) {
+		h, err := wire.DecodeHeader(raw)
+		if err != nil || h.Key == "" {
+			return false, nil // not a keyed job: nothing of ours
+		}
+		return a.jq.KillKeyed(ctx, q, h.Key, jid, raw, now, DefaultDeadTimeout, DefaultDeadMaxJobs)
+	}
+	for start := int64(0); ; start += findPage {
+		raws, err := a.jq.KeyDelayedRange(ctx, q, start, start+findPage-1)
+		if err != nil {
+			return false, err
+		}
+		for _, raw := range raws {
+			if hasJID(raw, jid) {
+				if ok, err := kill(raw); ok || err != nil {
+					return ok, err
+				}
+			}
+		}
+		if len(raws) < findPage {
+			break
+		}
+	}
+	keys, err := a.jq.KeysWithJobs(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	for len(keys) > 0 {
+		batch := keys[:min(keyedScanKeys, len(keys))]
+		keys = keys[len(batch):]
+		firsts, err := a.jq.KeyJobsFirst(ctx, q, batch, findPage)
+		if err != nil {
+			return false, err
+		}
+		for i, raws := range firsts {
+			for start := int64(0); ; {
+				for _, raw := range raws {
+					if hasJID(raw, jid) {
+						if ok, err := kill(raw); ok || err != nil {
+							return ok, err
+						}
+					}
+				}
+				if len(raws) < findPage {
+					break
+				}
+				start += findPage
+				if raws, err = a.jq.KeyJobsRange(ctx, q, batch[i], start, start+findPage-1); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	return false, nil
 }

@@ -73,8 +73,10 @@ func (a *API) IterationProgresses(ctx context.Context, jids []string) (map[strin
 
 // CancelJob cancels job jid wherever it is, and returns the node running it ("" when it was
 // waiting):
-//   - waiting in a queue, the retry set or the schedule set: it moves to the dead set (error
-//     "Canceled" is not written: the document is unchanged) and never runs;
+//   - waiting in a queue, the retry set or the schedule set, or as a keyed job in its key's
+//     list or its queue's delayed set (docs/keys.md): it moves to the dead set (error
+//     "Canceled" is not written: the document is unchanged) and never runs; a sequence held by
+//     the cancelled job (its failed run waiting for a retry) goes on with its next job;
 //   - running: a CANCEL signal goes to its node; the job goes to the dead set with
 //     error_message "Canceled" once its worker returns (an Iteration stops at its next item);
 //     a job running on a Sidekiq or Exq node gets no signal (they have none for it), only the
@@ -87,7 +89,8 @@ func (a *API) IterationProgresses(ctx context.Context, jids []string) (map[strin
 // iteration state: then it is between runs (being handed back, rescued) and the flag stops it.
 //
 // The places are searched in the direction jobs move between them by
-// themselves (retry and schedule, then the queues, then the nodes running them), so a job moving
+// themselves (retry and schedule, then the queues, then the keyed jobs' delayed sets and
+// lists, then the nodes running them), so a job moving
 // on during the search is found at a later step. The flag, set before the search, covers what
 // the search cannot see: a running iterable job (which a CANCEL signal also stops), and one
 // fetched but not yet in its node's busy list.
@@ -136,6 +139,15 @@ func (a *API) CancelJob(ctx context.Context, jid string) (string, error) {
 			return "", err
 		}
 		if moved {
+			return "", a.dropFlag(ctx, jid, existed)
+		}
+	}
+	for _, q := range queues {
+		found, err := a.cancelKeyed(ctx, q, jid, now)
+		if err != nil {
+			return "", fmt.Errorf("exq: api: cancel job %s: %w", jid, err)
+		}
+		if found {
 			return "", a.dropFlag(ctx, jid, existed)
 		}
 	}

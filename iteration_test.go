@@ -182,7 +182,7 @@ func TestIterationCancelFlagStopsTheJobAtItsNextSave(t *testing.T) {
 // jid found nowhere is ErrJobNotFound and leaves no key behind.
 func TestCancelJobBuriesAWaitingJobWhereverItWaits(t *testing.T) {
 	t.Parallel()
-	for _, where := range []string{"queue", "schedule", "retry"} {
+	for _, where := range []string{"queue", "schedule", "retry", "key's list", "key's delayed set"} {
 		t.Run(where, func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t)
@@ -200,6 +200,12 @@ func TestCancelJobBuriesAWaitingJobWhereverItWaits(t *testing.T) {
 				jid = "0123456789abcdef01234567"
 				raw := `{"class":"Walk","queue":"q","args":[1],"jid":"` + jid + `","retry":true,"retry_count":0}`
 				err = v.rdb.ZAdd(ctx, v.keys.Retry(), redisZ(time.Now().Add(time.Hour), raw)).Err()
+			case "key's list":
+				_, err = c.Enqueue(ctx, "q", "Walk", []any{0}, Key("a")) // another job of the key stays
+				require.NoError(t, err)
+				jid, err = c.Enqueue(ctx, "q", "Walk", []any{1}, Key("a"))
+			case "key's delayed set":
+				jid, err = c.EnqueueIn(ctx, "q", "Walk", time.Hour, []any{1}, Key("a"))
 			}
 			require.NoError(t, err)
 			api := NewAPIForTest(t, v)
@@ -208,7 +214,10 @@ func TestCancelJobBuriesAWaitingJobWhereverItWaits(t *testing.T) {
 			require.Empty(t, node)
 			require.Equal(t, 1, v.zcard(v.keys.Dead()))
 			require.Empty(t, v.list(v.keys.Queue("q")))
-			require.Equal(t, 0, v.zcard(v.keys.Schedule())+v.zcard(v.keys.Retry()))
+			require.Equal(t, 0, v.zcard(v.keys.Schedule())+v.zcard(v.keys.Retry())+v.zcard(v.keys.KeyDelayed("q")))
+			for _, raw := range v.list(v.keys.KeyJobs("q", "a")) {
+				require.NotContains(t, raw, jid, "the job left its key's list")
+			}
 			require.Zero(t, v.rdb.Exists(ctx, v.keys.Iteration(jid)).Val(), "no flag is left for a job buried where it waited")
 
 			_, err = api.CancelJob(ctx, jid)

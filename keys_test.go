@@ -372,3 +372,37 @@ func TestKeyWeightsShareTurns(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"A": 9, "B": 3}, count)
 }
+
+// CancelJob of a sequence's failed job, waiting for its retry in the queue's delayed set while
+// it holds its key, buries it and frees the key: the key's later jobs run, in order, and the
+// cancelled one never runs again.
+func TestCancelJobOfAHeldSequencesRetryFreesItsKey(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	cl, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer cl.Close()
+	order := enqueueByKey(t, cl, "k", []string{"a"}, 3)
+	first := order["a"][0]
+	log := newKeyLog()
+	v.start(Options{Queues: []Queue{{Name: "k", Concurrency: 2, Keys: KeyPolicy{Sequence: true}}},
+		Backoff: func(int, *Job) time.Duration { return time.Hour },
+		Workers: map[string]Worker{"W": log.worker(time.Millisecond, func(job *Job) bool { return job.JID == first })}})
+	v.waitFor("the first job waits for its retry, holding its key", func() bool {
+		return v.rdb.HGet(ctx, v.keys.KeyHeld("k"), "a").Val() == first
+	})
+	time.Sleep(100 * time.Millisecond)
+	assert.Zero(t, log.succeeded(), "the held key starts nothing")
+	api := NewAPIForTest(t, v)
+	defer api.Close()
+	node, err := api.CancelJob(ctx, first)
+	require.NoError(t, err)
+	assert.Empty(t, node)
+	v.waitFor("the key's other jobs succeeded", func() bool { return log.succeeded() == 2 })
+	assert.Equal(t, 1, v.zcard(v.keys.Dead()), "the cancelled job is dead")
+	assert.Zero(t, v.zcard(v.keys.KeyDelayed("k")), "the retry left the delayed set")
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	assert.Equal(t, order["a"], log.starts["a"], "each job started once, in order, the cancelled one first and only once")
+}

@@ -187,3 +187,13 @@ func (jq *Store) fetchKeyed(ctx context.Context, reqs []FetchReq, idx []int, lea
 func (jq *Store) RouteToKey(ctx context.Context, q, raw string) (bool, error) {
 	return jq.PutBack(ctx, q, raw) // put_back.lua routes a keyed job to its key
 }
+
+// KillKeyed buries raw, a waiting job of key in queue q (jid its jid), from its key's list or
+// the queue's delayed set into the dead set (kill_keyed.lua, trimmed by keepFor and keepMax);
+// false when it was in neither (fetched, or moved, meanwhile).
+func (jq *Store) KillKeyed(ctx context.Context, q, key, jid, raw string, now time.Time, keepFor time.Duration, keepMax int) (bool, error) {
+	n, err := scripts.KillKeyed.Run(ctx, jq.rdb,
+		[]string{jq.keys.KeyJobs(q, key), jq.keys.KeyDelayed(q), jq.keys.Dead(), jq.keys.KeyHeld(q)},
+		wire.FormatTime(now), wire.FormatTime(now.Add(-keepFor)), keepMax, raw, jid, q, key, jq.keys.Prefix, jq.keys.Wake()).Int()
+	return n == 1, err
+}

@@ -203,3 +203,68 @@ func onlyMissing(cmds []redis.Cmder) bool {
 	}
 	return true
 }
+
+// KeysWithJobs lists the keys of queue q that may have jobs waiting: the members of its ready,
+// blocked, held and paused sets, read in one MULTI, so that a key with jobs waiting then is
+// listed whichever of the sets it moves between. A set of another type reads as empty.
+func (jq *Store) KeysWithJobs(ctx context.Context, q string) ([]string, error) {
+	k := jq.keys
+	var ready, blocked, held, paused *redis.StringSliceCmd
+	_, err := jq.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ready = p.ZRange(ctx, k.KeyReady(q), 0, -1)
+		blocked = p.ZRange(ctx, k.KeyBlocked(q), 0, -1)
+		held = p.HKeys(ctx, k.KeyHeld(q))
+		paused = p.SMembers(ctx, k.KeyPaused(q))
+		return nil
+	})
+	if err != nil && !onlyMissing([]redis.Cmder{ready, blocked, held, paused}) {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range []*redis.StringSliceCmd{ready, blocked, held, paused} {
+		for _, key := range c.Val() {
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, key)
+			}
+		}
+	}
+	return out, nil
+}
+
+// KeyJobsFirst reads the first n waiting jobs of each of keys in queue q, in one round trip
+// (a key of another type reads as empty).
+func (jq *Store) KeyJobsFirst(ctx context.Context, q string, keys []string, n int64) ([][]string, error) {
+	cmds := make([]*redis.StringSliceCmd, len(keys))
+	_, err := jq.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			cmds[i] = p.LRange(ctx, jq.keys.KeyJobs(q, key), 0, n-1)
+		}
+		return nil
+	})
+	if err != nil {
+		cs := make([]redis.Cmder, len(cmds))
+		for i, c := range cmds {
+			cs[i] = c
+		}
+		if !onlyMissing(cs) {
+			return nil, err
+		}
+	}
+	out := make([][]string, len(keys))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// KeyDelayedRange reads queue q's delayed keyed jobs (retries and jobs due later) from index
+// start to stop, earliest first; none when the set is of another type.
+func (jq *Store) KeyDelayedRange(ctx context.Context, q string, start, stop int64) ([]string, error) {
+	jobs, err := jq.rdb.ZRange(ctx, jq.keys.KeyDelayed(q), start, stop).Result()
+	if wrongType(err) {
+		return nil, nil
+	}
+	return jobs, err
+}

@@ -117,6 +117,8 @@ var (
 	keyedSrc string
 	//go:embed enqueue_keyed.lua
 	enqueueKeyedSrc string
+	//go:embed kill_keyed.lua
+	killKeyedSrc string
 	//go:embed fetch_keyed.lua
 	fetchKeyedSrc string
 	//go:embed release_keys.lua
@@ -195,11 +197,12 @@ var (
 		"local function workflow_settle(KEYS, ARGV)\n" + workflowSettleSrc + "\nend\n" + ackSettleSrc)
 )
 
-// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs, and
-// KeyPause pauses and resumes a key (docs/keys.md).
+// EnqueueKeyed, EnqueueKeyedAll, FetchKeyed, ReleaseKeys and RetryKeyed move keyed jobs,
+// KillKeyed buries a waiting one, and KeyPause pauses and resumes a key (docs/keys.md).
 var (
 	EnqueueKeyed    = redis.NewScript(withKeyed(enqueueKeyedSrc))
 	EnqueueKeyedAll = redis.NewScript(withKeyed(enqueueKeyedAllSrc))
+	KillKeyed       = redis.NewScript(withKeyed(killKeyedSrc))
 	FetchKeyed      = redis.NewScript(withLeases(withKeyed(fetchKeyedSrc)))
 	ReleaseKeys     = redis.NewScript(withKeyed(releaseKeysSrc))
 	RetryKeyed      = redis.NewScript(retryKeyedSrc)

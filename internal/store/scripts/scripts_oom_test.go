@@ -232,6 +232,22 @@ func oomCases() []oomCase {
 				return []string{k.KeyDelayed("q"), backup(k), k.Heartbeats(), k.HeartbeatEpochs(), k.KeyHeld("q"), k.KeyReady("q"), k.KeyBlocked("q")}
 			},
 			args: []any{"1e9", keyedJob + " ", keyedJob, "", node, "", "a", "j1", "1"}},
+		{name: "keyed kill from the key's list", file: "kill_keyed.lua", script: KillKeyed, runs: true,
+			setup: push(func(k wire.Keys) string { return k.KeyJobs("q", "a") }, keyedJob),
+			keys: func(k wire.Keys) []string {
+				return []string{k.KeyJobs("q", "a"), k.KeyDelayed("q"), k.Dead(), k.KeyHeld("q")}
+			},
+			argsFor: func(k wire.Keys) []any { return []any{"1e9", 0, 100, keyedJob, "j1", "q", "a", k.Prefix, "wake"} }},
+		{name: "keyed kill of a held sequence's retry", file: "kill_keyed.lua", script: KillKeyed, runs: true,
+			setup: func(ctx context.Context, c *redis.Client, k wire.Keys) {
+				c.ZAdd(ctx, k.KeyDelayed("q"), redis.Z{Score: 1e9, Member: keyedJob})
+				c.HSet(ctx, k.KeyHeld("q"), "a", "j1")
+				c.RPush(ctx, k.KeyJobs("q", "a"), keyedJob+" ")
+			},
+			keys: func(k wire.Keys) []string {
+				return []string{k.KeyJobs("q", "a"), k.KeyDelayed("q"), k.Dead(), k.KeyHeld("q")}
+			},
+			argsFor: func(k wire.Keys) []any { return []any{"1e9", 0, 100, keyedJob, "j1", "q", "a", k.Prefix, "wake"} }},
 		// Pausing a key adds it to the paused set (SADD first): refused like the queue's pause.
 		{name: "keyed pause", file: "key_pause.lua", script: KeyPause, setup: zadd(func(k wire.Keys) string { return k.KeyReady("q") }, 0, "a"),
 			keys: func(k wire.Keys) []string {
