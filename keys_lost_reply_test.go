@@ -13,11 +13,16 @@ import (
 )
 
 // A keyed fetch whose reply is lost strands no job and breaks no sequence. The jobs it took sit
-// in the backup list with their keys' leases, held by no worker (a caller's client sends the
-// fetch again, which finds those keys at their limit; exq's own client reports the error). The
-// node's next fetch finds them as strays and hands them back to the heads of their keys' lists,
-// and they run once the leases the lost reply could not name have lapsed (two heartbeat
-// windows): each key's jobs one at a time, in enqueue order, each once.
+// in the backup list with their keys' leases, held by no worker. The node's next fetch (or, for
+// exq's own client, the failed fetch's error) makes it hand them back to the heads of their
+// keys' lists, and they run once their keys are free, each key's jobs one at a time, in enqueue
+// order, each once:
+//   - exq's own client reports the error: the node knows the lease numbers the failed fetch
+//     was given, and releases them on the handed-back jobs' keys at once, so the keys are free
+//     well before the leases would lapse (two windows of 5 s here);
+//   - a caller's client sends the fetch again: the second run finds those keys at their limit,
+//     the node sees no error and cannot tell which leases the first run took, so they lapse
+//     (two windows of 0.4 s here) and go at the fetch after the node's next beat.
 func TestAKeyedFetchWhoseReplyIsLostStrandsNothingAndKeepsEachKeysOrder(t *testing.T) {
 	t.Parallel()
 	for _, tc := range lostFetchClients {
@@ -35,17 +40,29 @@ func TestAKeyedFetchWhoseReplyIsLostStrandsNothingAndKeepsEachKeysOrder(t *testi
 			o.Queues = []Queue{{Name: "k", Concurrency: 5, Keys: KeyPolicy{Sequence: true}}}
 			o.Workers = map[string]Worker{"W": log.worker(5*time.Millisecond, nil)}
 			o.DisableScheduler = true
-			// A window of 0.4 s: the stray jobs' leases lapse 0.8 s after the lost fetch.
-			o.HeartbeatInterval, o.MissedHeartbeatsAllowed = 200*time.Millisecond, 1
+			reported := tc.name == lostFetchClients[1].name
+			if reported {
+				// A window of 5 s: the leases would lapse 10 s after the lost fetch.
+				o.HeartbeatInterval, o.MissedHeartbeatsAllowed = time.Second, 4
+			} else {
+				// A window of 0.4 s: the stray jobs' leases lapse 0.8 s after the lost fetch.
+				o.HeartbeatInterval, o.MissedHeartbeatsAllowed = 200*time.Millisecond, 1
+			}
 			o.ForeignHeartbeatWindow = time.Second
 			e := c.start(o)
 			waitCut(t, cut)
+			cutAt := time.Now()
 			testutil.WaitFor(t, "every job succeeded", func() bool { return log.succeeded() == jobs })
+			took := time.Since(cutAt)
 			testutil.WaitFor(t, "the backup list is empty", func() bool {
 				return len(c.list(c.keys.Backup(e.NodeID(), "k"))) == 0
 			})
 			log.assertRanInOrder(t, order)
 			assert.Empty(t, c.list(c.keys.Queue("k")), "no keyed job went to the queue's list")
+			t.Logf("every job succeeded %s after the lost reply", took.Round(time.Millisecond))
+			if reported {
+				assert.Less(t, took, 5*time.Second, "the keys were freed at the hand-back, not when their leases lapsed (10 s)")
+			}
 		})
 	}
 }

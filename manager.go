@@ -105,9 +105,13 @@ type manager struct {
 	asked    map[string]bool // every queue a fetch ever asked for: where this node may have backup entries
 	running  []*run          // every run from dispatch to release, in no order (run.at)
 	seq      uint64
-	leases   uint64              // the last lease/start number a fetch was given
-	ended    map[string][]string // leases of jobs ended since the last fetch, per queue
-	rtt      time.Duration       // how long fetches take, the slow ones weighing most (poll loop only)
+	leases   uint64 // the last lease/start number a fetch was given
+	// lost are the lease numbers of keyed fetches that failed (their reply lost, or never
+	// sent): their jobs come back as strays, and reconcile releases these leases on the
+	// strays' keys. Kept two lease lives, after which the leases have lapsed anyway.
+	lost  []lostLeases
+	ended map[string][]string // leases of jobs ended since the last fetch, per queue
+	rtt   time.Duration       // how long fetches take, the slow ones weighing most (poll loop only)
 
 	wake      chan struct{} // new jobs announced, or subscriptions changed
 	slotFreed chan struct{}
@@ -304,6 +308,70 @@ func (m *manager) unsent(reqs []store.FetchReq, took func(i int) int) {
 	}
 }
 
+// noteLost notes the lease numbers of the keyed requests of a fetch that failed: their leases
+// are on keys the node cannot know before it sees the jobs, which reconcile finds as strays
+// (releaseLost). Notes older than two lease lives go: their leases have lapsed by then.
+func (m *manager) noteLost(reqs []store.FetchReq) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.lost[:0]
+	for _, l := range m.lost {
+		if now.Sub(l.at) < 2*keyLeaseLife(m.leaseTTL) {
+			kept = append(kept, l)
+		}
+	}
+	m.lost = kept
+	for _, r := range reqs {
+		if r.Keys != nil {
+			m.lost = append(m.lost, lostLeases{queue: r.Queue, first: r.First, n: r.N, at: now})
+		}
+	}
+}
+
+// lostLeases are the lease numbers first … first+n-1 of a keyed fetch of queue that failed at.
+type lostLeases struct {
+	queue string
+	first uint64
+	n     int
+	at    time.Time
+}
+
+// keyLeaseLife is how long a key's lease lives unless renewed: two heartbeat windows
+// (fetch_keyed.lua).
+func keyLeaseLife(window time.Duration) time.Duration { return 2 * window }
+
+// releaseLost releases, on the keys of strays (keyed jobs of queue q that a failed fetch took
+// and reconcile handed back), the leases that failed keyed fetches of q may have taken: the key
+// is free again now rather than when they lapse. A lease number is a fetch's own, so none of
+// them is a running job's.
+func (m *manager) releaseLost(q string, strays []string) {
+	m.mu.Lock()
+	var lost []lostLeases
+	for _, l := range m.lost {
+		if l.queue == q {
+			lost = append(lost, l)
+		}
+	}
+	m.mu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	keys := map[string]bool{}
+	for _, raw := range strays {
+		if h, err := wire.DecodeHeader(raw); err == nil && h.Key != "" {
+			keys[h.Key] = true
+		}
+	}
+	for key := range keys {
+		for _, l := range lost {
+			for n := l.first; n < l.first+uint64(l.n); n++ {
+				m.acker.Release(store.KeyScope(q, key), m.jq.LeaseMember(n))
+			}
+		}
+	}
+}
+
 // stopWaiting removes this node from the lease waiters of every queue it asked for (Stop), so
 // that the other nodes need not wait for its patience to run out to use every slot.
 func (m *manager) stopWaiting(ctx context.Context) {
@@ -449,6 +517,7 @@ func (m *manager) run(ctx context.Context) {
 		}
 		if err != nil {
 			m.unsent(reqs, func(int) int { return 0 })
+			m.noteLost(reqs)
 			m.fetching.Unlock()
 			reconcile = true
 			idle = m.pollTimeout
@@ -547,6 +616,7 @@ func (m *manager) reconcile(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		m.releaseLost(q, orphans)
 		m.log.Warn("exq: put back jobs a failed fetch had taken", "queue", q, "jobs", moved)
 	}
 	return nil
