@@ -38,7 +38,7 @@ func ExampleKeyPolicy() {
 			failed = true
 			return fmt.Errorf("the tenant's API is down")
 		}
-		ran[s.Tenant] = append(ran[s.Tenant], s.Step)
+		ran[job.Key()] = append(ran[job.Key()], s.Step) // the job's key: its tenant
 		done <- struct{}{}
 		return nil
 	})

@@ -50,6 +50,7 @@ type Job struct {
 	// the node running it (nil outside a node), for AddToBatch and SetResult; progress is its
 	// run's, for SetProgress.
 	bid, wf, wfJob string
+	key            string // its key ("exq_key", Key), "" for none
 	node           jobNode
 	progress       *atomic.Pointer[wire.Progress]
 	// steps is the node's store and settings for Step, nil outside a node; stepsUsed is set by
@@ -65,6 +66,10 @@ type jobNode interface {
 	readResult(ctx context.Context, jid string, dst any) error
 	addToBatch(ctx context.Context, bid, jid string, jobs []JobSpec) ([]string, error)
 }
+
+// Key is the key the job was enqueued with (Key, or its args' JobKey method; docs/keys.md),
+// "" for a job without one.
+func (j *Job) Key() string { return j.key }
 
 // Raw returns the job's JSON document exactly as it was read from Redis.
 func (j *Job) Raw() string { return j.raw }
@@ -108,6 +113,7 @@ func (j *Job) fill(h wire.Header, raw, queue string, nodeMaxRetries int) {
 	j.raw = raw
 	j.uniqueToken, j.uniqueUntil = string(h.UniqueToken), UniqueUntilMode(h.UniqueUntil)
 	j.bid, j.wf, j.wfJob = h.Bid, h.Workflow, h.WorkflowJob
+	j.key = h.Key
 	j.EnqueuedAt = h.EnqueuedAt.Stamp()
 	j.CreatedAt = h.CreatedAt.Stamp()
 	j.FailedAt = h.FailedAt.Stamp()

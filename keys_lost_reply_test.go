@@ -113,6 +113,7 @@ func (l *keyLog) assertRanInOrder(t *testing.T, order map[string][]string) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	assert.Empty(t, l.wrongKey, "each job's Job.Key is its key")
 	for k, jids := range order {
 		assert.Equal(t, 1, l.most[k], "key %s ran one job at a time", k)
 		assert.Equal(t, jids, l.starts[k], "key %s ran each of its jobs once, in enqueue order", k)

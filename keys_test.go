@@ -23,6 +23,8 @@ type keyLog struct {
 	most    map[string]int
 	starts  map[string][]string // jids in start order
 	done    map[string]bool     // jids that succeeded
+	// wrongKey are the jids whose Job.Key was not their key (their arg).
+	wrongKey []string
 }
 
 func newKeyLog() *keyLog {
@@ -40,6 +42,9 @@ func (l *keyLog) workerFor(d func(job *Job) time.Duration, fail func(job *Job) b
 		var key string
 		_ = job.Bind(&key)
 		l.mu.Lock()
+		if job.Key() != key {
+			l.wrongKey = append(l.wrongKey, job.JID)
+		}
 		l.running[key]++
 		if l.running[key] > l.most[key] {
 			l.most[key] = l.running[key]
