@@ -215,17 +215,24 @@ func (a *API) cancelKeyed(ctx context.Context, q, jid string, now time.Time) (fo
 		}
 		return a.jq.KillKeyed(ctx, q, h.Key, jid, raw, now, DefaultDeadTimeout, DefaultDeadMaxJobs)
 	}
-	for start := int64(0); ; start += findPage {
-		raws, err := a.jq.KeyDelayedRange(ctx, q, start, start+findPage-1)
-		if err != nil {
-			return false, err
-		}
+	// scan buries the job of raws that has jid, if any (done: buried, or an error).
+	scan := func(raws []string) (done bool, err error) {
 		for _, raw := range raws {
 			if hasJID(raw, jid) {
 				if ok, err := kill(raw); ok || err != nil {
 					return ok, err
 				}
 			}
+		}
+		return false, nil
+	}
+	for start := int64(0); ; start += findPage {
+		raws, err := a.jq.KeyDelayedRange(ctx, q, start, start+findPage-1)
+		if err != nil {
+			return false, err
+		}
+		if done, err := scan(raws); done || err != nil {
+			return done, err
 		}
 		if len(raws) < findPage {
 			break
@@ -244,12 +251,8 @@ func (a *API) cancelKeyed(ctx context.Context, q, jid string, now time.Time) (fo
 		}
 		for i, raws := range firsts {
 			for start := int64(0); ; {
-				for _, raw := range raws {
-					if hasJID(raw, jid) {
-						if ok, err := kill(raw); ok || err != nil {
-							return ok, err
-						}
-					}
+				if done, err := scan(raws); done || err != nil {
+					return done, err
 				}
 				if len(raws) < findPage {
 					break

@@ -107,6 +107,26 @@ func enqueueByKey(t *testing.T, cl *Client, q string, keys []string, n int) map[
 	return order
 }
 
+// assertRanInOrderWithRetries asserts that each key of order ran one job at a time and its
+// jobs in enqueue order, a failed job running again before its key's next one (its jid
+// repeats in place).
+func (l *keyLog) assertRanInOrderWithRetries(t *testing.T, order map[string][]string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Empty(t, l.wrongKey, "each job's Job.Key is its key")
+	for k, jids := range order {
+		assert.Equal(t, 1, l.most[k], "key %s ran one job at a time", k)
+		var folded []string
+		for _, jid := range l.starts[k] {
+			if len(folded) == 0 || folded[len(folded)-1] != jid {
+				folded = append(folded, jid)
+			}
+		}
+		assert.Equal(t, jids, folded, "key %s ran its jobs in enqueue order, each retry before the next job", k)
+	}
+}
+
 // assertRanInOrder asserts that each key of order ran one job at a time, each of its jobs once,
 // in the order given.
 func (l *keyLog) assertRanInOrder(t *testing.T, order map[string][]string) {

@@ -44,17 +44,5 @@ func TestKeyedSequencesHoldWithANodeBehindASlowLink(t *testing.T) {
 	waitLong(t, time.Minute, "every job succeeded", func() bool { return log.succeeded() == jobs })
 	require.GreaterOrEqual(t, slowRuns.Load(), int64(4), "the node behind the slow link ran jobs")
 	t.Logf("%d jobs over 6 keys, %d runs on the node behind the slow link", jobs, slowRuns.Load())
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	for k, jids := range order {
-		require.Equal(t, 1, log.most[k], "key %s ran one job at a time", k)
-		// A failed job runs again before its key's next one: its jid repeats in place.
-		var firsts []string
-		for _, jid := range log.starts[k] {
-			if len(firsts) == 0 || firsts[len(firsts)-1] != jid {
-				firsts = append(firsts, jid)
-			}
-		}
-		require.Equal(t, jids, firsts, "key %s ran its jobs in enqueue order, each retry before the next job", k)
-	}
+	log.assertRanInOrderWithRetries(t, order)
 }

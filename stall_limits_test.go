@@ -28,7 +28,7 @@ func TestARedisStallLongerThanTheKeyedLeasesKeepsEveryKeyWithinItsLimit(t *testi
 			opts, err := redis.ParseURL(srv.URL())
 			require.NoError(t, err)
 			rdb := redis.NewClient(opts)
-			defer rdb.Close()
+			t.Cleanup(func() { _ = rdb.Close() }) // after the nodes stop (cleanups run last first)
 			ctx := context.Background()
 			ns := testutil.Namespace(t)
 			cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
@@ -50,21 +50,7 @@ func TestARedisStallLongerThanTheKeyedLeasesKeepsEveryKeyWithinItsLimit(t *testi
 				}
 				return 20 * time.Millisecond
 			}, nil)
-			var nodes []*Exq
-			for range 2 {
-				e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: interval, MissedHeartbeatsAllowed: 2,
-					PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 10 * time.Second, Logger: testLogger(),
-					Queues: []Queue{{Name: "k", Concurrency: 6, Keys: KeyPolicy{Sequence: true}}}, Workers: map[string]Worker{"W": w}})
-				require.NoError(t, err)
-				nodes = append(nodes, e)
-			}
-			defer func() {
-				for _, e := range nodes {
-					sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					assert.NoError(t, e.Stop(sctx))
-					cancel()
-				}
-			}()
+			startLeaseFleet(t, rdb, ns, interval, Queue{Name: "k", Concurrency: 6, Keys: KeyPolicy{Sequence: true}}, w)
 			testutil.WaitFor(t, "each key's first job started", func() bool {
 				log.mu.Lock()
 				defer log.mu.Unlock()
@@ -74,6 +60,23 @@ func TestARedisStallLongerThanTheKeyedLeasesKeepsEveryKeyWithinItsLimit(t *testi
 			stallRedis(t, opts, tc.debugSleep, stall)
 			testutil.WaitFor(t, "every job succeeded", func() bool { return log.succeeded() == jobs })
 			log.assertRanInOrder(t, order)
+		})
+	}
+}
+
+// startLeaseFleet starts two nodes serving q with w, beating every interval (windows of three
+// intervals), and stops them when the test ends.
+func startLeaseFleet(t *testing.T, rdb *redis.Client, ns string, interval time.Duration, q Queue, w Worker) {
+	t.Helper()
+	for range 2 {
+		e, err := Start(context.Background(), Options{Redis: rdb, Namespace: ns, HeartbeatInterval: interval, MissedHeartbeatsAllowed: 2,
+			PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 10 * time.Second, Logger: testLogger(),
+			Queues: []Queue{q}, Workers: map[string]Worker{"W": w}})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			assert.NoError(t, e.Stop(ctx))
 		})
 	}
 }
@@ -118,7 +121,7 @@ func TestARedisStallLongerThanAGlobalLimitsLeasesKeepsTheLimit(t *testing.T) {
 			opts, err := redis.ParseURL(srv.URL())
 			require.NoError(t, err)
 			rdb := redis.NewClient(opts)
-			defer rdb.Close()
+			t.Cleanup(func() { _ = rdb.Close() }) // after the nodes stop (cleanups run last first)
 			ctx := context.Background()
 			ns := testutil.Namespace(t)
 			cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
@@ -154,21 +157,7 @@ func TestARedisStallLongerThanAGlobalLimitsLeasesKeepsTheLimit(t *testing.T) {
 				mu.Unlock()
 				return nil
 			})
-			var nodes []*Exq
-			for range 2 {
-				e, err := Start(ctx, Options{Redis: rdb, Namespace: ns, HeartbeatInterval: interval, MissedHeartbeatsAllowed: 2,
-					PollTimeout: 20 * time.Millisecond, DisableScheduler: true, RedisTimeout: 10 * time.Second, Logger: testLogger(),
-					Queues: []Queue{{Name: "g", Concurrency: 4, GlobalLimit: limit}}, Workers: map[string]Worker{"W": w}})
-				require.NoError(t, err)
-				nodes = append(nodes, e)
-			}
-			defer func() {
-				for _, e := range nodes {
-					sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					assert.NoError(t, e.Stop(sctx))
-					cancel()
-				}
-			}()
+			startLeaseFleet(t, rdb, ns, interval, Queue{Name: "g", Concurrency: 4, GlobalLimit: limit}, w)
 			testutil.WaitFor(t, "the long jobs started", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
