@@ -24,16 +24,7 @@ func TestARedisStallLongerThanTheKeyedLeasesKeepsEveryKeyWithinItsLimit(t *testi
 	for _, tc := range leaseStalls {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case on a redis-server of its own
-			srv := testutil.StartServer(t, testutil.ServerOptions{Args: tc.args})
-			opts, err := redis.ParseURL(srv.URL())
-			require.NoError(t, err)
-			rdb := redis.NewClient(opts)
-			t.Cleanup(func() { _ = rdb.Close() }) // after the nodes stop (cleanups run last first)
-			ctx := context.Background()
-			ns := testutil.Namespace(t)
-			cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
-			require.NoError(t, err)
-			defer cl.Close()
+			opts, rdb, ns, cl := stallServer(t, tc.args)
 			keys := []string{"a", "b", "c", "d", "e", "f"}
 			const jobs = 18
 			order := enqueueByKey(t, cl, "k", keys, jobs)
@@ -62,6 +53,23 @@ func TestARedisStallLongerThanTheKeyedLeasesKeepsEveryKeyWithinItsLimit(t *testi
 			log.assertRanInOrder(t, order)
 		})
 	}
+}
+
+// stallServer starts a redis-server of the test's own with args, and returns its options, a
+// client of it (closed after the nodes stop: cleanups run last first), a namespace and an exq
+// Client.
+func stallServer(t *testing.T, args []string) (*redis.Options, *redis.Client, string, *Client) {
+	t.Helper()
+	srv := testutil.StartServer(t, testutil.ServerOptions{Args: args})
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	ns := testutil.Namespace(t)
+	cl, err := NewClient(context.Background(), ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
+	return opts, rdb, ns, cl
 }
 
 // startLeaseFleet starts two nodes serving q with w, beating every interval (windows of three
@@ -117,16 +125,8 @@ func TestARedisStallLongerThanAGlobalLimitsLeasesKeepsTheLimit(t *testing.T) {
 	for _, tc := range leaseStalls {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := testutil.StartServer(t, testutil.ServerOptions{Args: tc.args})
-			opts, err := redis.ParseURL(srv.URL())
-			require.NoError(t, err)
-			rdb := redis.NewClient(opts)
-			t.Cleanup(func() { _ = rdb.Close() }) // after the nodes stop (cleanups run last first)
+			opts, rdb, ns, cl := stallServer(t, tc.args)
 			ctx := context.Background()
-			ns := testutil.Namespace(t)
-			cl, err := NewClient(ctx, ClientOptions{Redis: rdb, Namespace: ns, Logger: testLogger()})
-			require.NoError(t, err)
-			defer cl.Close()
 			const jobs, limit = 8, 2
 			var fed []string
 			for i := range jobs {
