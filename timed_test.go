@@ -28,7 +28,6 @@ var timedFleets = []timedTest{
 	{"FleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued", testFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued},
 	{"FleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow", testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow},
 	{"FleetKeyedSequencesSurviveKilledNodes", testFleetKeyedSequencesSurviveKilledNodes},
-	{"FleetKeyedSequencesSurviveAPausedNode", testFleetKeyedSequencesSurviveAPausedNode},
 	{"KilledNodesJobsAreRescuedByAnotherNodeAndComplete", testKilledNodesJobsAreRescuedByAnotherNodeAndComplete},
 	{"KilledNodesStepsAreNotRunAgainAfterTheRescue", testKilledNodesStepsAreNotRunAgainAfterTheRescue},
 	{"AKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode", testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode},
