@@ -342,3 +342,25 @@ func TestQueueLatenciesAreTheAgeOfEachOldestJob(t *testing.T) {
 	assert.InDelta(t, 90*time.Second, got["slow"], float64(3*time.Second), "the oldest job's age")
 	assert.Zero(t, got["empty"])
 }
+
+// A node counts as waiting for a GlobalLimit's slot for twice its poll interval and round trip,
+// and never less than minPatience: a short pause of the node or of Redis must not drop it from
+// the waiters, or a node whose fetch arrives first after the pause takes more than its share.
+func TestAWaitingNodesPatienceOutlastsAShortPause(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		poll, rtt time.Duration
+		want      time.Duration
+	}{
+		{"a fast poll on a fast link waits the least patience", 20 * time.Millisecond, time.Millisecond, minPatience},
+		{"a slow link doubles poll and round trip", 100 * time.Millisecond, 300 * time.Millisecond, 800 * time.Millisecond},
+		{"a slow poll doubles it", time.Second, 0, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &manager{managerParts: managerParts{pollTimeout: tc.poll}, rtt: tc.rtt}
+			assert.Equal(t, tc.want, m.patience())
+		})
+	}
+	assert.GreaterOrEqual(t, minPatience, 500*time.Millisecond, "longer than a GC pause or a short Redis stall")
+}

@@ -383,10 +383,18 @@ func (m *manager) stopWaiting(ctx context.Context) {
 	}
 }
 
+// minPatience is the least patience a node gives: a pause of the node (a GC, a busy machine)
+// or of Redis shorter than this does not drop it from the nodes waiting for a slot, so a node
+// whose fetch reaches Redis first after such a pause cannot take more than its share.
+const minPatience = 500 * time.Millisecond
+
 // patience is how long after a fetch that a GlobalLimit held back this node still counts as
 // waiting for a slot: twice its poll interval and fetch round trip, so a node behind a slow
-// link keeps its place between its polls. Only the poll loop calls it.
-func (m *manager) patience() time.Duration { return 2 * (m.pollTimeout + m.rtt) }
+// link keeps its place between its polls, and at least minPatience. Only the poll loop calls
+// it.
+func (m *manager) patience() time.Duration {
+	return max(2*(m.pollTimeout+m.rtt), minPatience)
+}
 
 // heldLeases lists, per queue, the leases of the jobs running now: what the heartbeat renews.
 func (m *manager) heldLeases() map[string][]string {
