@@ -3,6 +3,7 @@ package exq
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,4 +209,127 @@ func TestBuryRefusesANodeWithJobsLeft(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.BuryDone, res)
 	assert.Zero(t, v.rdb.Exists(ctx, v.keys.BackupQueues("dead")).Val(), "its set goes with it")
+}
+
+// pausingDequeuer holds the poll loop in Fetched, between a fetch and the start of its runs,
+// until released: a node paused (SIGSTOP) just after its fetch ran, as seen from Redis.
+type pausingDequeuer struct {
+	fetched, release chan struct{}
+}
+
+func (d *pausingDequeuer) Available(_ string, free int) int { return free }
+func (d *pausingDequeuer) Fetched(string, int) {
+	select {
+	case d.fetched <- struct{}{}:
+		<-d.release
+	default:
+	}
+}
+func (d *pausingDequeuer) Finished(string) {}
+func (d *pausingDequeuer) Stopped()        {}
+
+// A node paused after its fetch ran and before the job's run began, past its window, is
+// buried and the job rescued and run by another node. When it wakes, it must not begin that
+// run: it cannot tell whether it was buried, so it waits for its next beat, which finds it
+// buried and drops the run. Begun at once (as it was), the job ran twice, the second time
+// beside whatever its key or limit had started since.
+func TestANodeWokenAfterItsFetchWasRescuedDoesNotBeginTheRescuedJob(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	jid := v.enqueueN("q", 1)[0]
+	var mu sync.Mutex
+	runs := map[string]int{}
+	worker := func(node string) Worker {
+		return WorkerFunc(func(context.Context, *Job) error {
+			mu.Lock()
+			runs[node]++
+			mu.Unlock()
+			return nil
+		})
+	}
+	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
+	d := &pausingDequeuer{fetched: make(chan struct{}), release: make(chan struct{})}
+	const interval = 100 * time.Millisecond
+	paused := v.start(Options{Redis: v.clientVia(proxy.Addr()), HeartbeatInterval: interval, MissedHeartbeatsAllowed: 1,
+		Dequeuer: d, Queues: []Queue{{Name: "q", Concurrency: 1}}, Workers: map[string]Worker{"W": worker("paused")}})
+	select {
+	case <-d.fetched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node fetched no job")
+	}
+	// Paused: no beat gets through either.
+	proxy.Down()
+	v.start(Options{HeartbeatInterval: interval, Queues: []Queue{{Name: "q", Concurrency: 1}},
+		Workers: map[string]Worker{"W": worker("rescuer")}})
+	testutil.WaitFor(t, "the paused node is buried and its job run elsewhere", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs["rescuer"] == 1 && v.rdb.ZScore(ctx, v.keys.Heartbeats(), paused.NodeID()).Err() == redis.Nil
+	})
+	// Woken: its poll loop goes on first, before any beat of it has got through.
+	close(d.release)
+	time.Sleep(5 * interval) // time enough for a run that needs no beat to begin
+	proxy.Up()
+	testutil.WaitFor(t, "the woken node joins again", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), paused.NodeID()).Err() == nil
+	})
+	testutil.WaitFor(t, "the woken node's run ended", func() bool {
+		paused.mgr.mu.Lock()
+		defer paused.mgr.mu.Unlock()
+		return len(paused.mgr.running) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{"rescuer": 1}, runs, "job %s ran once, on the node that rescued it", jid)
+	assert.Empty(t, v.list(v.keys.Queue("q")))
+	assert.Empty(t, v.list(v.keys.Backup(paused.NodeID(), "q")))
+}
+
+// mayBegin lets a run begin only while the node knows it is alive and still the incarnation
+// that fetched the run; a run of a buried incarnation is orphaned (its lease dropped, its
+// context cancelled with errBuried), and a node that cannot tell waits for the next verdict.
+func TestMayBeginAsksTheHeartbeatAndTheIncarnation(t *testing.T) {
+	t.Parallel()
+	verdict := make(chan struct{})
+	for _, tc := range []struct {
+		name        string
+		alive       bool
+		epoch       string // the node's incarnation now; the run was fetched as "old"
+		begins      bool
+		orphaned    bool
+		wakeVerdict bool // the node cannot tell until a verdict, then knows it is alive
+	}{
+		{"alive, same incarnation", true, "old", true, false, false},
+		{"alive, joined again since the fetch", true, "new", false, true, false},
+		{"no heartbeat", true, "", true, false, false},
+		{"cannot tell, then alive", false, "old", true, false, true},
+		{"cannot tell, then buried and joined again", false, "new", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newManager(managerParts{}, nil)
+			calls := 0
+			m.alive = func() (bool, <-chan struct{}) {
+				calls++
+				if tc.alive || calls > 1 {
+					return true, nil
+				}
+				return false, verdict
+			}
+			m.epoch = func() string { return tc.epoch }
+			r := &run{epoch: "old", lease: "n:1"}
+			if tc.epoch == "" {
+				r.epoch = ""
+			}
+			if tc.wakeVerdict {
+				go func() { verdict <- struct{}{} }()
+			}
+			assert.Equal(t, tc.begins, m.mayBegin(r))
+			assert.Equal(t, tc.orphaned, r.orphaned())
+			if tc.orphaned {
+				assert.Empty(t, r.lease, "the lease lapsed with the burial")
+				assert.ErrorIs(t, context.Cause(&r.ctx), errBuried)
+			}
+		})
+	}
 }

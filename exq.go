@@ -168,7 +168,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		events: e.events, timeout: o.RedisTimeout, pollTimeout: o.PollTimeout, leaseTTL: o.HeartbeatInterval * time.Duration(o.MissedHeartbeatsAllowed+1),
 		now: o.now, log: e.log}, o.Queues)
 	e.runner = newRunner(runnerParts{jq: e.jq, acker: e.acker, registry: e.registry, stats: e.stats, events: e.events, node: e,
-		release: e.mgr.release, setJID: e.mgr.setJID, done: e.done, graceOver: e.graceOver, middleware: o.Middleware,
+		release: e.mgr.release, setJID: e.mgr.setJID, mayBegin: e.mgr.mayBegin, done: e.done, graceOver: e.graceOver, middleware: o.Middleware,
 		now: o.now, log: e.log, maxRetries: o.MaxRetries, jobTimeout: o.JobTimeout, redisTimeout: o.RedisTimeout,
 		deadTimeout: o.DeadTimeout, deadMaxJobs: o.DeadMaxJobs, defaultBackoff: o.Backoff, unit: e.enq.unit,
 		steps: &stepConfig{store: e.jq, ttl: o.StepTTL, timeout: o.RedisTimeout}, keepExpired: o.KeepExpiredJobs})
@@ -201,6 +201,7 @@ func start(ctx context.Context, opts Options, hooks testHooks) (*Exq, error) {
 		if err := e.hb.Join(ctx); err != nil {
 			return fail(fmt.Errorf("exq: start: first heartbeat: %w", err))
 		}
+		e.mgr.alive, e.mgr.epoch = e.hb.Current, e.jq.Epoch
 	}
 
 	opsCtx, cancelOps := context.WithCancel(context.Background())

@@ -136,6 +136,10 @@ type managerParts struct {
 	idle        *store.IdleWaiter // wakes the loop for jobs pushed without a wake-up; nil: polling alone
 	now         func() time.Time
 	log         *slog.Logger
+	// alive is the heartbeat's Current and epoch the store's Epoch (mayBegin); set with the
+	// heartbeat, before the poll loop starts. nil: no heartbeat, no burial.
+	alive func() (bool, <-chan struct{})
+	epoch func() string
 }
 
 // managerQueue is the JobQueue as the manager uses it (jobqueue.go).
@@ -807,6 +811,41 @@ func (m *manager) orphanAll() int {
 		}
 	}
 	return n
+}
+
+// mayBegin reports whether run r may begin, before any of its job's code runs: not when this
+// node was taken for dead since r's fetch (r is orphaned, as orphanAll does), and, when the
+// node cannot tell (paused, or its beats failing, for most of its window: heartbeat.Current),
+// only once its next beat says it is alive. A node paused (SIGSTOP, a frozen VM) past its
+// window just after a fetch would otherwise begin, on waking, jobs that were rescued and ran
+// elsewhere meanwhile, beside their keys' next jobs. The wait ends too when r's context is
+// cancelled (a burial, the end of the shutdown's grace): r.begin decides then.
+func (m *manager) mayBegin(r *run) bool {
+	if m.alive == nil {
+		return true
+	}
+	for {
+		ok, next := m.alive()
+		if r.epoch != m.epoch() {
+			// Buried since its fetch and joined again (the new incarnation is alive): the job
+			// was rescued with the old one's backup lists.
+			m.mu.Lock()
+			if r.orphan() {
+				r.lease = ""
+				r.ctx.Cancel(errBuried)
+			}
+			m.mu.Unlock()
+			return false
+		}
+		if ok {
+			return true
+		}
+		select {
+		case <-next:
+		case <-r.ctx.Done():
+			return true
+		}
+	}
 }
 
 // setJID records the decoded jid of a run, so that a CANCEL signal can find it.

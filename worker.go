@@ -33,6 +33,7 @@ type runnerParts struct {
 	release  func(*run)                 // frees the run's slot (manager.release); every run ends there
 	steps    *stepConfig                // durable steps' and expired jobs' writes (step.go, expire_run.go); nil: none
 	setJID   func(r *run, jid string)   // records the decoded jid, for a CANCEL (manager.setJID)
+	mayBegin func(*run) bool            // false: the run is not ours to begin (manager.mayBegin); nil: always
 	// done is closed when the node is asked to stop; graceOver when the shutdown grace
 	// period is over, after which an outcome that Redis does not take is left in the backup list.
 	done, graceOver <-chan struct{}
@@ -72,8 +73,11 @@ func newRunner(parts runnerParts) *runner {
 // slot freed. Nothing a job does can kill the node or leak its slot.
 func (rn *runner) process(r *run) {
 	defer rn.release(r)
+	if rn.mayBegin != nil && !rn.mayBegin(r) {
+		return // its node was buried since the fetch: the job was rescued
+	}
 	if !r.begin() {
-		return // handed back to its queue at shutdown before it started
+		return // handed back to its queue at shutdown, or orphaned, before it started
 	}
 	h, err := wire.DecodeHeader(r.raw)
 	if err != nil {

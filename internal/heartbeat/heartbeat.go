@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +30,13 @@ type Heartbeat struct {
 	// whose jobs left behind were reported.
 	sweepCursor uint64
 	warned      map[string]bool
+	// base is the local clock's reading at New; aliveUntil, in nanoseconds after base, is until
+	// when this node cannot have been taken for dead (Current). confirmMu guards confirmed, a
+	// channel closed at the next beat's verdict, alive or buried.
+	base       time.Time
+	aliveUntil atomic.Int64
+	confirmMu  sync.Mutex
+	confirmed  chan struct{}
 }
 
 // Parts are what a heartbeat is built from.
@@ -43,10 +51,56 @@ type Parts struct {
 	Orphan   func() int                      // drops the runs from before a burial; may be nil
 	Rescued  func(queue, from string, n int) // n jobs of node from went back to queue; may be nil
 	Log      *slog.Logger
+	// Clock is this process's clock, for how long ago a beat was sent (Current); nil: time.Now.
+	Clock func() time.Time
 }
 
 // New returns the heartbeat of the store's node.
-func New(p Parts) *Heartbeat { return &Heartbeat{Parts: p} }
+func New(p Parts) *Heartbeat {
+	if p.Clock == nil {
+		p.Clock = time.Now
+	}
+	return &Heartbeat{Parts: p, base: p.Clock(), confirmed: make(chan struct{})}
+}
+
+// Current reports whether this node cannot have been taken for dead: its latest beat that
+// found it alive was sent less than nine tenths of its window ago, by this process's clock.
+// A beat runs on the server at or after it is sent, and others bury a node only a window
+// after its latest beat ran, so until then no rescue can have taken this node's jobs. When it
+// cannot tell (the node was paused, or its beats failed, for most of a window), it returns a
+// channel closed at the next beat's verdict: alive, or buried with the runs from before
+// orphaned (Parts.Orphan).
+//
+// A job fetched just before a pause of the process (SIGSTOP, a frozen VM) longer than the
+// window is rescued and runs elsewhere meanwhile; the runner asks this before each run begins,
+// so that the woken node does not begin it again beside its successors.
+func (h *Heartbeat) Current() (bool, <-chan struct{}) {
+	if h.Clock().Sub(h.base).Nanoseconds() < h.aliveUntil.Load() {
+		return true, nil
+	}
+	h.confirmMu.Lock()
+	defer h.confirmMu.Unlock()
+	if h.Clock().Sub(h.base).Nanoseconds() < h.aliveUntil.Load() {
+		return true, nil // confirmed meanwhile
+	}
+	return false, h.confirmed
+}
+
+// verdict records a beat's verdict: alive (sent at sent), or buried (sent zero, after the runs
+// from before were orphaned). Either way it wakes the runs waiting on Current.
+func (h *Heartbeat) verdict(sent time.Time) {
+	h.confirmMu.Lock()
+	defer h.confirmMu.Unlock()
+	if !sent.IsZero() {
+		w := h.window()
+		until := sent.Sub(h.base) + w - w/10
+		if until.Nanoseconds() > h.aliveUntil.Load() {
+			h.aliveUntil.Store(until.Nanoseconds())
+		}
+	}
+	close(h.confirmed)
+	h.confirmed = make(chan struct{})
+}
 
 // called records the server's time of a call that succeeded.
 func (h *Heartbeat) called(at float64) {
@@ -160,12 +214,14 @@ func (h *Heartbeat) beat(ctx context.Context) error {
 	if h.epoch == "" {
 		return h.enter(cctx)
 	}
+	sent := h.Clock()
 	alive, at, err := h.Store.Beat(cctx, h.window(), h.heldLeases(), h.epoch, h.previousCall())
 	if err != nil {
 		return err
 	}
 	if alive {
 		h.called(at)
+		h.verdict(sent)
 		return nil
 	}
 	// Buried while it could not beat (a pause, a stall of this process, a cut-off link) past
@@ -175,6 +231,7 @@ func (h *Heartbeat) beat(ctx context.Context) error {
 	if h.Orphan != nil {
 		n = h.Orphan()
 	}
+	h.verdict(time.Time{}) // the runs waiting to begin find themselves orphaned
 	h.Log.Warn("exq: this node was taken for dead (it could not beat for longer than its window) and its in-flight jobs were rescued; "+
 		"their runs here are cancelled and their outcomes dropped, since the jobs run again", "node", h.Store.Node(), "jobs", n)
 	return h.enter(cctx)
@@ -192,6 +249,7 @@ func (h *Heartbeat) Join(ctx context.Context) error {
 // Fetches and acknowledgements carry the token from then on.
 func (h *Heartbeat) enter(ctx context.Context) error {
 	epoch := uuid.NewString()
+	sent := h.Clock()
 	at, err := h.Store.Join(ctx, h.window(), h.heldLeases(), epoch)
 	if err != nil {
 		return err
@@ -199,6 +257,7 @@ func (h *Heartbeat) enter(ctx context.Context) error {
 	h.called(at)
 	h.epoch = epoch
 	h.Store.SetEpoch(epoch)
+	h.verdict(sent)
 	return nil
 }
 

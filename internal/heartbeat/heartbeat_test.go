@@ -349,3 +349,90 @@ func TestSweepGoneForgetsOnlyTheRecordsOfGoneNodesWithoutJobs(t *testing.T) {
 		})
 	}
 }
+
+// fakeClock is a local clock the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Current says a node is alive for nine tenths of its window after the latest beat that found
+// it so was sent, by the local clock: a node paused past that cannot tell, and waits for its
+// next beat's verdict, which wakes it whether it is alive or was buried (its runs orphaned
+// first).
+func TestCurrentHoldsForMostOfAWindowAfterABeatAndThenWaitsForTheNextVerdict(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	orphaned := 0
+	var h *Heartbeat
+	h = e.heartbeat("n", func(p *Parts) {
+		p.Clock = clock.Now
+		p.Orphan = func() int {
+			orphaned++
+			ok, _ := h.Current()
+			assert.False(t, ok, "the runs are orphaned before any waiting run is woken")
+			return 1
+		}
+	})
+	window := h.window()
+	ok, next := h.Current()
+	assert.False(t, ok, "before the node joined")
+	require.NoError(t, h.Join(ctx))
+	assert.True(t, isClosed(next), "joining wakes the runs waiting")
+	for _, tc := range []struct {
+		after time.Duration
+		alive bool
+	}{
+		{0, true},
+		{window / 2, true},
+		{window*9/10 - time.Nanosecond, true},
+		{window * 9 / 10, false},
+		{2 * window, false},
+	} {
+		at := clock.Now()
+		clock.Add(tc.after)
+		ok, next := h.Current()
+		assert.Equal(t, tc.alive, ok, "%s after the beat was sent", tc.after)
+		assert.Equal(t, tc.alive, next == nil, "a channel to wait on only when it cannot tell")
+		clock.mu.Lock()
+		clock.now = at
+		clock.mu.Unlock()
+	}
+
+	// Paused past its window: it cannot tell until its next beat says it is alive.
+	clock.Add(window)
+	ok, next = h.Current()
+	require.False(t, ok)
+	assert.False(t, isClosed(next), "no verdict yet")
+	require.NoError(t, h.beat(ctx))
+	assert.True(t, isClosed(next), "the beat's verdict wakes the waiting runs")
+	ok, _ = h.Current()
+	assert.True(t, ok, "alive")
+
+	// Paused past its window and buried meanwhile: the beat orphans the runs, then wakes them.
+	clock.Add(window)
+	_, next = h.Current()
+	require.NoError(t, e.rdb.ZRem(ctx, e.keys.Heartbeats(), "n").Err())
+	require.NoError(t, h.beat(ctx))
+	assert.Equal(t, 1, orphaned)
+	assert.True(t, isClosed(next), "woken after the runs were orphaned")
+	ok, _ = h.Current()
+	assert.True(t, ok, "the new incarnation is alive")
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
