@@ -2,6 +2,7 @@ package exq
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,8 +164,32 @@ func (f *fleetNode) kill() {
 	f.done = true
 }
 
-// pause stops the node's process (SIGSTOP) and resume lets it go on (SIGCONT).
-func (f *fleetNode) pause()  { _ = f.cmd.Process.Signal(syscall.SIGSTOP) }
+// pause stops the node's process (SIGSTOP) and returns once every thread of it is stopped
+// (state T in /proc: the signal is delivered asynchronously); resume lets it go on (SIGCONT).
+func (f *fleetNode) pause() {
+	f.t.Helper()
+	require.NoError(f.t, f.cmd.Process.Signal(syscall.SIGSTOP))
+	tasks := fmt.Sprintf("/proc/%d/task", f.cmd.Process.Pid)
+	testutil.WaitFor(f.t, "node "+f.id+" stopped", func() bool {
+		ids, err := os.ReadDir(tasks)
+		if err != nil {
+			return false
+		}
+		for _, id := range ids {
+			stat, err := os.ReadFile(tasks + "/" + id.Name() + "/stat")
+			if err != nil {
+				return false
+			}
+			// "pid (comm) S ...": the state follows the last ')'.
+			i := bytes.LastIndexByte(stat, ')')
+			if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (f *fleetNode) resume() { _ = f.cmd.Process.Signal(syscall.SIGCONT) }
 
 // stop ends the node with SIGTERM (a clean Stop) and requires it to exit 0.

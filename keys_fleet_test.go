@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,7 +20,8 @@ import (
 
 // fleetSeqLog is the list the "Seq" jobs of a fleet log their runs to, in the order Redis got
 // them: "b <node> <key> <n> <jid>" as a run begins, "e <node> <key> <n> <jid> ok|fail" as it
-// ends; the test adds "k <node>" once it killed a node.
+// ends; the test adds "k <node>" once it killed a node, and "p <node>" once it paused one
+// (SIGSTOP) for longer than its heartbeat window.
 func fleetSeqLog(ns string) string { return ns + ":test:seqlog" }
 
 // fleetNodeID is this fleet node's id, once started.
@@ -57,25 +59,30 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 }
 
 // checkSequences reads the fleet's run log and reports every breach: two runs of a key at
-// once (a killed node's runs end at its kill), a job that began before its key's previous job
-// succeeded, a job that never succeeded. It returns the number of successes counted by jid.
+// once (a killed node's runs end at its kill; a paused node's runs open when it was paused end
+// there too: the node is taken for dead and its jobs rescued, and what those runs do once it
+// wakes counts for nothing, their outcomes refused as a buried node's), a job that began before
+// its key's previous job succeeded, a job that never succeeded. It returns the number of
+// successes counted by jid.
 func checkSequences(t *testing.T, events []string, keys, perKey int) (successes, cut int) {
 	t.Helper()
 	type open struct{ node, jid string }
 	running := map[string]*open{}  // key -> the run in progress
 	succeeded := map[string]bool{} // jid -> succeeded once
 	next := map[string]int{}       // key -> the n of its next job to succeed
+	cutOff := map[open]bool{}      // the runs a pause cut off
 	breaches := 0
 	for _, ev := range events {
 		f := strings.Fields(ev)
 		switch f[0] {
-		case "k":
+		case "k", "p":
 			if testing.Verbose() {
-				t.Logf("kill of %s with %d keys running: %v", f[1], len(running), running)
+				t.Logf("%s of %s with %d keys running: %v", map[string]string{"k": "kill", "p": "pause"}[f[0]], f[1], len(running), running)
 			}
 			for k, r := range running {
 				if r.node == f[1] {
 					delete(running, k)
+					cutOff[*r] = true
 					cut++
 				}
 			}
@@ -93,6 +100,9 @@ func checkSequences(t *testing.T, events []string, keys, perKey int) (successes,
 			running[key] = &open{node, jid}
 		case "e":
 			key, jid := f[2], f[4]
+			if cutOff[open{f[1], jid}] {
+				continue // a paused node's run, woken after its job was rescued
+			}
 			n, _ := strconv.Atoi(f[3])
 			delete(running, key)
 			if f[5] == "ok" {
@@ -195,6 +205,96 @@ func testFleetKeyedSequencesSurviveKilledNodes(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond, "no per-key state is left")
 }
 
+// Sequences across 3 node processes, one paused (SIGSTOP) past its heartbeat window while it
+// runs jobs, then woken (SIGCONT): the others take it for dead and rescue its jobs to the heads
+// of their keys' lists, removing its leases; the rescued jobs run before their keys' next ones;
+// the woken node's runs from before are cut off (their outcomes refused: it was buried), and it
+// joins again and runs jobs of a second round. Per key one job at a time, in order, every job
+// succeeding (counted by jid) once the pause is detected.
+func testFleetKeyedSequencesSurviveAPausedNode(t *testing.T) {
+	// Timed (timed_test.go): child processes judged by heartbeat windows.
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	v := newEnv(t)
+	ctx := context.Background()
+	const keys, perKey = 10, 20
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer c.Close()
+	// enqueue writes jobs from to to-1 of every key.
+	enqueue := func(from, to int) {
+		for n := from; n < to; n++ {
+			specs := make([]JobSpec, keys)
+			for k := range specs {
+				key := fmt.Sprintf("k%d", k)
+				specs[k] = JobSpec{Queue: "seq", Class: "Seq", Args: []any{key, n}, Options: []EnqueueOption{Key(key)}}
+			}
+			_, err := c.EnqueueAll(ctx, specs)
+			require.NoError(t, err)
+		}
+	}
+	enqueue(0, perKey)
+	cfg := fleetConfig{Queue: Queue{Name: "seq", Concurrency: 8, Keys: KeyPolicy{Sequence: true}},
+		Heartbeat: 300 * time.Millisecond, JobDuration: 30 * time.Millisecond, FailEvery: 7}
+	t.Cleanup(func() {
+		if t.Failed() {
+			v.dumpKeyed("seq")
+		}
+	})
+	nodes := v.startFleet(3, cfg)
+	log := func() []string { return v.list(fleetSeqLog(v.ns)) }
+	succeeded := func() int { return strings.Count(strings.Join(log(), "\n"), " ok") }
+	total := keys * perKey
+	waitLong(t, time.Minute, "a third of the jobs succeeded", func() bool { return succeeded() >= total/3 })
+	// Paused while it runs jobs: SIGSTOP first, then the mark, so no run of it begins between.
+	paused := nodes[0]
+	running := func() int {
+		n := 0
+		for _, ev := range log() {
+			if strings.HasPrefix(ev, "b "+paused.id+" ") {
+				n++
+			} else if strings.HasPrefix(ev, "e "+paused.id+" ") {
+				n--
+			}
+		}
+		return n
+	}
+	waitLong(t, time.Minute, "the node to pause runs jobs", func() bool { return running() > 0 })
+	paused.pause()
+	require.NoError(t, v.rdb.RPush(ctx, fleetSeqLog(v.ns), "p "+paused.id).Err())
+	cutRuns := running()
+	waitLong(t, time.Minute, "the paused node is taken for dead", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), paused.id).Err() == redis.Nil
+	})
+	// The two others run every job, the paused node's rescued ones first in their keys.
+	waitLong(t, 2*time.Minute, "every job succeeded", func() bool { return checkSequencesQuiet(log(), keys, perKey) })
+	paused.resume()
+	waitLong(t, time.Minute, "the woken node joins again", func() bool {
+		return v.rdb.ZScore(ctx, v.keys.Heartbeats(), paused.id).Err() == nil
+	})
+	// A second round of every key's jobs, the woken node among those running them.
+	enqueue(perKey, 2*perKey)
+	waitLong(t, 2*time.Minute, "every job of the second round succeeded", func() bool {
+		return checkSequencesQuiet(log(), keys, 2*perKey)
+	})
+	stopFleet(nodes)
+	woken := 0
+	ev := log()
+	mark := slices.Index(ev, "p "+paused.id)
+	for _, e := range ev[mark+1:] {
+		if strings.HasPrefix(e, "b "+paused.id+" ") {
+			woken++
+		}
+	}
+	got, cut := checkSequences(t, ev, keys, 2*perKey)
+	assert.Equal(t, 2*total, got, "every job succeeded, counted by jid")
+	assert.Positive(t, cutRuns, "the pause cut runs off")
+	assert.Positive(t, woken, "the woken node ran jobs again")
+	t.Logf("%d keys × %d jobs over 3 processes, one paused past its window with %d runs open (%d cut off), then %d jobs begun by it once woken: %d successes by jid",
+		keys, 2*perKey, cutRuns, cut, woken, got)
+}
+
 // dumpKeyed logs the keyed state of queue q, for a failed test.
 func (v *env) dumpKeyed(q string) {
 	ctx := context.Background()
@@ -225,8 +325,26 @@ func (v *env) dumpKeyed(q string) {
 // checkSequencesQuiet reports whether every key's jobs all succeeded.
 func checkSequencesQuiet(events []string, keys, perKey int) bool {
 	next := map[string]int{}
+	open := map[string]string{} // "<node> <jid>" -> key, the runs in progress
+	cutOff := map[string]bool{} // the runs a pause cut off
 	for _, ev := range events {
 		f := strings.Fields(ev)
+		switch f[0] {
+		case "b":
+			open[f[1]+" "+f[4]] = f[2]
+		case "p":
+			for run := range open {
+				if strings.HasPrefix(run, f[1]+" ") {
+					cutOff[run] = true
+				}
+			}
+		}
+		if f[0] == "e" {
+			delete(open, f[1]+" "+f[4])
+			if cutOff[f[1]+" "+f[4]] {
+				continue
+			}
+		}
 		if f[0] == "e" && f[5] == "ok" {
 			if n, _ := strconv.Atoi(f[3]); n == next[f[2]] {
 				next[f[2]]++

@@ -28,6 +28,7 @@ var timedFleets = []timedTest{
 	{"FleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued", testFleetAKilledNodesJobsOfRemovedAndUnlistedQueuesAreRescued},
 	{"FleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow", testFleetKilledProcessFreesItsSlotsWithinItsHeartbeatWindow},
 	{"FleetKeyedSequencesSurviveKilledNodes", testFleetKeyedSequencesSurviveKilledNodes},
+	{"FleetKeyedSequencesSurviveAPausedNode", testFleetKeyedSequencesSurviveAPausedNode},
 	{"KilledNodesJobsAreRescuedByAnotherNodeAndComplete", testKilledNodesJobsAreRescuedByAnotherNodeAndComplete},
 	{"KilledNodesStepsAreNotRunAgainAfterTheRescue", testKilledNodesStepsAreNotRunAgainAfterTheRescue},
 	{"AKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode", testAKilledFastNodeIsRescuedWithinItsOwnWindowByASlowNode},
