@@ -179,3 +179,36 @@ func TestARedisStallLongerThanAGlobalLimitsLeasesKeepsTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// The lease sets of a GlobalLimit and of a key's Concurrency outlive their members by an hour,
+// at a fetch and at a beat: their TTL counts on through a stall of Redis, and a set that
+// expired during one would drop every lease of the queue or key at once.
+func TestLeaseSetsOutliveTheirLeasesByAnHour(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	ctx := context.Background()
+	c, err := NewClient(ctx, ClientOptions{Redis: v.client, Namespace: v.ns, Logger: testLogger()})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Enqueue(ctx, "limited", "W", nil)
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, "keyed", "W", nil, Key("a"))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	const interval = 100 * time.Millisecond
+	v.start(Options{HeartbeatInterval: interval,
+		Queues: []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 1}, {Name: "keyed", Concurrency: 1, Keys: KeyPolicy{Sequence: true}}},
+		Workers: map[string]Worker{"W": WorkerFunc(func(context.Context, *Job) error { <-release; return nil })}})
+	for _, set := range []string{v.keys.Leases("limited"), v.keys.KeyLeases("keyed", "a")} {
+		testutil.WaitFor(t, set+" holds a lease", func() bool { return v.zcard(set) == 1 })
+		// Past a few beats, which renew the leases and set the TTL again.
+		for range 2 {
+			time.Sleep(2 * interval)
+			ttl, err := v.rdb.PTTL(ctx, set).Result()
+			require.NoError(t, err)
+			assert.Greater(t, ttl, time.Hour, set)
+			assert.Less(t, ttl, time.Hour+time.Minute, set)
+		}
+	}
+}

@@ -56,7 +56,7 @@ for i = 5, #KEYS do
   end
   if n > 0 then
     redis.call('ZADD', KEYS[i], unpack(args))
-    redis.call('PEXPIRE', KEYS[i], math.ceil((life + 60) * 1000))
+    redis.call('PEXPIRE', KEYS[i], math.ceil((life + 3600) * 1000)) -- see fetch_limited.lua
   end
   a = a + n + 1
 end

@@ -178,7 +178,7 @@ for i = 1, nq do
           end
           if conc > 0 then
             redis.call('ZADD', leases, unpack(lz))
-            redis.call('PEXPIRE', leases, math.ceil((2 * ttl + 60) * 1000))
+            redis.call('PEXPIRE', leases, math.ceil((2 * ttl + 3600) * 1000)) -- see fetch_limited.lua
           end
           if rate > 0 then
             redis.call('ZADD', starts, unpack(sz))

@@ -142,7 +142,10 @@ for i = 1, nq do
     redis.call('SADD', KEYS[4], ARGV[a])
   end
   if limit > 0 and took > 0 then
-    redis.call('PEXPIRE', leases, math.ceil((ttl + 60) * 1000))
+    -- The set outlives its members by an hour: its TTL only sweeps the set of a queue no node
+    -- fetches any more, and a stall of Redis longer than the TTL would drop every lease at
+    -- once (the TTL counts on through a stall; drop_lapsed keeps the members themselves).
+    redis.call('PEXPIRE', leases, math.ceil((ttl + 3600) * 1000))
   end
   if limit > 0 and want > 0 then
     if capped and took == n and redis.call('LLEN', src) > 0 then
