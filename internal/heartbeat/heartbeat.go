@@ -64,7 +64,7 @@ func New(p Parts) *Heartbeat {
 }
 
 // Current reports whether this node cannot have been taken for dead: its latest beat that
-// found it alive was sent less than nine tenths of its window ago, by this process's clock.
+// found it alive was sent less than 95 % of its window ago, by this process's clock.
 // A beat runs on the server at or after it is sent, and others bury a node only a window
 // after its latest beat ran, so until then no rescue can have taken this node's jobs. When it
 // cannot tell (the node was paused, or its beats failed, for most of a window), it returns a
@@ -93,7 +93,8 @@ func (h *Heartbeat) verdict(sent time.Time) {
 	defer h.confirmMu.Unlock()
 	if !sent.IsZero() {
 		w := h.window()
-		until := sent.Sub(h.base) + w - w/10
+		// Less a twentieth: the server's clock and this one may run at slightly different rates.
+		until := sent.Sub(h.base) + w - w/20
 		if until.Nanoseconds() > h.aliveUntil.Load() {
 			h.aliveUntil.Store(until.Nanoseconds())
 		}

@@ -363,7 +363,7 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// Current says a node is alive for nine tenths of its window after the latest beat that found
+// Current says a node is alive for 95 % of its window after the latest beat that found
 // it so was sent, by the local clock: a node paused past that cannot tell, and waits for its
 // next beat's verdict, which wakes it whether it is alive or was buried (its runs orphaned
 // first).
@@ -393,8 +393,8 @@ func TestCurrentHoldsForMostOfAWindowAfterABeatAndThenWaitsForTheNextVerdict(t *
 	}{
 		{0, true},
 		{window / 2, true},
-		{window*9/10 - time.Nanosecond, true},
-		{window * 9 / 10, false},
+		{window*19/20 - time.Nanosecond, true},
+		{window * 19 / 20, false},
 		{2 * window, false},
 	} {
 		at := clock.Now()
