@@ -198,7 +198,7 @@ func TestLeaseSetsOutliveTheirLeasesByAnHour(t *testing.T) {
 	defer close(release)
 	const interval = 100 * time.Millisecond
 	v.start(Options{HeartbeatInterval: interval,
-		Queues: []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 1}, {Name: "keyed", Concurrency: 1, Keys: KeyPolicy{Sequence: true}}},
+		Queues:  []Queue{{Name: "limited", Concurrency: 1, GlobalLimit: 1}, {Name: "keyed", Concurrency: 1, Keys: KeyPolicy{Sequence: true}}},
 		Workers: map[string]Worker{"W": WorkerFunc(func(context.Context, *Job) error { <-release; return nil })}})
 	for _, set := range []string{v.keys.Leases("limited"), v.keys.KeyLeases("keyed", "a")} {
 		testutil.WaitFor(t, set+" holds a lease", func() bool { return v.zcard(set) == 1 })
