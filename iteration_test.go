@@ -244,6 +244,12 @@ func TestCancelJobStopsARunningIteration(t *testing.T) {
 	jid, err := e.Enqueue(context.Background(), "it", "Walk", []any{1_000_000})
 	require.NoError(t, err)
 	api := e.API()
+	// Running: its OnStart ran (a job cancelled before its run reads its state is cancelled
+	// without starting), and the busy list shows it.
+	v.waitFor("the iteration started", func() bool {
+		_, hooks := c.snapshot()
+		return len(hooks) > 0
+	})
 	v.waitFor("the busy list", func() bool {
 		b, err := api.BusyJobs(context.Background())
 		return err == nil && len(b) == 1

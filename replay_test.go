@@ -323,7 +323,9 @@ func TestOutcomesWhoseReplyIsLostAreWrittenOnce(t *testing.T) {
 				c.push("default", tc.job)
 				cut := c.proxy.CutReplyTo(1, tc.marker(c))
 				rec := &recorder{fn: tc.perform}
-				o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second}
+				// The cut closes the connection: the outcome's call fails at once, with no need
+				// of a short RedisTimeout (1 s timed out a start once in a loaded whole suite).
+				o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: 5 * time.Second}
 				if client == "exq's" {
 					o.RedisURL = c.url()
 				} else {
