@@ -61,7 +61,7 @@ func refs(body string) []string {
 // such members answered "deleted 0" and an 8 MB job was embedded in the page three times.
 func TestEveryListedMemberCanBeActedOnOneByOne(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{PageSize: 100})
+	f := newBigFixture(t, Options{PageSize: 100})
 	n := f.seedHostile()
 	ctx := context.Background()
 
@@ -113,7 +113,7 @@ func TestRetryByRefMovesHostileMembersToTheirQueue(t *testing.T) {
 // page; an 8 MB job is shown cut, with its exact bytes a download.
 func TestJobPagesAreBoundedAndTheRawDocumentIsADownload(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newBigFixture(t, Options{})
 	f.seedHostile()
 	for _, path := range []string{"/retries/deep-1", "/queues/default/jobs/deep-1", "/retries/big-1", "/dead/big-1", "/queues/default/jobs/big-1"} {
 		body := f.page(path)
@@ -193,7 +193,7 @@ func TestDotNamesStayInTheirPathSegment(t *testing.T) {
 // escaped message, and no progress at all for a fraction out of range.
 func TestBusyPageShowsAHostileProgressEscapedAndBounded(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newBigFixture(t, Options{})
 	ctx := context.Background()
 	id := "foreign:1"
 	now := float64(time.Now().UnixMicro()) / 1e6

@@ -47,14 +47,30 @@ type fixture struct {
 
 func newFixture(t *testing.T, o Options) *fixture {
 	t.Helper()
+	return newFixtureOn(t, o, false)
+}
+
+// newBigFixture is newFixture on a redis-server of the test's own (but on a Cluster), for
+// records of megabytes (testutil.PrivateRedis).
+func newBigFixture(t *testing.T, o Options) *fixture {
+	t.Helper()
+	return newFixtureOn(t, o, true)
+}
+
+func newFixtureOn(t *testing.T, o Options, private bool) *fixture {
+	t.Helper()
 	var (
 		rdb    *redis.Client
 		client redis.UniversalClient
 		ns     string
 	)
-	if testutil.OnCluster() {
+	switch {
+	case testutil.OnCluster():
 		rdb, client, ns = testutil.ClusterRedis(t)
-	} else {
+	case private:
+		rdb, _, ns = testutil.PrivateRedis(t)
+		client = rdb
+	default:
 		rdb, ns = testutil.Redis(t)
 		client = rdb
 	}

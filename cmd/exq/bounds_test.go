@@ -315,7 +315,7 @@ func deepJob(jid string) string {
 // job's page for people is bounded whatever the records hold.
 func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
 	t.Parallel()
-	c := newCLIEnv(t)
+	c := newBigCLIEnv(t)
 	ctx := context.Background()
 	stored := 0
 	for i := range 10 {
@@ -377,7 +377,7 @@ func TestEveryOutputIsBoundedWhateverTheRecords(t *testing.T) {
 // says so (a 1.9 MB graph whose parent fields repeat one name 3 000 times printed 11.7 MB).
 func TestWorkflowShowNamesEachParentOnceAndIsBounded(t *testing.T) {
 	t.Parallel()
-	c := newCLIEnv(t)
+	c := newBigCLIEnv(t)
 	ctx := context.Background()
 	cl, err := exq.NewClient(ctx, exq.ClientOptions{RedisURL: c.url, Namespace: c.ns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)

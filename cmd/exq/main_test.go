@@ -82,6 +82,13 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	return &cliEnv{t: t, rdb: rdb, url: testutil.RedisURL(t), ns: ns}
 }
 
+// newBigCLIEnv is newCLIEnv on a redis-server of the test's own, for records of megabytes
+// (testutil.PrivateRedis).
+func newBigCLIEnv(t *testing.T) *cliEnv {
+	rdb, url, ns := testutil.PrivateRedis(t)
+	return &cliEnv{t: t, rdb: rdb, url: url, ns: ns}
+}
+
 // run runs exq args with --namespace given last: global flags go anywhere.
 func (c *cliEnv) run(args ...string) (code int, stdout, stderr string) {
 	c.t.Helper()

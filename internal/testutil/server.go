@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is a private redis-server process for tests that stop, kill, restart or
@@ -198,3 +200,19 @@ func (s *Server) signal(sig syscall.Signal) {
 
 // String names the server for messages.
 func (s *Server) String() string { return fmt.Sprintf("redis-server :%d", s.Port) }
+
+// PrivateRedis starts a redis-server of the test's own and returns a client of it (closed
+// before the server is killed), its URL and a namespace. It is for tests that store records
+// of megabytes: reading them holds a server for tenths of a second, which on the shared test
+// server timed out other tests' calls (a node's Start with a RedisTimeout of 500 ms).
+func PrivateRedis(t testing.TB) (rdb *redis.Client, url, ns string) {
+	t.Helper()
+	srv := StartServer(t, ServerOptions{})
+	opts, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatalf("parse %s: %v", srv.URL(), err)
+	}
+	rdb = redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, srv.URL(), Namespace(t)
+}
