@@ -127,7 +127,7 @@ func TestStopRightAfterALostFetchHandsItsJobsBack(t *testing.T) {
 	// The first fetch of the queue takes the jobs, and its reply is lost: no job of the queue
 	// ever came back to this node.
 	e, err := Start(context.Background(), Options{RedisURL: c.url(), Namespace: c.ns, Logger: testLogger(),
-		Queues: []Queue{{Name: "lost", Concurrency: 10}}, DisableScheduler: true, RedisTimeout: time.Second})
+		Queues: []Queue{{Name: "lost", Concurrency: 10}}, DisableScheduler: true, RedisTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	waitCut(t, cut)
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
@@ -190,7 +190,7 @@ func TestEnqueueWhoseReplyIsLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCutter(t)
 			ctx := context.Background()
-			o := ClientOptions{Namespace: c.ns, Logger: testLogger(), RedisTimeout: time.Second}
+			o := ClientOptions{Namespace: c.ns, Logger: testLogger(), RedisTimeout: 5 * time.Second}
 			if tc.ownClient {
 				o.RedisURL = c.url()
 			} else {
@@ -414,7 +414,7 @@ func TestCountersWhoseReplyIsLostCountOnce(t *testing.T) {
 			}
 			cut := c.cutScript(scripts.StatsFlush, 1)
 			rec := &recorder{}
-			o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: time.Second}
+			o := Options{Workers: map[string]Worker{"W": rec}, DisableScheduler: true, RedisTimeout: 5 * time.Second}
 			hooks := testHooks{statsInterval: 20 * time.Millisecond}
 			if client == "exq's" {
 				o.RedisURL = c.url()
@@ -450,7 +450,7 @@ func TestSignalsWhoseRemovalReplyIsLostAreAllHandled(t *testing.T) {
 			// The removal of handled signals runs in a MULTI with the node's state; its source
 			// is sent with EVAL.
 			cut := c.proxy.CutReplyTo(1, "-- signals_done:")
-			o := Options{Workers: map[string]Worker{"W": block}, DisableScheduler: true, RedisTimeout: time.Second}
+			o := Options{Workers: map[string]Worker{"W": block}, DisableScheduler: true, RedisTimeout: 5 * time.Second}
 			hooks := testHooks{pingInterval: 20 * time.Millisecond, statsInterval: 20 * time.Millisecond}
 			if client == "exq's" {
 				o.RedisURL = c.url()

@@ -33,7 +33,7 @@ func TestStopDuringAnOutageReturnsWithManyFinishedJobsAwaitingTheirAck(t *testin
 	})
 	e, err := Start(context.Background(), Options{RedisURL: c.url(), Namespace: c.ns, Logger: testLogger(),
 		Queues: []Queue{{Name: "default", Concurrency: jobs}}, Workers: map[string]Worker{"W": w},
-		DisableScheduler: true, RedisTimeout: 500 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+		DisableScheduler: true, RedisTimeout: 5 * time.Second, ShutdownTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	testutil.WaitFor(t, "every job started", func() bool { return started.Load() == jobs })
 

@@ -81,7 +81,7 @@ func TestStatsCountedDuringARedisOutageAreWrittenAfterIt(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	proxy := testutil.NewProxy(t, v.rdb.Options().Addr)
-	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 300 * time.Millisecond,
+	e := v.start(Options{Redis: v.clientVia(proxy.Addr()), RedisTimeout: 5 * time.Second,
 		DisableHeartbeat: true, DisableScheduler: true}, testHooks{statsInterval: 10 * time.Millisecond})
 	proxy.Down()
 	// Counting is in memory only, so a worker finishing now is never held up by Redis.

@@ -414,7 +414,7 @@ func TestOutcomeIsWrittenOnceRedisComesBack(t *testing.T) {
 				<-release
 				return tc.outcome
 			})
-			e := v.start(Options{Redis: client, RedisTimeout: 500 * time.Millisecond, DisableScheduler: true, Workers: map[string]Worker{"W": w}})
+			e := v.start(Options{Redis: client, RedisTimeout: 5 * time.Second, DisableScheduler: true, Workers: map[string]Worker{"W": w}})
 			v.push("default", `{"class":"W","args":[],"queue":"default","jid":"o1","retry":3}`)
 			testutil.WaitFor(t, "the job started", func() bool { return runs.Load() == 1 })
 
