@@ -804,9 +804,7 @@ func (m *manager) orphanAll() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, r := range m.running {
-		if r.orphan() {
-			r.lease = ""
-			r.ctx.Cancel(errBuried)
+		if m.orphanLocked(r) {
 			n++
 		}
 	}
@@ -830,10 +828,7 @@ func (m *manager) mayBegin(r *run) bool {
 			// Buried since its fetch and joined again (the new incarnation is alive): the job
 			// was rescued with the old one's backup lists.
 			m.mu.Lock()
-			if r.orphan() {
-				r.lease = ""
-				r.ctx.Cancel(errBuried)
-			}
+			m.orphanLocked(r)
 			m.mu.Unlock()
 			return false
 		}
@@ -846,6 +841,17 @@ func (m *manager) mayBegin(r *run) bool {
 			return true
 		}
 	}
+}
+
+// orphanLocked makes r's outcome no one's (run.orphan), drops its lease and cancels its
+// context with errBuried; false when r had already ended or been claimed. Under m.mu.
+func (m *manager) orphanLocked(r *run) bool {
+	if !r.orphan() {
+		return false
+	}
+	r.lease = ""
+	r.ctx.Cancel(errBuried)
+	return true
 }
 
 // setJID records the decoded jid of a run, so that a CANCEL signal can find it.
