@@ -97,7 +97,7 @@ func (f *fixture) storeWorkflow(n int, parents func(i int) []string) string {
 // dependencies draws maxEdgesDrawn of them, and each says so on the page.
 func TestWorkflowPageIsBoundedWhateverTheGraphHolds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newBigFixture(t, Options{})
 	repeated := f.storeWorkflow(300, func(int) []string {
 		p := make([]string, 3000)
 		for k := range p {
@@ -136,7 +136,7 @@ func TestWorkflowPageIsBoundedWhateverTheGraphHolds(t *testing.T) {
 // a page that says why, instead of tens of megabytes.
 func TestEveryPageIsBoundedWhateverTheRecords(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newBigFixture(t, Options{})
 	var doc strings.Builder
 	doc.WriteString(`{"class":"W","args":[],"queue":"default","jid":"wide","error_message":"` + strings.Repeat("m", 1<<20) + `"`)
 	for i := range 100_000 {
