@@ -21,8 +21,9 @@ import (
 
 // fleetSeqLog is the list the "Seq" jobs of a fleet log their runs to, in the order Redis got
 // them: "b <node> <key> <n> <jid>" as a run begins, "e <node> <key> <n> <jid> ok|fail|buried"
-// as it ends ("buried": its node was taken for dead and dropped the run, see seqJob); the test adds "k <node>" once it killed a node, and "p <node>" once it paused one
-// (SIGSTOP) for longer than its heartbeat window.
+// as it ends ("buried": its node was taken for dead and dropped the run, see seqJob); the test
+// adds "k <node>" once it killed a node, and "p <node>" once it paused one (SIGSTOP) for longer
+// than its heartbeat window.
 func fleetSeqLog(ns string) string { return ns + ":test:seqlog" }
 
 // fleetNodeID is this fleet node's id, once started.
@@ -53,8 +54,8 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 			end = "fail"
 		}
 		if time.Since(entered) > c.Heartbeat && ctx.Err() == nil {
-			// Paused during the run (it took a window longer than planned): the node's next
-			// beat, right after it woke, tells whether it was taken for dead meanwhile.
+			// Paused during the run (it took over a heartbeat interval, not JobDuration): the
+			// node's next beat, right after it woke, tells whether it was taken for dead.
 			select {
 			case <-ctx.Done():
 			case <-time.After(2 * time.Second):
@@ -78,9 +79,8 @@ func seqJob(rdb *redis.Client, c fleetConfig) Worker {
 // once (a killed node's runs end at its kill; a paused node's runs open when it was paused end
 // there too: the node is taken for dead and its jobs rescued, and what those runs do once it
 // wakes counts for nothing, their outcomes refused as a buried node's; so do the runs it drops
-// as buried whose "b" the pause held back), a job that began before
-// its key's previous job succeeded, a job that never succeeded. It returns the number of
-// successes counted by jid.
+// as buried whose "b" the pause held back), a job that began before its key's previous job
+// succeeded, a job that never succeeded. It returns the number of successes counted by jid.
 func checkSequences(t *testing.T, events []string, keys, perKey int) (successes, cut int) {
 	t.Helper()
 	type open struct{ node, jid string }
