@@ -346,12 +346,24 @@ func TestSidekiqCronAndExqEnqueueEachTickOnce(t *testing.T) {
 	assert.GreaterOrEqual(t, len(ticks), int(run/time.Second), "ticks in a run of %s", run)
 }
 
+// newTicks returns the ticks of the enqueued set zkey that are not in created.
+func (p *peer) newTicks(zkey string, created map[string]bool) []string {
+	p.t.Helper()
+	var out []string
+	for _, z := range p.zmembers(zkey) {
+		if m := z.Member.(string); !created[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // staleClaim returns a tick of the enqueued set zkey, not in created, other than want; "" if
 // there is none.
 func (p *peer) staleClaim(zkey, want string, created map[string]bool) string {
 	p.t.Helper()
-	for _, z := range p.zmembers(zkey) {
-		if m := z.Member.(string); !created[m] && m != want {
+	for _, m := range p.newTicks(zkey, created) {
+		if m != want {
 			return m
 		}
 	}
@@ -364,12 +376,7 @@ func (p *peer) staleClaim(zkey, want string, created map[string]bool) string {
 // holds nothing else before the run.
 func (p *peer) setClaimsAside(zkey, queue string, created map[string]bool) {
 	p.t.Helper()
-	var fresh []string
-	for _, z := range p.zmembers(zkey) {
-		if m := z.Member.(string); !created[m] {
-			fresh = append(fresh, m)
-		}
-	}
+	fresh := p.newTicks(zkey, created)
 	ctx := context.Background()
 	qkey := nsKey("queue:") + queue
 	waitFor(p.t, "sidekiq-cron's jobs of the ticks set aside", func() (bool, string) {
